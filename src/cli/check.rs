@@ -1,0 +1,41 @@
+//! `imgfeed check`: the spec after every stage, without reading a pixel.
+
+use super::Common;
+use anyhow::Result;
+
+pub fn check(c: &Common) -> Result<i32> {
+    let p = c.pipeline()?;
+    println!("{}", p.source().describe());
+    for (name, spec) in p.stages() {
+        println!("  {name:<24} -> {spec}");
+    }
+    let spec = p.output_spec();
+    let cfg = p.config();
+    let dims = spec.dims();
+    println!(
+        "  {:<24} -> {} [{}, {}, {}, {}], labels {} [{}{}]",
+        format!("batch({}, drop_remainder={})", cfg.batch.size, cfg.batch.drop_remainder),
+        spec.dtype.name(),
+        cfg.batch.size,
+        dims[0].unwrap_or(0),
+        dims[1].unwrap_or(0),
+        dims[2].unwrap_or(0),
+        spec.label.name(),
+        cfg.batch.size,
+        if spec.label_columns > 1 {
+            format!(", {}", spec.label_columns)
+        } else {
+            String::new()
+        }
+    );
+    for f in p.fusions() {
+        println!("fused: {f}");
+    }
+    println!(
+        "epoch: {} samples in {} batches, {} workers",
+        p.samples_per_epoch(),
+        p.batches_per_epoch(),
+        cfg.engine.workers
+    );
+    Ok(0)
+}

@@ -1,0 +1,44 @@
+//! `imgfeed convert`: write every sample of one epoch to files. Nothing is dropped: the
+//! last batch is kept whatever `drop_remainder` says, and a bad sample is reported (file and
+//! reason) and left out while the rest is written; the exit code is then 1.
+
+use super::{progress, Common};
+use anyhow::Result;
+use imgfeed::sink::write_npy_dir;
+use imgfeed::{OnError, Pipeline};
+use std::path::Path;
+
+pub fn convert(c: &Common, out: &Path) -> Result<i32> {
+    let mut cfg = c.config()?;
+    cfg.batch.drop_remainder = false;
+    cfg.engine.on_error = OnError::Skip;
+    let p = Pipeline::new(cfg)?;
+    let bar = progress(p.samples_per_epoch() as u64, "samples");
+    let report = write_npy_dir(
+        p.epoch(0),
+        &p,
+        out,
+        |n| bar.inc(n as u64),
+        |e| bar.suspend(|| eprintln!("skipped: {e}")),
+    )?;
+    bar.finish_and_clear();
+    let spec = p.output_spec();
+    let d = spec.dims();
+    println!(
+        "wrote {} samples to {}: images.npy {} [{}, {}, {}, {}], labels.npy {}, samples.txt{}",
+        report.samples,
+        out.display(),
+        spec.dtype.name(),
+        report.samples,
+        d[0].unwrap_or(0),
+        d[1].unwrap_or(0),
+        d[2].unwrap_or(0),
+        spec.label.name(),
+        if report.skipped > 0 {
+            format!("; {} bad sample(s) skipped", report.skipped)
+        } else {
+            String::new()
+        }
+    );
+    Ok(if report.skipped > 0 { 1 } else { 0 })
+}

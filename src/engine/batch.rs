@@ -1,0 +1,270 @@
+//! `Batch`: contiguous images, labels and sample indices, as plain slices with a shape.
+//! Its buffers come from a pool and go back to it when the batch is dropped, so a steady
+//! epoch allocates nothing.
+
+use crate::error::Error;
+use crate::spec::{DType, LabelType, Layout};
+use std::sync::{Arc, Mutex};
+
+/// Image storage of a batch.
+#[derive(Debug)]
+pub(crate) enum ImageBuf {
+    U8(Vec<u8>),
+    F32(Vec<f32>),
+}
+
+/// Label storage of a batch.
+#[derive(Debug)]
+pub(crate) enum LabelBuf {
+    U32(Vec<u32>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    F32(Vec<f32>),
+}
+
+/// The labels of a batch, typed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Labels<'a> {
+    /// uint32 (no type_cast).
+    U32(&'a [u32]),
+    /// int32.
+    I32(&'a [i32]),
+    /// int64.
+    I64(&'a [i64]),
+    /// float32.
+    F32(&'a [f32]),
+}
+
+impl Labels<'_> {
+    /// Label `i` as i64, whatever the type (f32 labels are whole numbers).
+    pub fn get(&self, i: usize) -> Option<i64> {
+        match self {
+            Labels::U32(v) => v.get(i).map(|&x| x as i64),
+            Labels::I32(v) => v.get(i).map(|&x| x as i64),
+            Labels::I64(v) => v.get(i).copied(),
+            Labels::F32(v) => v.get(i).map(|&x| x as i64),
+        }
+    }
+}
+
+/// What every buffer of one pipeline looks like.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BufShape {
+    pub batch_size: usize,
+    pub sample_elems: usize,
+    pub dtype: DType,
+    pub label: LabelType,
+    pub label_cols: usize,
+}
+
+/// The storage of one batch.
+#[derive(Debug)]
+pub(crate) struct BatchBuf {
+    pub images: ImageBuf,
+    pub labels: LabelBuf,
+    pub indices: Vec<u64>,
+}
+
+impl BatchBuf {
+    fn new(s: &BufShape) -> BatchBuf {
+        let n = s.batch_size * s.sample_elems;
+        let l = s.batch_size * s.label_cols;
+        BatchBuf {
+            images: match s.dtype {
+                DType::U8 => ImageBuf::U8(vec![0; n]),
+                DType::F32 => ImageBuf::F32(vec![0.0; n]),
+            },
+            labels: match s.label {
+                LabelType::U32 => LabelBuf::U32(vec![0; l]),
+                LabelType::I32 => LabelBuf::I32(vec![0; l]),
+                LabelType::I64 => LabelBuf::I64(vec![0; l]),
+                LabelType::F32 => LabelBuf::F32(vec![0.0; l]),
+            },
+            indices: vec![0; s.batch_size],
+        }
+    }
+
+    /// Move the samples whose `keep` is true to the front, in order.
+    pub fn compact(&mut self, keep: &[bool], s: &BufShape) {
+        fn squeeze<T: Copy>(v: &mut [T], keep: &[bool], width: usize) {
+            let mut to = 0;
+            for (from, &k) in keep.iter().enumerate() {
+                if k {
+                    if to != from {
+                        v.copy_within(from * width..(from + 1) * width, to * width);
+                    }
+                    to += 1;
+                }
+            }
+        }
+        match &mut self.images {
+            ImageBuf::U8(v) => squeeze(v, keep, s.sample_elems),
+            ImageBuf::F32(v) => squeeze(v, keep, s.sample_elems),
+        }
+        match &mut self.labels {
+            LabelBuf::U32(v) => squeeze(v, keep, s.label_cols),
+            LabelBuf::I32(v) => squeeze(v, keep, s.label_cols),
+            LabelBuf::I64(v) => squeeze(v, keep, s.label_cols),
+            LabelBuf::F32(v) => squeeze(v, keep, s.label_cols),
+        }
+        squeeze(&mut self.indices, keep, 1);
+    }
+}
+
+/// Free batch buffers of one pipeline, shared by its epochs.
+#[derive(Debug)]
+pub(crate) struct Pool {
+    pub shape: BufShape,
+    free: Mutex<Vec<BatchBuf>>,
+    keep: usize,
+}
+
+impl Pool {
+    pub fn new(shape: BufShape, keep: usize) -> Pool {
+        Pool {
+            shape,
+            free: Mutex::new(Vec::new()),
+            keep,
+        }
+    }
+
+    /// A buffer: a returned one when there is one, a new one otherwise (a trainer that
+    /// holds on to batches costs memory, never a deadlock).
+    pub fn take(&self) -> BatchBuf {
+        let reused = self.free.lock().ok().and_then(|mut f| f.pop());
+        reused.unwrap_or_else(|| BatchBuf::new(&self.shape))
+    }
+
+    fn give(&self, buf: BatchBuf) {
+        if let Ok(mut f) = self.free.lock() {
+            if f.len() < self.keep {
+                f.push(buf);
+            }
+        }
+    }
+}
+
+/// One batch of samples, in output order.
+///
+/// Images are contiguous `[n, c, h, w]` (or `[n, h, w, c]`), labels `[n]` (or `[n, k]`
+/// with k label columns), and `indices` are the samples' indices in the source.
+#[derive(Debug)]
+pub struct Batch {
+    pub(crate) buf: Option<BatchBuf>,
+    pub(crate) len: usize,
+    pub(crate) number: usize,
+    pub(crate) dims: [usize; 3],
+    pub(crate) layout: Layout,
+    pub(crate) label_cols: usize,
+    pub(crate) pool: Arc<Pool>,
+    pub(crate) skipped: Vec<Error>,
+}
+
+impl Batch {
+    /// Samples in this batch.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for a batch whose samples were all skipped (`on_error = "skip"`).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Position of this batch in its epoch (0, 1, ...).
+    pub fn number(&self) -> usize {
+        self.number
+    }
+
+    /// `[n, c, h, w]` for CHW pipelines, `[n, h, w, c]` for HWC ones.
+    pub fn shape(&self) -> [usize; 4] {
+        [self.len, self.dims[0], self.dims[1], self.dims[2]]
+    }
+
+    /// The memory layout of each image.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    fn elems(&self) -> usize {
+        self.len * self.dims.iter().product::<usize>()
+    }
+
+    /// The images, when the pipeline ends in float32.
+    pub fn images_f32(&self) -> Option<&[f32]> {
+        match self.buf.as_ref().map(|b| &b.images) {
+            Some(ImageBuf::F32(v)) => Some(&v[..self.elems()]),
+            _ => None,
+        }
+    }
+
+    /// The images, when the pipeline ends in uint8.
+    pub fn images_u8(&self) -> Option<&[u8]> {
+        match self.buf.as_ref().map(|b| &b.images) {
+            Some(ImageBuf::U8(v)) => Some(&v[..self.elems()]),
+            _ => None,
+        }
+    }
+
+    /// The images as raw little-endian bytes (what `.npy` files hold).
+    pub fn image_bytes(&self) -> &[u8] {
+        match self.buf.as_ref().map(|b| &b.images) {
+            Some(ImageBuf::U8(v)) => &v[..self.elems()],
+            Some(ImageBuf::F32(v)) => bytemuck::cast_slice(&v[..self.elems()]),
+            None => &[],
+        }
+    }
+
+    /// Number of label columns (1, or 2 for CIFAR-100 with both labels).
+    pub fn label_columns(&self) -> usize {
+        self.label_cols
+    }
+
+    /// The labels, `len × label_columns`, row-major.
+    pub fn labels(&self) -> Labels<'_> {
+        let n = self.len * self.label_cols;
+        match self.buf.as_ref().map(|b| &b.labels) {
+            Some(LabelBuf::U32(v)) => Labels::U32(&v[..n]),
+            Some(LabelBuf::I32(v)) => Labels::I32(&v[..n]),
+            Some(LabelBuf::I64(v)) => Labels::I64(&v[..n]),
+            Some(LabelBuf::F32(v)) => Labels::F32(&v[..n]),
+            None => Labels::U32(&[]),
+        }
+    }
+
+    /// The labels when they are int32 (the canonical pipelines cast to it).
+    pub fn labels_i32(&self) -> Option<&[i32]> {
+        match self.labels() {
+            Labels::I32(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The labels as raw little-endian bytes.
+    pub fn label_bytes(&self) -> &[u8] {
+        match self.labels() {
+            Labels::U32(v) => bytemuck::cast_slice(v),
+            Labels::I32(v) => bytemuck::cast_slice(v),
+            Labels::I64(v) => bytemuck::cast_slice(v),
+            Labels::F32(v) => bytemuck::cast_slice(v),
+        }
+    }
+
+    /// Source index of each sample.
+    pub fn indices(&self) -> &[u64] {
+        self.buf.as_ref().map_or(&[], |b| &b.indices[..self.len])
+    }
+
+    /// Samples that failed and were left out (`on_error = "skip"`), with their errors.
+    pub fn skipped(&self) -> &[Error] {
+        &self.skipped
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        if let Some(buf) = self.buf.take() {
+            self.pool.give(buf);
+        }
+    }
+}

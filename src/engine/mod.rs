@@ -1,0 +1,472 @@
+//! The streaming engine: runs one epoch of a plan on `workers` threads and hands ordered
+//! batches to the consumer through a bounded queue.
+//!
+//! * **Order from construction.** Position `p` of the epoch's order goes to slot
+//!   `p % batch_size` of batch `p / batch_size`. Workers claim work units (`Source::work_unit`
+//!   consecutive positions) from an atomic counter and write each finished sample straight
+//!   into its slot of a preallocated batch buffer. Output is identical for any worker
+//!   count: per-sample randomness comes from `(seed, epoch, index)`, not from a thread.
+//! * **No per-batch barrier.** Up to `prefetch` batches are open at once, so a worker that
+//!   finishes the tail of batch k moves on to batch k+1 while another is still on k.
+//! * **Bounded.** `prefetch` open batches plus `queue` ready ones plus what the trainer
+//!   holds: memory does not grow with the dataset. Buffers come from a pool and return to
+//!   it when a [`Batch`] is dropped.
+//! * **No lock per sample.** A claim is one `fetch_add`; a finished run of samples is one
+//!   `fetch_sub`; the coordinator hears once per batch. Locks are taken to open a batch and
+//!   to record a failed sample.
+//! * **Prompt shutdown.** Dropping the [`Epoch`] raises a stop flag, wakes waiting workers,
+//!   disconnects the queue and joins every thread; a worker finishes at most the sample it
+//!   is on.
+
+pub mod batch;
+pub(crate) mod program;
+
+pub use batch::{Batch, Labels};
+pub use program::StageTimes;
+
+use crate::error::{Error, Result};
+use crate::ops::pointwise::Dst;
+use crate::plan::sample_rng;
+use crate::source::Source;
+use crate::spec::{DType, LabelType};
+use batch::{BatchBuf, ImageBuf, LabelBuf, Pool};
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+use program::{Program, Worker};
+use serde::{Deserialize, Serialize};
+use std::cell::UnsafeCell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// What to do with a sample that fails.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnError {
+    /// The batch holding it is delivered as `Err`, and the epoch ends.
+    #[default]
+    Fail,
+    /// Leave it out of its batch (which comes out shorter) and report it in
+    /// [`Batch::skipped`]; the rest of the data is not lost.
+    Skip,
+}
+
+/// Everything one epoch needs.
+pub(crate) struct Job {
+    pub source: Arc<dyn Source>,
+    pub program: Arc<Program>,
+    pub pool: Arc<Pool>,
+    pub order: Vec<usize>,
+    pub batches: usize,
+    pub seed: u64,
+    pub epoch: u64,
+    pub workers: usize,
+    pub prefetch: usize,
+    pub queue: usize,
+    pub on_error: OnError,
+    pub profile: bool,
+}
+
+#[derive(Clone, Copy)]
+struct RawParts {
+    images: *mut u8,
+    labels: *mut u8,
+    indices: *mut u64,
+}
+
+struct Slot {
+    /// The buffer being filled; touched by the coordinator only while no worker can
+    /// reach this slot (before it is published as open, after `remaining` hits zero).
+    buf: UnsafeCell<Option<BatchBuf>>,
+    parts: UnsafeCell<RawParts>,
+    remaining: AtomicUsize,
+    failures: Mutex<Vec<(usize, Error)>>,
+}
+
+// SAFETY: workers write through `parts` only into the slot positions they claimed (each
+// position is claimed exactly once through `next_unit`), so writes never overlap; `buf`
+// and `parts` are written by the coordinator only before the batch is published through
+// `opened` (Release/Acquire) and read back after every worker reported the batch done
+// through `remaining` (AcqRel) and the done channel.
+unsafe impl Sync for Slot {}
+unsafe impl Send for Slot {}
+
+struct Shared {
+    job: Job,
+    slots: Vec<Slot>,
+    next_unit: AtomicUsize,
+    /// Batches `< opened` have buffers in their slots.
+    opened: AtomicUsize,
+    gate: Mutex<()>,
+    wake: Condvar,
+    stop: AtomicBool,
+    total: usize,
+    times: Mutex<StageTimes>,
+}
+
+enum Msg {
+    Done(usize),
+    Crashed(Error),
+}
+
+impl Shared {
+    fn batch_len(&self, b: usize) -> usize {
+        let bs = self.job.pool.shape.batch_size;
+        bs.min(self.total - b * bs)
+    }
+
+    /// Wait until batch `b` is open; false when the epoch is stopping.
+    fn wait_open(&self, b: usize) -> bool {
+        while self.opened.load(Ordering::Acquire) <= b {
+            if self.stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            let Ok(guard) = self.gate.lock() else { return false };
+            if self.opened.load(Ordering::Acquire) <= b && !self.stop.load(Ordering::Relaxed) {
+                let _ = self.wake.wait_timeout(guard, Duration::from_millis(50));
+            }
+        }
+        !self.stop.load(Ordering::Relaxed)
+    }
+
+    fn publish(&self, opened: usize) {
+        let _g = self.gate.lock();
+        self.opened.store(opened, Ordering::Release);
+        self.wake.notify_all();
+    }
+
+    fn halt(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _g = self.gate.lock();
+        self.wake.notify_all();
+    }
+
+    /// Put a fresh buffer into the slot of batch `b` (coordinator only).
+    fn open(&self, b: usize) {
+        let slot = &self.slots[b % self.slots.len()];
+        let mut buf = self.job.pool.take();
+        let parts = RawParts {
+            images: match &mut buf.images {
+                ImageBuf::U8(v) => v.as_mut_ptr(),
+                ImageBuf::F32(v) => v.as_mut_ptr() as *mut u8,
+            },
+            labels: match &mut buf.labels {
+                LabelBuf::U32(v) => v.as_mut_ptr() as *mut u8,
+                LabelBuf::I32(v) => v.as_mut_ptr() as *mut u8,
+                LabelBuf::I64(v) => v.as_mut_ptr() as *mut u8,
+                LabelBuf::F32(v) => v.as_mut_ptr() as *mut u8,
+            },
+            indices: buf.indices.as_mut_ptr(),
+        };
+        // SAFETY: no worker touches this slot until `publish` makes batch `b` visible.
+        unsafe {
+            *slot.buf.get() = Some(buf);
+            *slot.parts.get() = parts;
+        }
+        slot.remaining.store(self.batch_len(b), Ordering::Relaxed);
+    }
+}
+
+/// One epoch in flight: an iterator of ordered batches.
+///
+/// Dropping it stops and joins every thread.
+pub struct Epoch {
+    rx: Option<Receiver<Result<Batch>>>,
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+    batches: usize,
+}
+
+impl Epoch {
+    pub(crate) fn start(job: Job) -> Epoch {
+        let shape = job.pool.shape;
+        let total = if job.batches * shape.batch_size < job.order.len() {
+            job.batches * shape.batch_size
+        } else {
+            job.order.len()
+        };
+        let window = job.prefetch.max(1).min(job.batches.max(1));
+        let slots = (0..window)
+            .map(|_| Slot {
+                buf: UnsafeCell::new(None),
+                parts: UnsafeCell::new(RawParts {
+                    images: std::ptr::null_mut(),
+                    labels: std::ptr::null_mut(),
+                    indices: std::ptr::null_mut(),
+                }),
+                remaining: AtomicUsize::new(0),
+                failures: Mutex::new(Vec::new()),
+            })
+            .collect();
+        let workers = job.workers.max(1);
+        let (out_tx, out_rx) = bounded(job.queue.max(1));
+        let (done_tx, done_rx) = unbounded();
+        let batches = job.batches;
+        let shared = Arc::new(Shared {
+            job,
+            slots,
+            next_unit: AtomicUsize::new(0),
+            opened: AtomicUsize::new(0),
+            gate: Mutex::new(()),
+            wake: Condvar::new(),
+            stop: AtomicBool::new(false),
+            total,
+            times: Mutex::new(StageTimes::default()),
+        });
+        let mut threads = Vec::with_capacity(workers + 1);
+        {
+            let sh = Arc::clone(&shared);
+            let out = out_tx.clone();
+            threads.push(std::thread::spawn(move || {
+                let r = catch_unwind(AssertUnwindSafe(|| coordinate(&sh, done_rx, &out)));
+                if r.is_err() {
+                    sh.halt();
+                    let _ = out.send(Err(Error::Internal("the batch coordinator panicked".into())));
+                }
+            }));
+        }
+        drop(out_tx);
+        for _ in 0..workers {
+            let sh = Arc::clone(&shared);
+            let done = done_tx.clone();
+            threads.push(std::thread::spawn(move || {
+                let mut worker = Worker::new(&sh.job.program, sh.job.profile);
+                let r = catch_unwind(AssertUnwindSafe(|| work(&sh, &mut worker, &done)));
+                if r.is_err() {
+                    sh.halt();
+                    let _ = done.send(Msg::Crashed(Error::Internal("a worker thread panicked".into())));
+                }
+                if let Ok(mut t) = sh.times.lock() {
+                    t.merge(&worker.times);
+                }
+            }));
+        }
+        Epoch {
+            rx: Some(out_rx),
+            shared,
+            threads,
+            batches,
+        }
+    }
+
+    /// Batches this epoch yields (fewer if it stops on an error).
+    pub fn batches(&self) -> usize {
+        self.batches
+    }
+
+    /// Stop (if still running), join every thread and return the summed per-stage times.
+    pub fn finish(mut self) -> StageTimes {
+        self.shutdown();
+        self.shared.times.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    fn shutdown(&mut self) {
+        self.shared.halt();
+        self.rx = None;
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Iterator for Epoch {
+    type Item = Result<Batch>;
+    fn next(&mut self) -> Option<Result<Batch>> {
+        self.rx.as_ref()?.recv().ok()
+    }
+}
+
+impl Drop for Epoch {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn write_label(parts: &RawParts, label: LabelType, at: usize, value: u32) {
+    // SAFETY: `at` is inside this sample's label slots, which only this worker writes.
+    unsafe {
+        match label {
+            LabelType::U32 => *(parts.labels as *mut u32).add(at) = value,
+            LabelType::I32 => *(parts.labels as *mut i32).add(at) = value as i32,
+            LabelType::I64 => *(parts.labels as *mut i64).add(at) = value as i64,
+            LabelType::F32 => *(parts.labels as *mut f32).add(at) = value as f32,
+        }
+    }
+}
+
+fn work(sh: &Shared, worker: &mut Worker, done: &Sender<Msg>) {
+    let job = &sh.job;
+    let shape = job.pool.shape;
+    let bs = shape.batch_size;
+    let unit = job.source.work_unit().max(1);
+    let mut scratch = Vec::new();
+    loop {
+        if sh.stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let u = sh.next_unit.fetch_add(1, Ordering::Relaxed);
+        let start = u.saturating_mul(unit);
+        if start >= sh.total {
+            return;
+        }
+        let end = (start + unit).min(sh.total);
+        let mut p = start;
+        while p < end {
+            let b = p / bs;
+            let run_end = ((b + 1) * bs).min(end);
+            if !sh.wait_open(b) {
+                return;
+            }
+            let slot = &sh.slots[b % sh.slots.len()];
+            // SAFETY: published before `opened` passed b (Acquire in wait_open).
+            let parts = unsafe { *slot.parts.get() };
+            for q in p..run_end {
+                let pos = q - b * bs;
+                let index = job.order[q];
+                if let Err(e) = run_one(sh, worker, &mut scratch, &parts, pos, index) {
+                    if let Ok(mut f) = slot.failures.lock() {
+                        f.push((pos, e));
+                    }
+                }
+                if sh.stop.load(Ordering::Relaxed) {
+                    return;
+                }
+            }
+            let n = run_end - p;
+            if slot.remaining.fetch_sub(n, Ordering::AcqRel) == n && done.send(Msg::Done(b)).is_err() {
+                return;
+            }
+            p = run_end;
+        }
+    }
+}
+
+fn run_one(
+    sh: &Shared,
+    worker: &mut Worker,
+    scratch: &mut Vec<u8>,
+    parts: &RawParts,
+    pos: usize,
+    index: usize,
+) -> Result<()> {
+    let job = &sh.job;
+    let shape = job.pool.shape;
+    let t0 = worker.profile.then(std::time::Instant::now);
+    let sample = job.source.read(index, scratch)?;
+    if let Some(t0) = t0 {
+        worker.times.add("read", t0.elapsed().as_nanos() as u64);
+    }
+    if let crate::source::Raw::Encoded(b) = sample.raw {
+        worker.times.bytes_in += b.len() as u64;
+    }
+    let mut rng = sample_rng(job.seed, job.epoch, index);
+    let n = shape.sample_elems;
+    // SAFETY: position `pos` of this batch belongs to this worker alone (claimed once),
+    // and the buffer holds `batch_size * sample_elems` elements.
+    let dst = unsafe {
+        match shape.dtype {
+            DType::U8 => Dst::U8(std::slice::from_raw_parts_mut(parts.images.add(pos * n), n)),
+            DType::F32 => Dst::F32(std::slice::from_raw_parts_mut(
+                (parts.images as *mut f32).add(pos * n),
+                n,
+            )),
+        }
+    };
+    worker
+        .run(&job.program, sample.raw, &mut rng, dst)
+        .map_err(|(stage, reason)| Error::Sample {
+            index,
+            file: job.source.sample_name(index),
+            stage,
+            reason,
+        })?;
+    for c in 0..shape.label_cols {
+        write_label(parts, shape.label, pos * shape.label_cols + c, sample.labels[c]);
+    }
+    // SAFETY: as above, this sample's index slot.
+    unsafe { *parts.indices.add(pos) = index as u64 };
+    worker.times.samples += 1;
+    Ok(())
+}
+
+fn coordinate(sh: &Shared, done_rx: Receiver<Msg>, out: &Sender<Result<Batch>>) {
+    let nb = sh.job.batches;
+    let window = sh.slots.len();
+    let mut opened = 0;
+    while opened < nb.min(window) {
+        sh.open(opened);
+        opened += 1;
+    }
+    sh.publish(opened);
+    let mut done = vec![false; window];
+    let mut next = 0;
+    let shape = sh.job.pool.shape;
+    let program = &sh.job.program;
+    let dims = {
+        let d = program.out.dims();
+        [d[0].unwrap_or(0), d[1].unwrap_or(0), d[2].unwrap_or(0)]
+    };
+    while next < nb {
+        match done_rx.recv() {
+            Ok(Msg::Done(b)) => done[b % window] = true,
+            Ok(Msg::Crashed(e)) => {
+                sh.halt();
+                let _ = out.send(Err(e));
+                return;
+            }
+            Err(_) => return,
+        }
+        while next < nb && done[next % window] {
+            done[next % window] = false;
+            let slot = &sh.slots[next % window];
+            // SAFETY: every worker finished with this batch (remaining hit zero, then the
+            // done message), and no worker can open it again until we publish.
+            let buf = unsafe { (*slot.buf.get()).take() };
+            let mut failures = slot
+                .failures
+                .lock()
+                .map(|mut f| std::mem::take(&mut *f))
+                .unwrap_or_default();
+            let len = sh.batch_len(next);
+            let item = if failures.is_empty() || sh.job.on_error == OnError::Skip {
+                let mut buf = buf;
+                failures.sort_by_key(|(p, _)| *p);
+                if !failures.is_empty() {
+                    let mut keep = vec![true; len];
+                    for (p, _) in &failures {
+                        keep[*p] = false;
+                    }
+                    if let Some(b) = buf.as_mut() {
+                        b.compact(&keep, &shape);
+                    }
+                }
+                Ok(Batch {
+                    buf,
+                    len: len - failures.len(),
+                    number: next,
+                    dims,
+                    layout: program.tail_layout,
+                    label_cols: shape.label_cols,
+                    pool: Arc::clone(&sh.job.pool),
+                    skipped: failures.into_iter().map(|(_, e)| e).collect(),
+                })
+            } else {
+                failures.sort_by_key(|(p, _)| *p);
+                let first = failures.swap_remove(0).1;
+                Err(first)
+            };
+            let failed = item.is_err();
+            if out.send(item).is_err() || failed {
+                sh.halt();
+                return;
+            }
+            next += 1;
+            if opened < nb {
+                sh.open(opened);
+                opened += 1;
+                sh.publish(opened);
+            }
+        }
+    }
+}

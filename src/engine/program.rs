@@ -1,0 +1,378 @@
+//! A pipeline's ops compiled for the workers, with the fusions applied:
+//!
+//! * `resize` directly followed by `center_crop` → one resize call that computes only the
+//!   crop window;
+//! * runs of `rescale` / `normalize` / `hwc_to_chw` → one [`Affine`] and an output layout,
+//!   applied while writing the sample into its batch slot (or, when a geometric op follows
+//!   them, while writing a float working image);
+//! * `type_cast` → the label type of the batch buffer.
+//!
+//! A [`Worker`] runs the program on one sample at a time with buffers it keeps.
+
+use crate::ops::center_crop::offset;
+use crate::ops::decode::Decoder;
+use crate::ops::geometry::{copy_window, flip_horizontal};
+use crate::ops::pointwise::{write, Affine, Dst, Pixels, View};
+use crate::ops::resize::{Resizer, Window};
+use crate::ops::{Decode, Op, RandomCrop, Resize};
+use crate::plan::SplitMix64;
+use crate::source::Raw;
+use crate::spec::{DType, Layout, Spec};
+use std::time::Instant;
+
+/// One compiled step.
+#[derive(Clone, Debug)]
+pub(crate) enum Step {
+    Decode(Decode),
+    /// Resize, with the size of a center crop fused into it.
+    Resize(Resize, Option<(usize, usize)>),
+    CenterCrop(usize, usize),
+    RandomCrop(RandomCrop),
+    Flip(f64),
+    /// Apply pending pointwise ops into a float (or re-laid-out u8) working image.
+    Pointwise(Option<Affine>, Layout),
+}
+
+impl Step {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Step::Decode(_) => "decode",
+            Step::Resize(_, Some(_)) => "resize+crop",
+            Step::Resize(_, None) => "resize",
+            Step::CenterCrop(..) => "center_crop",
+            Step::RandomCrop(_) => "random_crop",
+            Step::Flip(_) => "flip",
+            Step::Pointwise(..) => "pointwise",
+        }
+    }
+}
+
+/// The compiled pipeline.
+#[derive(Clone, Debug)]
+pub(crate) struct Program {
+    pub steps: Vec<Step>,
+    pub tail_affine: Option<Affine>,
+    pub tail_layout: Layout,
+    pub out: Spec,
+    /// Human-readable list of the fusions made (for `imgfeed check`).
+    pub fusions: Vec<String>,
+}
+
+/// Name of the final stage in timings.
+pub(crate) const WRITE_STAGE: &str = "write";
+
+impl Program {
+    /// Compile `ops` for a source producing `input`; `out` is the checked output spec.
+    pub fn compile(input: &Spec, ops: &[Op], out: &Spec) -> Program {
+        let mut steps = Vec::new();
+        let mut fusions = Vec::new();
+        let mut pending: Option<Affine> = None;
+        let mut pending_names: Vec<&str> = Vec::new();
+        let mut logical = input.layout;
+        // Record sources (CIFAR) hold planes: physically CHW while logically HWC.
+        let mut phys = if input.encoded { Layout::Hwc } else { Layout::Chw };
+        let mut i = 0;
+        while i < ops.len() {
+            let op = &ops[i];
+            let geometric = matches!(
+                op,
+                Op::Resize(_) | Op::CenterCrop(_) | Op::RandomCrop(_) | Op::RandomHorizontalFlip(_)
+            );
+            if geometric && pending.is_some() {
+                steps.push(Step::Pointwise(pending.take(), logical));
+                phys = logical;
+                pending_names.clear();
+            }
+            match op {
+                Op::Decode(d) => {
+                    steps.push(Step::Decode(d.clone()));
+                    phys = Layout::Hwc;
+                }
+                Op::Resize(r) => {
+                    if phys != Layout::Hwc {
+                        steps.push(Step::Pointwise(None, Layout::Hwc));
+                        phys = Layout::Hwc;
+                    }
+                    // The next op that touches pixels: type_cast only touches labels.
+                    let next = ops[i + 1..].iter().position(|o| !matches!(o, Op::TypeCast(_)));
+                    match next.map(|k| (k, &ops[i + 1 + k])) {
+                        Some((k, Op::CenterCrop(c))) => {
+                            steps.push(Step::Resize(r.clone(), Some(c.size.square())));
+                            fusions.push("resize + center_crop: one resize computing only the crop window".into());
+                            // keep the type_casts in between (they only change labels)
+                            i += 1 + k;
+                        }
+                        _ => steps.push(Step::Resize(r.clone(), None)),
+                    }
+                }
+                Op::CenterCrop(c) => {
+                    let (h, w) = c.size.square();
+                    steps.push(Step::CenterCrop(h, w));
+                }
+                Op::RandomCrop(r) => steps.push(Step::RandomCrop(r.clone())),
+                Op::RandomHorizontalFlip(f) => steps.push(Step::Flip(f.prob)),
+                Op::Rescale(r) => {
+                    pending = Some(pending.unwrap_or_else(Affine::identity).then(r.affine()));
+                    pending_names.push("rescale");
+                }
+                Op::Normalize(n) => {
+                    pending = Some(pending.unwrap_or_else(Affine::identity).then(n.affine()));
+                    pending_names.push("normalize");
+                }
+                Op::HwcToChw(_) => {
+                    logical = Layout::Chw;
+                    pending_names.push("hwc_to_chw");
+                }
+                Op::TypeCast(_) => {}
+            }
+            i += 1;
+        }
+        if !pending_names.is_empty() {
+            fusions.push(format!(
+                "{}: one pass written into the batch buffer",
+                pending_names.join(" + ")
+            ));
+        }
+        Program {
+            steps,
+            tail_affine: pending,
+            tail_layout: logical,
+            out: out.clone(),
+            fusions,
+        }
+    }
+}
+
+/// Per-stage time and counts of one worker (or of an epoch, summed).
+#[derive(Clone, Debug, Default)]
+pub struct StageTimes {
+    /// `(stage, nanoseconds)` in pipeline order.
+    pub stages: Vec<(&'static str, u64)>,
+    /// Samples processed.
+    pub samples: u64,
+    /// Bytes read from the source.
+    pub bytes_in: u64,
+}
+
+impl StageTimes {
+    pub(crate) fn add(&mut self, stage: &'static str, ns: u64) {
+        match self.stages.iter_mut().find(|(s, _)| *s == stage) {
+            Some((_, t)) => *t += ns,
+            None => self.stages.push((stage, ns)),
+        }
+    }
+
+    /// Add another worker's times.
+    pub fn merge(&mut self, other: &StageTimes) {
+        for &(s, ns) in &other.stages {
+            self.add(s, ns);
+        }
+        self.samples += other.samples;
+        self.bytes_in += other.bytes_in;
+    }
+}
+
+/// A worker's reusable state: decoder, resizer and ping-pong buffers.
+pub(crate) struct Worker {
+    decoder: Option<Decoder>,
+    resizer: Resizer,
+    a8: Vec<u8>,
+    b8: Vec<u8>,
+    af: Vec<f32>,
+    bf: Vec<f32>,
+    h: usize,
+    w: usize,
+    phys: Layout,
+    dtype: DType,
+    pub profile: bool,
+    pub times: StageTimes,
+}
+
+/// A failed step: its name and why.
+pub(crate) type StepError = (&'static str, String);
+
+impl Worker {
+    pub fn new(program: &Program, profile: bool) -> Worker {
+        let decoder = program.steps.iter().find_map(|s| match s {
+            Step::Decode(d) => Some(Decoder::new(d)),
+            _ => None,
+        });
+        Worker {
+            decoder,
+            resizer: Resizer::new(),
+            a8: Vec::new(),
+            b8: Vec::new(),
+            af: Vec::new(),
+            bf: Vec::new(),
+            h: 0,
+            w: 0,
+            phys: Layout::Hwc,
+            dtype: DType::U8,
+            profile,
+            times: StageTimes::default(),
+        }
+    }
+
+    fn swap(&mut self) {
+        match self.dtype {
+            DType::U8 => std::mem::swap(&mut self.a8, &mut self.b8),
+            DType::F32 => std::mem::swap(&mut self.af, &mut self.bf),
+        }
+    }
+
+    /// Run `program` on one sample and write the result into `dst`.
+    pub fn run(
+        &mut self,
+        program: &Program,
+        raw: Raw<'_>,
+        rng: &mut SplitMix64,
+        dst: Dst<'_>,
+    ) -> Result<(), StepError> {
+        let mut borrowed: Option<&[u8]> = None;
+        let mut encoded: Option<&[u8]> = None;
+        match raw {
+            Raw::Encoded(bytes) => encoded = Some(bytes),
+            Raw::Planar { data, height, width } => {
+                self.h = height;
+                self.w = width;
+                self.phys = Layout::Chw;
+                self.dtype = DType::U8;
+                if program.steps.is_empty() {
+                    borrowed = Some(data);
+                } else {
+                    self.a8.clear();
+                    self.a8.extend_from_slice(data);
+                }
+            }
+        }
+        for step in &program.steps {
+            let t0 = self.profile.then(Instant::now);
+            self.step(step, encoded, rng).map_err(|e| (step.name(), e))?;
+            if let Some(t0) = t0 {
+                self.times.add(step.name(), t0.elapsed().as_nanos() as u64);
+            }
+        }
+        let t0 = self.profile.then(Instant::now);
+        let (eh, ew) = program.out.fixed_size().unwrap_or((0, 0));
+        if (self.h, self.w) != (eh, ew) {
+            return Err((
+                WRITE_STAGE,
+                format!(
+                    "sample is {}x{} but the batch holds {eh}x{ew} images",
+                    self.h, self.w
+                ),
+            ));
+        }
+        let pixels = match (borrowed, self.dtype) {
+            (Some(b), _) => Pixels::U8(b),
+            (None, DType::U8) => Pixels::U8(&self.a8),
+            (None, DType::F32) => Pixels::F32(&self.af),
+        };
+        let view = View {
+            pixels,
+            height: self.h,
+            width: self.w,
+            layout: self.phys,
+        };
+        write(&view, program.tail_affine.as_ref(), program.tail_layout, dst)
+            .map_err(|e| (WRITE_STAGE, e))?;
+        if let Some(t0) = t0 {
+            self.times.add(WRITE_STAGE, t0.elapsed().as_nanos() as u64);
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, step: &Step, encoded: Option<&[u8]>, rng: &mut SplitMix64) -> Result<(), String> {
+        match step {
+            Step::Decode(_) => {
+                let bytes = encoded.ok_or("decode: the sample is not encoded")?;
+                let dec = self.decoder.as_mut().ok_or("decode: no decoder")?;
+                let (h, w) = dec.decode(bytes, &mut self.a8)?;
+                self.h = h;
+                self.w = w;
+                self.phys = Layout::Hwc;
+                self.dtype = DType::U8;
+            }
+            Step::Resize(r, crop) => {
+                let (nh, nw) = r.target(self.h, self.w);
+                let window = crop.and_then(|(ch, cw)| {
+                    (ch <= nh && cw <= nw).then(|| Window {
+                        top: offset(nh, ch) as usize,
+                        left: offset(nw, cw) as usize,
+                        height: ch,
+                        width: cw,
+                    })
+                });
+                let (oh, ow) = match self.dtype {
+                    DType::U8 => self.resizer.resize(&self.a8, self.h, self.w, DType::U8, r.filter, (nh, nw), window, &mut self.b8)?,
+                    DType::F32 => self.resizer.resize(&self.af, self.h, self.w, DType::F32, r.filter, (nh, nw), window, &mut self.bf)?,
+                };
+                self.swap();
+                self.h = oh;
+                self.w = ow;
+                if let (Some((ch, cw)), None) = (crop, window) {
+                    // The crop is larger than the resized image: crop (pad) separately.
+                    self.crop(offset(oh, *ch), offset(ow, *cw), *ch, *cw, 0);
+                }
+            }
+            Step::CenterCrop(ch, cw) => {
+                let (top, left) = (offset(self.h, *ch), offset(self.w, *cw));
+                self.crop(top, left, *ch, *cw, 0);
+            }
+            Step::RandomCrop(rc) => {
+                let (top, left) = rc.place(self.h, self.w, |b| rng.below(b))?;
+                let (ch, cw) = rc.size.square();
+                self.crop(top, left, ch, cw, rc.fill);
+            }
+            Step::Flip(p) => {
+                if rng.unit() < *p {
+                    match self.dtype {
+                        DType::U8 => flip_horizontal(&mut self.a8, self.h, self.w, 3, self.phys),
+                        DType::F32 => flip_horizontal(&mut self.af, self.h, self.w, 3, self.phys),
+                    }
+                }
+            }
+            Step::Pointwise(affine, layout) => {
+                let n = self.h * self.w * 3;
+                let to_f32 = affine.is_some() || self.dtype == DType::F32;
+                let view_pixels = match self.dtype {
+                    DType::U8 => Pixels::U8(&self.a8),
+                    DType::F32 => Pixels::F32(&self.af),
+                };
+                let view = View {
+                    pixels: view_pixels,
+                    height: self.h,
+                    width: self.w,
+                    layout: self.phys,
+                };
+                if to_f32 {
+                    self.bf.clear();
+                    self.bf.resize(n, 0.0);
+                    write(&view, affine.as_ref(), *layout, Dst::F32(&mut self.bf))?;
+                    std::mem::swap(&mut self.af, &mut self.bf);
+                    self.dtype = DType::F32;
+                } else {
+                    self.b8.clear();
+                    self.b8.resize(n, 0);
+                    write(&view, None, *layout, Dst::U8(&mut self.b8))?;
+                    std::mem::swap(&mut self.a8, &mut self.b8);
+                }
+                self.phys = *layout;
+            }
+        }
+        Ok(())
+    }
+
+    fn crop(&mut self, top: isize, left: isize, ch: usize, cw: usize, fill: u8) {
+        if top == 0 && left == 0 && (ch, cw) == (self.h, self.w) {
+            return;
+        }
+        match self.dtype {
+            DType::U8 => copy_window(&self.a8, self.h, self.w, 3, self.phys, top, left, ch, cw, fill, &mut self.b8),
+            DType::F32 => copy_window(&self.af, self.h, self.w, 3, self.phys, top, left, ch, cw, fill as f32, &mut self.bf),
+        }
+        self.swap();
+        self.h = ch;
+        self.w = cw;
+    }
+}

@@ -1,0 +1,66 @@
+//! `center_crop`: keep the central `h × w` window, as torchvision's `CenterCrop` places it:
+//! offset `round((H - h) / 2)` with Python's round-half-to-even. An image smaller than the
+//! crop is padded with zeros first (torchvision and MindSpore both do), the padding split
+//! `(h - H) // 2` before and the rest after.
+
+use super::Size;
+use crate::spec::Spec;
+use serde::{Deserialize, Serialize};
+
+/// The `center_crop` op.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CenterCrop {
+    /// One number (square) or `[h, w]`.
+    pub size: Size,
+}
+
+impl CenterCrop {
+    /// Fixed output size.
+    pub fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
+        self.size.check("center_crop")?;
+        let (h, w) = self.size.square();
+        Ok(Spec {
+            height: Some(h),
+            width: Some(w),
+            ..input.clone()
+        })
+    }
+}
+
+/// Python's `round(d / 2)` for an integer `d >= 0` (half to even).
+fn half_round_even(d: usize) -> usize {
+    let k = d / 2;
+    if d % 2 == 1 && k % 2 == 1 {
+        k + 1
+    } else {
+        k
+    }
+}
+
+/// Where the crop starts in the source, per axis: negative means padding before.
+pub fn offset(n: usize, crop: usize) -> isize {
+    if crop <= n {
+        half_round_even(n - crop) as isize
+    } else {
+        -(((crop - n) / 2) as isize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_follow_python_round_half_even() {
+        // torchvision: int(round((h - 224) / 2.0))
+        assert_eq!(offset(256, 224), 16);
+        assert_eq!(offset(257, 224), 16); // 16.5 -> 16
+        assert_eq!(offset(259, 224), 18); // 17.5 -> 18
+        assert_eq!(offset(341, 224), 58); // 58.5 -> 58
+        assert_eq!(offset(343, 224), 60); // 59.5 -> 60
+        assert_eq!(offset(224, 224), 0);
+        // padding: (224 - 221) // 2 = 1 before
+        assert_eq!(offset(221, 224), -1);
+    }
+}

@@ -1,0 +1,282 @@
+//! `decode`: encoded bytes → RGB, 8 bits per channel, HWC.
+//!
+//! JPEG goes through zune-jpeg (strict mode, so a truncated file is an error) or, when
+//! built with the `turbojpeg` feature, libjpeg-turbo (its warnings are errors too; CMYK
+//! files, which it cannot turn into RGB, go to zune-jpeg). PNG, BMP and WebP go through
+//! `image`. Grayscale, CMYK, palette, 16-bit and alpha all become RGB u8: alpha is dropped
+//! (not composited, as Pillow's `convert("RGB")` does) and 16-bit samples are scaled by
+//! 255/65535. The format is read from the magic bytes, not from the file name.
+//!
+//! `max_pixels` (default 89 478 485, Pillow's `MAX_IMAGE_PIXELS`) is checked on the header
+//! before any pixel buffer is allocated: a decompression bomb is an error, not an OOM.
+//! zune-jpeg has open panic reports on hostile input; a panic is caught and becomes this
+//! sample's error.
+
+use crate::spec::{DType, Layout, Spec};
+use serde::{Deserialize, Serialize};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Pillow's `Image.MAX_IMAGE_PIXELS`.
+pub const DEFAULT_MAX_PIXELS: u64 = 89_478_485;
+
+fn default_max_pixels() -> u64 {
+    DEFAULT_MAX_PIXELS
+}
+
+/// Which JPEG decoder to use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JpegBackend {
+    /// libjpeg-turbo when built in (feature `turbojpeg`), zune-jpeg otherwise.
+    #[default]
+    Auto,
+    /// zune-jpeg (pure Rust).
+    Zune,
+    /// libjpeg-turbo (needs the `turbojpeg` feature).
+    Turbo,
+}
+
+/// The `decode` op.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Decode {
+    /// JPEG decoder.
+    #[serde(default)]
+    pub decoder: JpegBackend,
+    /// Largest `width × height` accepted.
+    #[serde(default = "default_max_pixels")]
+    pub max_pixels: u64,
+}
+
+impl Default for Decode {
+    fn default() -> Decode {
+        Decode {
+            decoder: JpegBackend::Auto,
+            max_pixels: DEFAULT_MAX_PIXELS,
+        }
+    }
+}
+
+impl Decode {
+    /// Encoded bytes in, RGB u8 HWC of varying size out.
+    pub fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
+        if !input.encoded {
+            return Err("decode needs encoded bytes, but the samples are already pixels".into());
+        }
+        if self.decoder == JpegBackend::Turbo && !cfg!(feature = "turbojpeg") {
+            return Err(
+                "decoder = \"turbo\" needs imgfeed built with `--features turbojpeg`".into(),
+            );
+        }
+        if self.max_pixels == 0 {
+            return Err("max_pixels must be positive".into());
+        }
+        Ok(Spec {
+            encoded: false,
+            height: None,
+            width: None,
+            channels: 3,
+            layout: Layout::Hwc,
+            dtype: DType::U8,
+            ..input.clone()
+        })
+    }
+}
+
+/// The formats `decode` understands, by magic bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// `FF D8 FF`.
+    Jpeg,
+    /// `89 P N G`.
+    Png,
+    /// `B M`.
+    Bmp,
+    /// `RIFF....WEBP`.
+    WebP,
+}
+
+/// Sniff the format from the first bytes.
+pub fn sniff(bytes: &[u8]) -> Option<Format> {
+    if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some(Format::Jpeg)
+    } else if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some(Format::Png)
+    } else if bytes.starts_with(b"BM") {
+        Some(Format::Bmp)
+    } else if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        Some(Format::WebP)
+    } else {
+        None
+    }
+}
+
+/// A decoder with its reusable state; one per worker.
+pub struct Decoder {
+    cfg: Decode,
+    #[cfg(feature = "turbojpeg")]
+    turbo: Option<turbojpeg::Decompressor>,
+}
+
+impl Decoder {
+    /// A decoder for `cfg`.
+    pub fn new(cfg: &Decode) -> Decoder {
+        Decoder {
+            cfg: cfg.clone(),
+            #[cfg(feature = "turbojpeg")]
+            turbo: None,
+        }
+    }
+
+    /// Decode `bytes` into `out` (resized to `h × w × 3`); returns `(height, width)`.
+    pub fn decode(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> Result<(usize, usize), String> {
+        if bytes.is_empty() {
+            return Err("empty file".into());
+        }
+        match sniff(bytes) {
+            Some(Format::Jpeg) => self.decode_jpeg(bytes, out),
+            Some(f) => decode_with_image(bytes, f, self.cfg.max_pixels, out),
+            None => Err("not a JPEG, PNG, BMP or WebP file (unrecognised signature)".into()),
+        }
+    }
+
+    fn decode_jpeg(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> Result<(usize, usize), String> {
+        #[cfg(feature = "turbojpeg")]
+        if self.cfg.decoder != JpegBackend::Zune {
+            if let Some(r) = self.decode_turbo(bytes, out) {
+                return r;
+            }
+        }
+        decode_zune(bytes, self.cfg.max_pixels, out)
+    }
+
+    /// `None` when libjpeg-turbo cannot do this file (CMYK) and zune-jpeg should.
+    #[cfg(feature = "turbojpeg")]
+    fn decode_turbo(
+        &mut self,
+        bytes: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Option<Result<(usize, usize), String>> {
+        if self.turbo.is_none() {
+            match turbojpeg::Decompressor::new() {
+                Ok(d) => self.turbo = Some(d),
+                Err(e) => return Some(Err(format!("libjpeg-turbo: {e}"))),
+            }
+        }
+        let d = self.turbo.as_mut()?;
+        let header = match d.read_header(bytes) {
+            Ok(h) => h,
+            Err(e) => return Some(Err(format!("invalid JPEG: {e}"))),
+        };
+        if matches!(
+            header.colorspace,
+            turbojpeg::Colorspace::CMYK | turbojpeg::Colorspace::YCCK
+        ) {
+            return None;
+        }
+        let (w, h) = (header.width, header.height);
+        if let Err(e) = check_pixels(w, h, self.cfg.max_pixels) {
+            return Some(Err(e));
+        }
+        out.resize(w * h * 3, 0);
+        let image = turbojpeg::Image {
+            pixels: &mut out[..],
+            width: w,
+            pitch: w * 3,
+            height: h,
+            format: turbojpeg::PixelFormat::RGB,
+        };
+        Some(
+            d.decompress(bytes, image)
+                .map(|_| (h, w))
+                .map_err(|e| format!("invalid JPEG: {e}")),
+        )
+    }
+}
+
+fn check_pixels(w: usize, h: usize, max: u64) -> Result<(), String> {
+    if w == 0 || h == 0 {
+        return Err(format!("image has a zero dimension ({w}x{h})"));
+    }
+    if (w as u64).saturating_mul(h as u64) > max {
+        return Err(format!(
+            "{w}x{h} image exceeds the pixel limit of {max} (max_pixels; a decompression bomb?)"
+        ));
+    }
+    Ok(())
+}
+
+fn decode_zune(bytes: &[u8], max_pixels: u64, out: &mut Vec<u8>) -> Result<(usize, usize), String> {
+    use zune_core::bytestream::ZCursor;
+    use zune_core::colorspace::ColorSpace;
+    use zune_core::options::DecoderOptions;
+    let opts = DecoderOptions::new_fast()
+        .set_strict_mode(true)
+        .set_max_width(1 << 16)
+        .set_max_height(1 << 16)
+        .jpeg_set_out_colorspace(ColorSpace::RGB);
+    let run = || -> Result<(usize, usize), String> {
+        let mut d = zune_jpeg::JpegDecoder::new_with_options(ZCursor::new(bytes), opts);
+        d.decode_headers()
+            .map_err(|e| format!("invalid JPEG: {e:?}"))?;
+        let info = d.info().ok_or("invalid JPEG: no frame header")?;
+        let (w, h) = (info.width as usize, info.height as usize);
+        check_pixels(w, h, max_pixels)?;
+        let n = d
+            .output_buffer_size()
+            .ok_or("invalid JPEG: image size overflows")?;
+        if n != w * h * 3 {
+            return Err(format!(
+                "JPEG decoder would produce {n} bytes, not RGB {w}x{h}"
+            ));
+        }
+        out.resize(n, 0);
+        d.decode_into(out)
+            .map_err(|e| format!("invalid JPEG: {e:?}"))?;
+        Ok((h, w))
+    };
+    match catch_unwind(AssertUnwindSafe(run)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown".into());
+            Err(format!("JPEG decoder panicked: {msg}"))
+        }
+    }
+}
+
+fn decode_with_image(
+    bytes: &[u8],
+    format: Format,
+    max_pixels: u64,
+    out: &mut Vec<u8>,
+) -> Result<(usize, usize), String> {
+    use image::{ImageFormat, ImageReader};
+    use std::io::Cursor;
+    let fmt = match format {
+        Format::Png => ImageFormat::Png,
+        Format::Bmp => ImageFormat::Bmp,
+        Format::WebP => ImageFormat::WebP,
+        Format::Jpeg => ImageFormat::Jpeg,
+    };
+    let name = format!("{format:?}").to_uppercase();
+    let (w, h) = ImageReader::with_format(Cursor::new(bytes), fmt)
+        .into_dimensions()
+        .map_err(|e| format!("invalid {name}: {e}"))?;
+    check_pixels(w as usize, h as usize, max_pixels)?;
+    let mut reader = ImageReader::with_format(Cursor::new(bytes), fmt);
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(w);
+    limits.max_image_height = Some(h);
+    // Room for the widest layout (16-bit RGBA) plus the decoder's own buffers.
+    limits.max_alloc = Some((w as u64 * h as u64).saturating_mul(8 * 2) + (1 << 20));
+    reader.limits(limits);
+    let img = reader.decode().map_err(|e| format!("invalid {name}: {e}"))?;
+    let rgb = img.into_rgb8();
+    let (w, h) = rgb.dimensions();
+    *out = rgb.into_raw();
+    Ok((h as usize, w as usize))
+}

@@ -1,0 +1,74 @@
+//! Layout-agnostic pixel moves shared by the crop and flip ops: copy a window (with
+//! constant fill outside the source) and mirror rows. They work on u8 and f32, HWC and CHW.
+
+use crate::spec::Layout;
+
+/// Copy the `oh × ow` window whose top-left corner sits at `(top, left)` in the source
+/// (which may be negative or run past the edge: those pixels get `fill`) into `dst`.
+#[allow(clippy::too_many_arguments)]
+pub fn copy_window<T: Copy>(
+    src: &[T],
+    h: usize,
+    w: usize,
+    c: usize,
+    layout: Layout,
+    top: isize,
+    left: isize,
+    oh: usize,
+    ow: usize,
+    fill: T,
+    dst: &mut Vec<T>,
+) {
+    dst.clear();
+    dst.resize(oh * ow * c, fill);
+    // Output columns that land inside the source.
+    let x0 = (-left).clamp(0, ow as isize) as usize;
+    let x1 = (w as isize - left).clamp(0, ow as isize) as usize;
+    if x0 >= x1 {
+        return;
+    }
+    let sx0 = (left + x0 as isize) as usize;
+    let run = x1 - x0;
+    for y in 0..oh {
+        let sy = top + y as isize;
+        if sy < 0 || sy >= h as isize {
+            continue;
+        }
+        let sy = sy as usize;
+        match layout {
+            Layout::Hwc => {
+                let s = (sy * w + sx0) * c;
+                let d = (y * ow + x0) * c;
+                dst[d..d + run * c].copy_from_slice(&src[s..s + run * c]);
+            }
+            Layout::Chw => {
+                for ch in 0..c {
+                    let s = ch * h * w + sy * w + sx0;
+                    let d = ch * oh * ow + y * ow + x0;
+                    dst[d..d + run].copy_from_slice(&src[s..s + run]);
+                }
+            }
+        }
+    }
+}
+
+/// Mirror an image left-right in place.
+pub fn flip_horizontal<T: Copy>(data: &mut [T], h: usize, w: usize, c: usize, layout: Layout) {
+    match layout {
+        Layout::Hwc => {
+            for row in data[..h * w * c].chunks_exact_mut(w * c) {
+                for x in 0..w / 2 {
+                    let (a, b) = (x * c, (w - 1 - x) * c);
+                    for k in 0..c {
+                        row.swap(a + k, b + k);
+                    }
+                }
+            }
+        }
+        Layout::Chw => {
+            for row in data[..h * w * c].chunks_exact_mut(w) {
+                row.reverse();
+            }
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! `normalize`: `out = (x - mean) / std` per channel, MindSpore's convention — mean and std
+//! in the units of the input (0–255 for u8 images: torchvision's ImageNet mean
+//! `[0.485, 0.456, 0.406]` is `[123.675, 116.28, 103.53]` here). Folded with neighbouring
+//! `rescale` ops into one multiply-add per channel (see `pointwise`).
+
+use super::pointwise::Affine;
+use crate::spec::{DType, Spec};
+use serde::{Deserialize, Serialize};
+
+/// The `normalize` op.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Normalize {
+    /// Per-channel mean (R, G, B).
+    pub mean: Vec<f32>,
+    /// Per-channel standard deviation (R, G, B).
+    pub std: Vec<f32>,
+}
+
+impl Normalize {
+    /// Output is float32; mean and std must have one value per channel.
+    pub fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
+        let c = input.channels;
+        if self.mean.len() != c || self.std.len() != c {
+            return Err(format!(
+                "normalize: mean and std need {c} values (one per channel), got {} and {}",
+                self.mean.len(),
+                self.std.len()
+            ));
+        }
+        if self.std.iter().any(|s| *s == 0.0 || !s.is_finite()) || self.mean.iter().any(|m| !m.is_finite()) {
+            return Err("normalize: std must be non-zero and all values finite".into());
+        }
+        Ok(Spec {
+            dtype: DType::F32,
+            ..input.clone()
+        })
+    }
+
+    /// As a per-channel affine map: `x * (1/std) + (-mean/std)`.
+    pub fn affine(&self) -> Affine {
+        let mut a = Affine::identity();
+        for c in 0..3 {
+            let (m, s) = (self.mean[c.min(self.mean.len() - 1)], self.std[c.min(self.std.len() - 1)]);
+            a.scale[c] = 1.0 / s;
+            a.shift[c] = -m / s;
+        }
+        a
+    }
+}

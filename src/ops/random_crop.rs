@@ -1,0 +1,64 @@
+//! `random_crop`: pad every side by `padding` (with `fill`), then keep an `h × w` window at
+//! a random place, as MindSpore's `RandomCrop(size, padding)` and torchvision's do. The
+//! offset comes from the sample's own random stream, so it does not depend on workers.
+
+use super::Size;
+use crate::spec::Spec;
+use serde::{Deserialize, Serialize};
+
+/// The `random_crop` op.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RandomCrop {
+    /// One number (square) or `[h, w]`.
+    pub size: Size,
+    /// Pixels of padding on every side before cropping.
+    #[serde(default)]
+    pub padding: usize,
+    /// Value of the padding pixels (0–255 units).
+    #[serde(default)]
+    pub fill: u8,
+}
+
+impl RandomCrop {
+    /// Fixed output size; the padded input must be at least that big (checked per sample
+    /// when sizes vary).
+    pub fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
+        self.size.check("random_crop")?;
+        let (h, w) = self.size.square();
+        if let Some((ih, iw)) = input.fixed_size() {
+            if ih + 2 * self.padding < h || iw + 2 * self.padding < w {
+                return Err(format!(
+                    "random_crop {h}x{w} is larger than the padded {}x{} input",
+                    ih + 2 * self.padding,
+                    iw + 2 * self.padding
+                ));
+            }
+        }
+        Ok(Spec {
+            height: Some(h),
+            width: Some(w),
+            ..input.clone()
+        })
+    }
+
+    /// Top-left corner of the window in source coordinates (may be negative: padding),
+    /// for an `ih × iw` input, drawing from `next(bound) -> [0, bound)`.
+    pub fn place(
+        &self,
+        ih: usize,
+        iw: usize,
+        mut next: impl FnMut(u64) -> u64,
+    ) -> Result<(isize, isize), String> {
+        let (h, w) = self.size.square();
+        let (ph, pw) = (ih + 2 * self.padding, iw + 2 * self.padding);
+        if ph < h || pw < w {
+            return Err(format!(
+                "random_crop {h}x{w} is larger than the padded {ph}x{pw} image"
+            ));
+        }
+        let top = next((ph - h + 1) as u64) as isize - self.padding as isize;
+        let left = next((pw - w + 1) as u64) as isize - self.padding as isize;
+        Ok((top, left))
+    }
+}

@@ -1,0 +1,37 @@
+//! `type_cast`: change the label column's type (MindSpore's `TypeCast` on the label; the
+//! canonical pipelines cast to int32). The image type follows from the ops (u8 until a
+//! normalize or rescale, float32 after), so only `column = "label"` is accepted.
+
+use crate::spec::{LabelType, Spec};
+use serde::{Deserialize, Serialize};
+
+fn label() -> String {
+    "label".into()
+}
+
+/// The `type_cast` op.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TypeCast {
+    /// The column: only `label`.
+    #[serde(default = "label")]
+    pub column: String,
+    /// `int32`, `int64`, `float32` (or `uint32`, the sources' own type).
+    pub dtype: LabelType,
+}
+
+impl TypeCast {
+    /// Changes the label type.
+    pub fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
+        if self.column != "label" {
+            return Err(format!(
+                "type_cast: column {:?} is not supported (only \"label\"; the image type follows from normalize/rescale)",
+                self.column
+            ));
+        }
+        Ok(Spec {
+            label: self.dtype,
+            ..input.clone()
+        })
+    }
+}

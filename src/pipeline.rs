@@ -1,0 +1,466 @@
+//! A pipeline: a source, its sampling, the ops and the batching, from a TOML file or built
+//! in code; checked as a whole before any pixel is read.
+//!
+//! ```toml
+//! [source]
+//! kind = "image_folder"          # or "cifar10", "cifar100"
+//! root = "../fixtures/imagefolder"  # relative to this file
+//! shuffle = false
+//!
+//! [[ops]]
+//! op = "decode"
+//!
+//! [batch]
+//! size = 32
+//! drop_remainder = true
+//!
+//! [engine]
+//! workers = 2
+//! ```
+//!
+//! Every table rejects unknown fields, and an unknown op is an error, with line and column.
+
+use crate::engine::batch::{BufShape, Pool};
+use crate::engine::program::Program;
+use crate::engine::{Epoch, Job, OnError};
+use crate::error::{Error, Result};
+use crate::ops::Op;
+use crate::plan::{batch_count, Sampling};
+use crate::source::{Cifar, CifarKind, CifarLabel, ImageFolder, Source, Usage};
+use crate::spec::Spec;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Kind of source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    /// `root/<class>/<image>`.
+    ImageFolder,
+    /// CIFAR-10 binary files.
+    Cifar10,
+    /// CIFAR-100 binary files.
+    Cifar100,
+}
+
+fn one() -> usize {
+    1
+}
+
+/// The `[source]` table: where the samples come from and which ones an epoch reads
+/// (MindSpore puts the sampling arguments on the dataset too).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceConfig {
+    /// What kind of dataset.
+    pub kind: SourceKind,
+    /// Dataset root (relative paths in a file are relative to the file's folder).
+    pub root: PathBuf,
+    /// image_folder: extensions to read (default jpg, jpeg, png, bmp, webp).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Vec<String>>,
+    /// image_folder: folder name → label; only these folders are read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class_indexing: Option<BTreeMap<String, u32>>,
+    /// cifar10/cifar100: train, test or all (default train).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// cifar100: fine, coarse or both (default fine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<CifarLabel>,
+    /// Read at most this many samples per epoch (per shard).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_samples: Option<usize>,
+    /// Shuffle every epoch.
+    #[serde(default)]
+    pub shuffle: bool,
+    /// Seed of the shuffle and of the random ops.
+    #[serde(default)]
+    pub seed: u64,
+    /// Data-parallel shards (MindSpore DistributedSampler semantics).
+    #[serde(default = "one")]
+    pub num_shards: usize,
+    /// This process's shard.
+    #[serde(default)]
+    pub shard_id: usize,
+}
+
+impl SourceConfig {
+    /// A source of `kind` at `root` with every option at its default.
+    pub fn new(kind: SourceKind, root: impl Into<PathBuf>) -> SourceConfig {
+        SourceConfig {
+            kind,
+            root: root.into(),
+            extensions: None,
+            class_indexing: None,
+            usage: None,
+            label: None,
+            num_samples: None,
+            shuffle: false,
+            seed: 0,
+            num_shards: 1,
+            shard_id: 0,
+        }
+    }
+
+    fn sampling(&self) -> Sampling {
+        Sampling {
+            shuffle: self.shuffle,
+            seed: self.seed,
+            num_samples: self.num_samples,
+            num_shards: self.num_shards,
+            shard_id: self.shard_id,
+        }
+    }
+
+    /// Open the dataset (lists or maps files; reads no sample).
+    pub fn open(&self) -> Result<Arc<dyn Source>> {
+        let misplaced = |field: &str| {
+            Err(Error::Invalid(format!(
+                "source: `{field}` does not apply to kind {:?}",
+                self.kind
+            )))
+        };
+        match self.kind {
+            SourceKind::ImageFolder => {
+                if self.usage.is_some() {
+                    return misplaced("usage");
+                }
+                if self.label.is_some() {
+                    return misplaced("label");
+                }
+                let f = ImageFolder::open(
+                    &self.root,
+                    self.extensions.as_deref(),
+                    self.class_indexing.as_ref(),
+                )?;
+                Ok(Arc::new(f))
+            }
+            SourceKind::Cifar10 | SourceKind::Cifar100 => {
+                if self.extensions.is_some() {
+                    return misplaced("extensions");
+                }
+                if self.class_indexing.is_some() {
+                    return misplaced("class_indexing");
+                }
+                let kind = if self.kind == SourceKind::Cifar10 {
+                    if self.label.is_some() {
+                        return misplaced("label");
+                    }
+                    CifarKind::Cifar10
+                } else {
+                    CifarKind::Cifar100
+                };
+                let c = Cifar::open(
+                    &self.root,
+                    kind,
+                    self.usage.unwrap_or_default(),
+                    self.label.unwrap_or_default(),
+                )?;
+                Ok(Arc::new(c))
+            }
+        }
+    }
+}
+
+/// The `[batch]` table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchConfig {
+    /// Samples per batch.
+    pub size: usize,
+    /// Drop the last, incomplete batch (MindSpore's `drop_remainder`).
+    #[serde(default)]
+    pub drop_remainder: bool,
+}
+
+fn default_workers() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+fn two() -> usize {
+    2
+}
+
+/// The `[engine]` table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineConfig {
+    /// Worker threads (MindSpore's `num_parallel_workers`); default: one per core.
+    #[serde(default = "default_workers")]
+    pub workers: usize,
+    /// Batches being filled at once.
+    #[serde(default = "two")]
+    pub prefetch: usize,
+    /// Ready batches waiting for the trainer (the device queue).
+    #[serde(default = "two")]
+    pub queue: usize,
+    /// `fail` (default) or `skip` bad samples.
+    #[serde(default)]
+    pub on_error: OnError,
+    /// Time every stage of every sample (for `imgfeed bench`).
+    #[serde(default)]
+    pub profile: bool,
+}
+
+impl Default for EngineConfig {
+    fn default() -> EngineConfig {
+        EngineConfig {
+            workers: default_workers(),
+            prefetch: 2,
+            queue: 2,
+            on_error: OnError::Fail,
+            profile: false,
+        }
+    }
+}
+
+/// A whole pipeline description, as in a pipeline file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineConfig {
+    /// Where samples come from.
+    pub source: SourceConfig,
+    /// Per-sample ops, in order.
+    #[serde(default)]
+    pub ops: Vec<Op>,
+    /// Batching.
+    pub batch: BatchConfig,
+    /// Threads and queues.
+    #[serde(default)]
+    pub engine: EngineConfig,
+}
+
+impl PipelineConfig {
+    /// Parse pipeline TOML; `path` names it in errors and anchors a relative `root`.
+    pub fn parse(text: &str, path: &Path) -> Result<PipelineConfig> {
+        let mut cfg: PipelineConfig = toml::from_str(text).map_err(|e| Error::Config {
+            path: path.to_path_buf(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        if cfg.source.root.is_relative() {
+            if let Some(dir) = path.parent() {
+                cfg.source.root = dir.join(&cfg.source.root);
+            }
+        }
+        Ok(cfg)
+    }
+
+    /// Read and parse a pipeline file.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<PipelineConfig> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Config {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        PipelineConfig::parse(&text, path)
+    }
+
+    /// As TOML.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).unwrap_or_default()
+    }
+}
+
+/// A checked pipeline, ready to run epochs.
+pub struct Pipeline {
+    config: PipelineConfig,
+    source: Arc<dyn Source>,
+    stages: Vec<(String, Spec)>,
+    program: Arc<Program>,
+    pool: Arc<Pool>,
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("source", &self.source.describe())
+            .field("stages", &self.stages)
+            .finish()
+    }
+}
+
+/// Build a pipeline in code.
+///
+/// ```no_run
+/// use imgfeed::ops::{CenterCrop, Decode, Op, Resize, Size};
+/// use imgfeed::{Pipeline, SourceConfig, SourceKind};
+/// let p = Pipeline::builder(SourceConfig::new(SourceKind::ImageFolder, "data/train"))
+///     .op(Op::Decode(Decode::default()))
+///     .op(Op::Resize(Resize { size: Size::One(256), filter: Default::default() }))
+///     .op(Op::CenterCrop(CenterCrop { size: Size::One(224) }))
+///     .batch(32, true)
+///     .workers(2)
+///     .build()?;
+/// # Ok::<(), imgfeed::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct PipelineBuilder {
+    config: PipelineConfig,
+}
+
+impl PipelineBuilder {
+    /// Append an op.
+    pub fn op(mut self, op: Op) -> Self {
+        self.config.ops.push(op);
+        self
+    }
+    /// Batch size and whether to drop the last incomplete batch.
+    pub fn batch(mut self, size: usize, drop_remainder: bool) -> Self {
+        self.config.batch = BatchConfig {
+            size,
+            drop_remainder,
+        };
+        self
+    }
+    /// Worker threads.
+    pub fn workers(mut self, n: usize) -> Self {
+        self.config.engine.workers = n;
+        self
+    }
+    /// Replace the whole engine table.
+    pub fn engine(mut self, engine: EngineConfig) -> Self {
+        self.config.engine = engine;
+        self
+    }
+    /// Check and build.
+    pub fn build(self) -> Result<Pipeline> {
+        Pipeline::new(self.config)
+    }
+}
+
+impl Pipeline {
+    /// Start building a pipeline over `source` (batch 1, no ops, default engine).
+    pub fn builder(source: SourceConfig) -> PipelineBuilder {
+        PipelineBuilder {
+            config: PipelineConfig {
+                source,
+                ops: Vec::new(),
+                batch: BatchConfig {
+                    size: 1,
+                    drop_remainder: false,
+                },
+                engine: EngineConfig::default(),
+            },
+        }
+    }
+
+    /// Read, parse and check a pipeline file.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Pipeline> {
+        Pipeline::new(PipelineConfig::from_file(path)?)
+    }
+
+    /// Check a configuration against its source and build it.
+    pub fn new(config: PipelineConfig) -> Result<Pipeline> {
+        let sampling = config.source.sampling();
+        sampling
+            .validate()
+            .map_err(|e| Error::Invalid(format!("source: {e}")))?;
+        if config.batch.size == 0 {
+            return Err(Error::Invalid("batch.size must be at least 1".into()));
+        }
+        if config.engine.workers == 0 || config.engine.workers > 1024 {
+            return Err(Error::Invalid("engine.workers must be between 1 and 1024".into()));
+        }
+        let source = config.source.open()?;
+        let mut spec = source.spec();
+        let mut stages = vec![("source".to_string(), spec.clone())];
+        for (i, op) in config.ops.iter().enumerate() {
+            spec = op
+                .output_spec(&spec)
+                .map_err(|e| Error::Invalid(format!("ops[{i}] ({}): {e}", op.name())))?;
+            stages.push((op.name().to_string(), spec.clone()));
+        }
+        if spec.encoded {
+            return Err(Error::Invalid(
+                "the samples are still encoded at the end: add a `decode` op".into(),
+            ));
+        }
+        let Some(elems) = spec.elements() else {
+            return Err(Error::Invalid(
+                "image sizes vary from sample to sample, so they cannot be batched: end the \
+                 ops with center_crop, random_crop or resize to [h, w]"
+                    .into(),
+            ));
+        };
+        let program = Program::compile(&source.spec(), &config.ops, &spec);
+        let shape = BufShape {
+            batch_size: config.batch.size,
+            sample_elems: elems,
+            dtype: spec.dtype,
+            label: spec.label,
+            label_cols: spec.label_columns,
+        };
+        let e = &config.engine;
+        let pool = Arc::new(Pool::new(shape, e.prefetch.max(1) + e.queue.max(1) + 2));
+        Ok(Pipeline {
+            config,
+            source,
+            stages,
+            program: Arc::new(program),
+            pool,
+        })
+    }
+
+    /// The configuration it was built from.
+    pub fn config(&self) -> &PipelineConfig {
+        &self.config
+    }
+
+    /// The source.
+    pub fn source(&self) -> &dyn Source {
+        self.source.as_ref()
+    }
+
+    /// `(stage, spec after it)`, starting with the source.
+    pub fn stages(&self) -> &[(String, Spec)] {
+        &self.stages
+    }
+
+    /// The fusions the engine applies, in words.
+    pub fn fusions(&self) -> &[String] {
+        &self.program.fusions
+    }
+
+    /// The spec of one output sample.
+    pub fn output_spec(&self) -> &Spec {
+        &self.program.out
+    }
+
+    /// Samples read per epoch (this shard, after `num_samples`).
+    pub fn samples_per_epoch(&self) -> usize {
+        self.config.source.sampling().len(self.source.len())
+    }
+
+    /// Batches per epoch.
+    pub fn batches_per_epoch(&self) -> usize {
+        batch_count(
+            self.samples_per_epoch(),
+            self.config.batch.size,
+            self.config.batch.drop_remainder,
+        )
+    }
+
+    /// Start epoch `epoch` (it seeds the shuffle and the random ops).
+    pub fn epoch(&self, epoch: u64) -> Epoch {
+        let sampling = self.config.source.sampling();
+        let order = sampling.order(self.source.len(), epoch);
+        let e = &self.config.engine;
+        Epoch::start(Job {
+            source: Arc::clone(&self.source),
+            program: Arc::clone(&self.program),
+            pool: Arc::clone(&self.pool),
+            order,
+            batches: self.batches_per_epoch(),
+            seed: sampling.seed,
+            epoch,
+            workers: e.workers,
+            prefetch: e.prefetch,
+            queue: e.queue,
+            on_error: e.on_error,
+            profile: e.profile,
+        })
+    }
+}

@@ -1,0 +1,159 @@
+//! `.npy` output (format version 1.0), streamed: the header is written with room to spare
+//! and rewritten with the final sample count when the writer finishes, so a whole dataset
+//! never has to be in memory.
+//!
+//! `convert --format npy` writes a folder with `images.npy` (`[N, C, H, W]` float32, or
+//! uint8 when the pipeline ends in uint8), `labels.npy` (`[N]`, or `[N, k]` for k label
+//! columns) and `samples.txt` (one sample name per line, in output order).
+
+use crate::engine::Epoch;
+use crate::error::{Error, Result};
+use std::fs::File;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// Bytes reserved for the header (magic + length + dict), a multiple of 64.
+const HEADER: usize = 128;
+
+/// Streams one array to a `.npy` file.
+pub struct NpyWriter {
+    path: PathBuf,
+    out: BufWriter<File>,
+    descr: &'static str,
+    tail: Vec<usize>,
+    rows: usize,
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl NpyWriter {
+    /// A new file holding an array of shape `[rows, tail...]` of numpy type `descr`
+    /// (`"<f4"`, `"|u1"`, `"<i4"`, ...); rows are counted as they are written.
+    pub fn create(path: &Path, descr: &'static str, tail: &[usize]) -> Result<NpyWriter> {
+        let file = File::create(path).map_err(io(path))?;
+        let mut w = NpyWriter {
+            path: path.to_path_buf(),
+            out: BufWriter::with_capacity(1 << 20, file),
+            descr,
+            tail: tail.to_vec(),
+            rows: 0,
+        };
+        let h = w.header();
+        w.out.write_all(&h).map_err(io(path))?;
+        Ok(w)
+    }
+
+    fn header(&self) -> Vec<u8> {
+        let mut shape = format!("{}", self.rows);
+        for d in &self.tail {
+            shape.push_str(&format!(", {d}"));
+        }
+        if self.tail.is_empty() {
+            shape.push(',');
+        }
+        let dict = format!(
+            "{{'descr': '{}', 'fortran_order': False, 'shape': ({shape}), }}",
+            self.descr
+        );
+        let mut h = Vec::with_capacity(HEADER);
+        h.extend_from_slice(b"\x93NUMPY\x01\x00");
+        let len = (HEADER - 10) as u16;
+        h.extend_from_slice(&len.to_le_bytes());
+        h.extend_from_slice(dict.as_bytes());
+        while h.len() < HEADER - 1 {
+            h.push(b' ');
+        }
+        h.push(b'\n');
+        h
+    }
+
+    /// Append `rows` rows given as little-endian bytes.
+    pub fn append(&mut self, bytes: &[u8], rows: usize) -> Result<()> {
+        self.out.write_all(bytes).map_err(io(&self.path))?;
+        self.rows += rows;
+        Ok(())
+    }
+
+    /// Rewrite the header with the final row count and flush.
+    pub fn finish(mut self) -> Result<usize> {
+        let h = self.header();
+        if h.len() != HEADER {
+            return Err(Error::Io {
+                path: self.path.clone(),
+                source: std::io::Error::other("npy header does not fit"),
+            });
+        }
+        let p = self.path.clone();
+        self.out.seek(SeekFrom::Start(0)).map_err(io(&p))?;
+        self.out.write_all(&h).map_err(io(&p))?;
+        self.out.flush().map_err(io(&p))?;
+        Ok(self.rows)
+    }
+}
+
+/// What `write_npy_dir` wrote.
+#[derive(Clone, Debug, Default)]
+pub struct ConvertReport {
+    /// Samples written.
+    pub samples: usize,
+    /// Samples left out because they failed (each reported through `on_skip`).
+    pub skipped: usize,
+}
+
+/// Write every batch of `epoch` into `dir` (`images.npy`, `labels.npy`, `samples.txt`).
+/// Failed samples (the epoch should run with `on_error = "skip"`) go to `on_skip`; any
+/// other error stops the conversion.
+pub fn write_npy_dir(
+    epoch: Epoch,
+    pipeline: &crate::Pipeline,
+    dir: &Path,
+    mut on_batch: impl FnMut(usize),
+    mut on_skip: impl FnMut(&Error),
+) -> Result<ConvertReport> {
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let spec = pipeline.output_spec();
+    let dims: Vec<usize> = spec.dims().iter().map(|d| d.unwrap_or(0)).collect();
+    let img_descr = match spec.dtype {
+        crate::DType::U8 => "|u1",
+        crate::DType::F32 => "<f4",
+    };
+    let lab_descr = match spec.label {
+        crate::LabelType::U32 => "<u4",
+        crate::LabelType::I32 => "<i4",
+        crate::LabelType::I64 => "<i8",
+        crate::LabelType::F32 => "<f4",
+    };
+    let lab_tail: Vec<usize> = if spec.label_columns > 1 {
+        vec![spec.label_columns]
+    } else {
+        vec![]
+    };
+    let mut images = NpyWriter::create(&dir.join("images.npy"), img_descr, &dims)?;
+    let mut labels = NpyWriter::create(&dir.join("labels.npy"), lab_descr, &lab_tail)?;
+    let names_path = dir.join("samples.txt");
+    let mut names = BufWriter::new(File::create(&names_path).map_err(io(&names_path))?);
+    let mut report = ConvertReport::default();
+    for batch in epoch {
+        let batch = batch?;
+        for e in batch.skipped() {
+            on_skip(e);
+            report.skipped += 1;
+        }
+        images.append(batch.image_bytes(), batch.len())?;
+        labels.append(batch.label_bytes(), batch.len())?;
+        for &i in batch.indices() {
+            writeln!(names, "{}", pipeline.source().sample_name(i as usize)).map_err(io(&names_path))?;
+        }
+        report.samples += batch.len();
+        on_batch(batch.len() + batch.skipped().len());
+    }
+    images.finish()?;
+    labels.finish()?;
+    names.flush().map_err(io(&names_path))?;
+    Ok(report)
+}

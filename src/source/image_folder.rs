@@ -1,0 +1,226 @@
+//! `root/<class>/<image>` trees, read the way MindSpore's `ImageFolderDataset` reads them.
+//!
+//! * A class is an immediate subfolder of the root; classes are sorted by name and labelled
+//!   0, 1, ... — or labelled by `class_indexing`, in which case only the folders it names
+//!   are read (a name with no folder is an error rather than a silent empty class).
+//! * Images are the files under a class folder (nested folders included, like torchvision),
+//!   whose extension is in `extensions` (case-insensitive; default jpg, jpeg, png, bmp,
+//!   webp). Hidden files and folders (a leading `.`) and other files are ignored.
+//! * Samples are ordered by label, then by path: the same order for every run.
+//! * An empty root, or a root with no image, is an error.
+
+use super::{Raw, RawSample, Source};
+use crate::error::{Error, Result};
+use crate::spec::Spec;
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Extensions read when none are given.
+pub const DEFAULT_EXTENSIONS: [&str; 5] = ["jpg", "jpeg", "png", "bmp", "webp"];
+
+/// An ImageFolder dataset: a sorted list of `(relative path, label)`.
+#[derive(Debug)]
+pub struct ImageFolder {
+    root: PathBuf,
+    classes: Vec<(String, u32)>,
+    samples: Vec<(PathBuf, u32)>,
+}
+
+fn is_hidden(name: &std::ffi::OsStr) -> bool {
+    name.to_string_lossy().starts_with('.')
+}
+
+fn io_err(path: &Path, e: std::io::Error) -> Error {
+    Error::Dataset {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    }
+}
+
+impl ImageFolder {
+    /// List the dataset under `root`.
+    ///
+    /// `extensions`: with or without the dot, any case; `None` = [`DEFAULT_EXTENSIONS`].
+    /// `class_indexing`: folder name → label.
+    pub fn open(
+        root: &Path,
+        extensions: Option<&[String]>,
+        class_indexing: Option<&BTreeMap<String, u32>>,
+    ) -> Result<ImageFolder> {
+        let exts: Vec<String> = match extensions {
+            Some(list) => list
+                .iter()
+                .map(|e| e.trim_start_matches('.').to_ascii_lowercase())
+                .collect(),
+            None => DEFAULT_EXTENSIONS.iter().map(|s| s.to_string()).collect(),
+        };
+        if exts.is_empty() || exts.iter().any(|e| e.is_empty()) {
+            return Err(Error::Invalid(
+                "image_folder: `extensions` must list non-empty extensions".into(),
+            ));
+        }
+        let meta = fs::metadata(root).map_err(|e| io_err(root, e))?;
+        if !meta.is_dir() {
+            return Err(Error::Dataset {
+                path: root.to_path_buf(),
+                reason: "not a directory".into(),
+            });
+        }
+        let mut folders = Vec::new();
+        for entry in fs::read_dir(root).map_err(|e| io_err(root, e))? {
+            let entry = entry.map_err(|e| io_err(root, e))?;
+            let name = entry.file_name();
+            if is_hidden(&name) {
+                continue;
+            }
+            let path = entry.path();
+            // Follows symlinks: a linked class folder is a class folder.
+            if fs::metadata(&path).map(|m| m.is_dir()).unwrap_or(false) {
+                folders.push(name.to_string_lossy().into_owned());
+            }
+        }
+        folders.sort();
+        if folders.is_empty() {
+            return Err(Error::Dataset {
+                path: root.to_path_buf(),
+                reason: "no class folders (expected root/<class>/<image>)".into(),
+            });
+        }
+        let classes: Vec<(String, u32)> = match class_indexing {
+            None => folders
+                .iter()
+                .enumerate()
+                .map(|(i, name)| (name.clone(), i as u32))
+                .collect(),
+            Some(map) => {
+                for name in map.keys() {
+                    if !folders.contains(name) {
+                        return Err(Error::Dataset {
+                            path: root.join(name),
+                            reason: "class_indexing names a class folder that does not exist"
+                                .into(),
+                        });
+                    }
+                }
+                let mut v: Vec<(String, u32)> =
+                    map.iter().map(|(k, &label)| (k.clone(), label)).collect();
+                v.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+                v
+            }
+        };
+        let mut samples = Vec::new();
+        for (name, label) in &classes {
+            let mut files = Vec::new();
+            collect_files(root, Path::new(name), &exts, &mut files)?;
+            files.sort();
+            samples.extend(files.into_iter().map(|p| (p, *label)));
+        }
+        if samples.is_empty() {
+            return Err(Error::Dataset {
+                path: root.to_path_buf(),
+                reason: format!(
+                    "no images with extensions [{}] in {} class folder(s)",
+                    exts.join(", "),
+                    classes.len()
+                ),
+            });
+        }
+        Ok(ImageFolder {
+            root: root.to_path_buf(),
+            classes,
+            samples,
+        })
+    }
+
+    /// `(class name, label)`, in label order.
+    pub fn classes(&self) -> &[(String, u32)] {
+        &self.classes
+    }
+
+    /// Root-relative path and label of sample `index`.
+    pub fn sample(&self, index: usize) -> Option<(&Path, u32)> {
+        self.samples.get(index).map(|(p, l)| (p.as_path(), *l))
+    }
+}
+
+fn collect_files(root: &Path, rel: &Path, exts: &[String], out: &mut Vec<PathBuf>) -> Result<()> {
+    let dir = root.join(rel);
+    for entry in fs::read_dir(&dir).map_err(|e| io_err(&dir, e))? {
+        let entry = entry.map_err(|e| io_err(&dir, e))?;
+        let name = entry.file_name();
+        if is_hidden(&name) {
+            continue;
+        }
+        let child = rel.join(&name);
+        let ft = entry.file_type().map_err(|e| io_err(&entry.path(), e))?;
+        if ft.is_dir() {
+            // Real folders only: a symlinked folder inside a class could loop.
+            collect_files(root, &child, exts, out)?;
+            continue;
+        }
+        let is_file = ft.is_file() || fs::metadata(entry.path()).is_ok_and(|m| m.is_file());
+        let ext_ok = Path::new(&name)
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase())
+            .is_some_and(|e| exts.contains(&e));
+        if is_file && ext_ok {
+            out.push(child);
+        }
+    }
+    Ok(())
+}
+
+impl Source for ImageFolder {
+    fn describe(&self) -> String {
+        format!(
+            "image_folder {}: {} samples, {} classes",
+            self.root.display(),
+            self.samples.len(),
+            self.classes.len()
+        )
+    }
+
+    fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn len(&self) -> usize {
+        self.samples.len()
+    }
+
+    fn spec(&self) -> Spec {
+        Spec::encoded()
+    }
+
+    fn sample_name(&self, index: usize) -> String {
+        match self.samples.get(index) {
+            Some((p, _)) => p.to_string_lossy().into_owned(),
+            None => format!("<sample {index} out of range>"),
+        }
+    }
+
+    fn read<'a>(&'a self, index: usize, scratch: &'a mut Vec<u8>) -> Result<RawSample<'a>> {
+        let (rel, label) = self.samples.get(index).ok_or_else(|| Error::Sample {
+            index,
+            file: self.sample_name(index),
+            stage: "read",
+            reason: "index out of range".into(),
+        })?;
+        let path = self.root.join(rel);
+        let fail = |e: std::io::Error| Error::Sample {
+            index,
+            file: rel.to_string_lossy().into_owned(),
+            stage: "read",
+            reason: e.to_string(),
+        };
+        scratch.clear();
+        let mut f = fs::File::open(&path).map_err(fail)?;
+        f.read_to_end(scratch).map_err(fail)?;
+        Ok(RawSample {
+            raw: Raw::Encoded(scratch),
+            labels: [*label, 0],
+        })
+    }
+}

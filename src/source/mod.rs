@@ -1,0 +1,69 @@
+//! Sources: random access to the samples of a dataset, by index.
+//!
+//! A source only knows where sample `i` lives and what its labels are; it never decodes.
+//! Opening one does not read any sample (ImageFolder lists directories, CIFAR maps files).
+
+use crate::error::Result;
+use crate::spec::Spec;
+use std::path::Path;
+
+pub mod cifar;
+pub mod image_folder;
+
+pub use cifar::{Cifar, CifarKind, CifarLabel, Usage};
+pub use image_folder::ImageFolder;
+
+/// Most label columns a source can produce (CIFAR-100: coarse and fine).
+pub const MAX_LABELS: usize = 2;
+
+/// The bytes of one sample, as the source holds them.
+#[derive(Clone, Copy, Debug)]
+pub enum Raw<'a> {
+    /// An encoded image file (JPEG, PNG, BMP, WebP).
+    Encoded(&'a [u8]),
+    /// Decoded 8-bit RGB as three planes (R, G, B), each `height × width` row-major: the
+    /// CIFAR record layout. Logically the sample is HWC like MindSpore's; the planes let a
+    /// pipeline that asks for CHW skip the HWC detour.
+    Planar {
+        /// `3 × height × width` bytes.
+        data: &'a [u8],
+        /// Rows.
+        height: usize,
+        /// Columns.
+        width: usize,
+    },
+}
+
+/// One sample as read: its bytes and its label(s).
+#[derive(Clone, Copy, Debug)]
+pub struct RawSample<'a> {
+    /// The pixels or the encoded file.
+    pub raw: Raw<'a>,
+    /// Labels; only the first `Spec::label_columns` are meaningful.
+    pub labels: [u32; MAX_LABELS],
+}
+
+/// Random access to a dataset's samples.
+pub trait Source: Send + Sync {
+    /// One line saying what this is (kind, root, sample and class counts).
+    fn describe(&self) -> String;
+    /// The dataset root: sample names are relative to it.
+    fn root(&self) -> &Path;
+    /// Number of samples.
+    fn len(&self) -> usize;
+    /// True when there are no samples (sources refuse to open empty, so normally false).
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// What `read` produces.
+    fn spec(&self) -> Spec;
+    /// The sample's name in error messages and `samples.txt`: a root-relative path, or
+    /// `FILE:RECORD` for record files.
+    fn sample_name(&self, index: usize) -> String;
+    /// Read sample `index`, using `scratch` as the buffer where bytes must be copied.
+    fn read<'a>(&'a self, index: usize, scratch: &'a mut Vec<u8>) -> Result<RawSample<'a>>;
+    /// Samples a worker should claim at once so that scheduling does not dominate.
+    fn work_unit(&self) -> usize {
+        1
+    }
+}

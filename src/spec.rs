@@ -1,0 +1,154 @@
+//! What a sample looks like between two stages, known before any pixel is read.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Element type of the image column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DType {
+    /// 8-bit unsigned.
+    U8,
+    /// 32-bit float.
+    F32,
+}
+
+impl DType {
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            DType::U8 => 1,
+            DType::F32 => 4,
+        }
+    }
+    /// numpy's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::U8 => "uint8",
+            DType::F32 => "float32",
+        }
+    }
+}
+
+/// Memory layout of an image: interleaved channels or planes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// height, width, channels (interleaved, as decoded).
+    Hwc,
+    /// channels, height, width (planar, what most trainers want).
+    Chw,
+}
+
+/// Element type of the label column(s).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LabelType {
+    /// What sources produce (MindSpore's ImageFolder and Cifar datasets give uint32).
+    #[serde(rename = "uint32")]
+    U32,
+    /// `int32`.
+    #[serde(rename = "int32")]
+    I32,
+    /// `int64`.
+    #[serde(rename = "int64")]
+    I64,
+    /// `float32`.
+    #[serde(rename = "float32")]
+    F32,
+}
+
+impl LabelType {
+    /// numpy's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            LabelType::U32 => "uint32",
+            LabelType::I32 => "int32",
+            LabelType::I64 => "int64",
+            LabelType::F32 => "float32",
+        }
+    }
+}
+
+/// The shape and type of one sample after a stage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spec {
+    /// Still encoded bytes (before `decode`).
+    pub encoded: bool,
+    /// Height, or `None` when it varies from sample to sample.
+    pub height: Option<usize>,
+    /// Width, or `None` when it varies.
+    pub width: Option<usize>,
+    /// Channels (always 3 after decode: everything becomes RGB).
+    pub channels: usize,
+    /// Layout of the pixels.
+    pub layout: Layout,
+    /// Element type.
+    pub dtype: DType,
+    /// Element type of the labels.
+    pub label: LabelType,
+    /// Number of label columns (2 for CIFAR-100 with `label = "both"`).
+    pub label_columns: usize,
+}
+
+impl Spec {
+    /// Encoded bytes with one uint32 label, what file sources produce.
+    pub fn encoded() -> Spec {
+        Spec {
+            encoded: true,
+            height: None,
+            width: None,
+            channels: 3,
+            layout: Layout::Hwc,
+            dtype: DType::U8,
+            label: LabelType::U32,
+            label_columns: 1,
+        }
+    }
+
+    /// `(height, width)` when both are fixed.
+    pub fn fixed_size(&self) -> Option<(usize, usize)> {
+        Some((self.height?, self.width?))
+    }
+
+    /// Shape of one image as a list of dimensions (`None` = varies).
+    pub fn dims(&self) -> [Option<usize>; 3] {
+        match self.layout {
+            Layout::Hwc => [self.height, self.width, Some(self.channels)],
+            Layout::Chw => [Some(self.channels), self.height, self.width],
+        }
+    }
+
+    /// Elements in one image, when the size is fixed.
+    pub fn elements(&self) -> Option<usize> {
+        self.fixed_size().map(|(h, w)| h * w * self.channels)
+    }
+}
+
+fn dim(d: Option<usize>) -> String {
+    d.map_or_else(|| "?".to_string(), |v| v.to_string())
+}
+
+impl fmt::Display for Spec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let labels = if self.label_columns == 1 {
+            format!("label {}", self.label.name())
+        } else {
+            format!("labels {} x{}", self.label.name(), self.label_columns)
+        };
+        if self.encoded {
+            return write!(f, "encoded bytes, {labels}");
+        }
+        let [a, b, c] = self.dims();
+        let layout = match self.layout {
+            Layout::Hwc => "HWC",
+            Layout::Chw => "CHW",
+        };
+        write!(
+            f,
+            "{} {layout} [{}, {}, {}], {labels}",
+            self.dtype.name(),
+            dim(a),
+            dim(b),
+            dim(c)
+        )
+    }
+}
