@@ -13,7 +13,7 @@ use crate::ops::center_crop::offset;
 use crate::ops::decode::Decoder;
 use crate::ops::geometry::{copy_window, flip_horizontal};
 use crate::ops::pointwise::{write, Affine, Dst, Pixels, View};
-use crate::ops::resize::{Resizer, Window};
+use crate::ops::resize::Resizer;
 use crate::ops::{Decode, Op, RandomCrop, Resize};
 use crate::plan::SplitMix64;
 use crate::source::Raw;
@@ -23,7 +23,9 @@ use std::time::Instant;
 /// One compiled step.
 #[derive(Clone, Debug)]
 pub(crate) enum Step {
-    Decode(Decode),
+    /// Decode; with the resize and crop that follow, a decoder that can decodes only the
+    /// rectangle they read.
+    Decode(Decode, Option<(Resize, (usize, usize))>),
     /// Resize, with the size of a center crop fused into it.
     Resize(Resize, Option<(usize, usize)>),
     CenterCrop(usize, usize),
@@ -36,7 +38,7 @@ pub(crate) enum Step {
 impl Step {
     pub fn name(&self) -> &'static str {
         match self {
-            Step::Decode(_) => "decode",
+            Step::Decode(..) => "decode",
             Step::Resize(_, Some(_)) => "resize+crop",
             Step::Resize(_, None) => "resize",
             Step::CenterCrop(..) => "center_crop",
@@ -85,7 +87,7 @@ impl Program {
             }
             match op {
                 Op::Decode(d) => {
-                    steps.push(Step::Decode(d.clone()));
+                    steps.push(Step::Decode(d.clone(), None));
                     phys = Layout::Hwc;
                 }
                 Op::Resize(r) => {
@@ -97,7 +99,12 @@ impl Program {
                     let next = ops[i + 1..].iter().position(|o| !matches!(o, Op::TypeCast(_)));
                     match next.map(|k| (k, &ops[i + 1 + k])) {
                         Some((k, Op::CenterCrop(c))) => {
-                            steps.push(Step::Resize(r.clone(), Some(c.size.square())));
+                            let crop = c.size.square();
+                            if let Some(Step::Decode(_, roi)) = steps.last_mut() {
+                                *roi = Some((r.clone(), crop));
+                                fusions.push("decode: only the rectangle resize + center_crop read (libjpeg-turbo region decode)".into());
+                            }
+                            steps.push(Step::Resize(r.clone(), Some(crop)));
                             fusions.push("resize + center_crop: one resize computing only the crop window".into());
                             // keep the type_casts in between (they only change labels)
                             i += 1 + k;
@@ -182,6 +189,10 @@ pub(crate) struct Worker {
     bf: Vec<f32>,
     h: usize,
     w: usize,
+    /// Size of the whole decoded image and where the held pixels sit in it (a region
+    /// decode holds only a rectangle; every other step resets these).
+    full: (usize, usize),
+    origin: (usize, usize),
     phys: Layout,
     dtype: DType,
     pub profile: bool,
@@ -194,7 +205,7 @@ pub(crate) type StepError = (&'static str, String);
 impl Worker {
     pub fn new(program: &Program, profile: bool) -> Worker {
         let decoder = program.steps.iter().find_map(|s| match s {
-            Step::Decode(d) => Some(Decoder::new(d)),
+            Step::Decode(d, _) => Some(Decoder::new(d)),
             _ => None,
         });
         Worker {
@@ -206,6 +217,8 @@ impl Worker {
             bf: Vec::new(),
             h: 0,
             w: 0,
+            full: (0, 0),
+            origin: (0, 0),
             phys: Layout::Hwc,
             dtype: DType::U8,
             profile,
@@ -235,6 +248,8 @@ impl Worker {
             Raw::Planar { data, height, width } => {
                 self.h = height;
                 self.w = width;
+                self.full = (height, width);
+                self.origin = (0, 0);
                 self.phys = Layout::Chw;
                 self.dtype = DType::U8;
                 if program.steps.is_empty() {
@@ -284,28 +299,25 @@ impl Worker {
 
     fn step(&mut self, step: &Step, encoded: Option<&[u8]>, rng: &mut SplitMix64) -> Result<(), String> {
         match step {
-            Step::Decode(_) => {
+            Step::Decode(_, roi) => {
                 let bytes = encoded.ok_or("decode: the sample is not encoded")?;
                 let dec = self.decoder.as_mut().ok_or("decode: no decoder")?;
-                let (h, w) = dec.decode(bytes, &mut self.a8)?;
-                self.h = h;
-                self.w = w;
+                let want = |h: usize, w: usize| roi.as_ref().and_then(|(r, crop)| r.source_rect(h, w, *crop));
+                let d = dec.decode_region(bytes, want, &mut self.a8)?;
+                (self.h, self.w) = d.size;
+                self.full = d.full;
+                self.origin = d.origin;
                 self.phys = Layout::Hwc;
                 self.dtype = DType::U8;
+                return Ok(());
             }
             Step::Resize(r, crop) => {
-                let (nh, nw) = r.target(self.h, self.w);
-                let window = crop.and_then(|(ch, cw)| {
-                    (ch <= nh && cw <= nw).then(|| Window {
-                        top: offset(nh, ch) as usize,
-                        left: offset(nw, cw) as usize,
-                        height: ch,
-                        width: cw,
-                    })
-                });
+                let (nh, nw) = r.target(self.full.0, self.full.1);
+                let window = crop.and_then(|c| r.crop_window(self.full.0, self.full.1, c));
+                let (full, origin, size) = (self.full, self.origin, (self.h, self.w));
                 let (oh, ow) = match self.dtype {
-                    DType::U8 => self.resizer.resize(&self.a8, self.h, self.w, DType::U8, r.filter, (nh, nw), window, &mut self.b8)?,
-                    DType::F32 => self.resizer.resize(&self.af, self.h, self.w, DType::F32, r.filter, (nh, nw), window, &mut self.bf)?,
+                    DType::U8 => self.resizer.resize(&self.a8, full, origin, size, DType::U8, r.filter, (nh, nw), window, &mut self.b8)?,
+                    DType::F32 => self.resizer.resize(&self.af, full, origin, size, DType::F32, r.filter, (nh, nw), window, &mut self.bf)?,
                 };
                 self.swap();
                 self.h = oh;
@@ -360,6 +372,8 @@ impl Worker {
                 self.phys = *layout;
             }
         }
+        self.full = (self.h, self.w);
+        self.origin = (0, 0);
         Ok(())
     }
 

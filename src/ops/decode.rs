@@ -2,7 +2,8 @@
 //!
 //! JPEG goes through zune-jpeg (strict mode, so a truncated file is an error) or, when
 //! built with the `turbojpeg` feature, libjpeg-turbo (its warnings are errors too; CMYK
-//! files, which it cannot turn into RGB, go to zune-jpeg). PNG, BMP and WebP go through
+//! files, which it cannot turn into RGB, go to zune-jpeg), which can also decode just the
+//! rectangle a following resize+crop needs (see `turbo`). PNG, BMP and WebP go through
 //! `image`. Grayscale, CMYK, palette, 16-bit and alpha all become RGB u8: alpha is dropped
 //! (not composited, as Pillow's `convert("RGB")` does) and 16-bit samples are scaled by
 //! 255/65535. The format is read from the magic bytes, not from the file name.
@@ -111,11 +112,25 @@ pub fn sniff(bytes: &[u8]) -> Option<Format> {
     }
 }
 
+/// `(top, left, height, width)` of a rectangle of the image.
+pub type Rect = (usize, usize, usize, usize);
+
+/// What a decode produced: the whole image, or a rectangle of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decoded {
+    /// `(height, width)` of the whole image.
+    pub full: (usize, usize),
+    /// `(top, left)` of the decoded pixels in the whole image.
+    pub origin: (usize, usize),
+    /// `(height, width)` of the decoded pixels.
+    pub size: (usize, usize),
+}
+
 /// A decoder with its reusable state; one per worker.
 pub struct Decoder {
     cfg: Decode,
     #[cfg(feature = "turbojpeg")]
-    turbo: Option<turbojpeg::Decompressor>,
+    turbo: Option<super::turbo::Turbo>,
 }
 
 impl Decoder {
@@ -128,26 +143,47 @@ impl Decoder {
         }
     }
 
+    /// Whether this decoder can decode a rectangle only (libjpeg-turbo on JPEG).
+    pub fn decodes_regions(&self) -> bool {
+        cfg!(feature = "turbojpeg") && self.cfg.decoder != JpegBackend::Zune
+    }
+
     /// Decode `bytes` into `out` (resized to `h × w × 3`); returns `(height, width)`.
     pub fn decode(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> Result<(usize, usize), String> {
+        self.decode_region(bytes, |_, _| None, out).map(|d| d.size)
+    }
+
+    /// Decode `bytes` into `out`; `want(height, width)` may name the only rectangle the
+    /// caller needs, which a decoder that can is free to decode alone (it may decode more:
+    /// the result says what it did).
+    pub fn decode_region(
+        &mut self,
+        bytes: &[u8],
+        want: impl Fn(usize, usize) -> Option<Rect>,
+        out: &mut Vec<u8>,
+    ) -> Result<Decoded, String> {
         if bytes.is_empty() {
             return Err("empty file".into());
         }
+        let whole = |(h, w): (usize, usize)| Decoded {
+            full: (h, w),
+            origin: (0, 0),
+            size: (h, w),
+        };
         match sniff(bytes) {
-            Some(Format::Jpeg) => self.decode_jpeg(bytes, out),
-            Some(f) => decode_with_image(bytes, f, self.cfg.max_pixels, out),
+            Some(Format::Jpeg) => {
+                #[cfg(feature = "turbojpeg")]
+                if self.cfg.decoder != JpegBackend::Zune {
+                    if let Some(r) = self.decode_turbo(bytes, &want, out) {
+                        return r;
+                    }
+                }
+                let _ = &want;
+                decode_zune(bytes, self.cfg.max_pixels, out).map(whole)
+            }
+            Some(f) => decode_with_image(bytes, f, self.cfg.max_pixels, out).map(whole),
             None => Err("not a JPEG, PNG, BMP or WebP file (unrecognised signature)".into()),
         }
-    }
-
-    fn decode_jpeg(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> Result<(usize, usize), String> {
-        #[cfg(feature = "turbojpeg")]
-        if self.cfg.decoder != JpegBackend::Zune {
-            if let Some(r) = self.decode_turbo(bytes, out) {
-                return r;
-            }
-        }
-        decode_zune(bytes, self.cfg.max_pixels, out)
     }
 
     /// `None` when libjpeg-turbo cannot do this file (CMYK) and zune-jpeg should.
@@ -155,42 +191,35 @@ impl Decoder {
     fn decode_turbo(
         &mut self,
         bytes: &[u8],
+        want: &dyn Fn(usize, usize) -> Option<Rect>,
         out: &mut Vec<u8>,
-    ) -> Option<Result<(usize, usize), String>> {
+    ) -> Option<Result<Decoded, String>> {
         if self.turbo.is_none() {
-            match turbojpeg::Decompressor::new() {
-                Ok(d) => self.turbo = Some(d),
-                Err(e) => return Some(Err(format!("libjpeg-turbo: {e}"))),
+            match super::turbo::Turbo::new() {
+                Ok(t) => self.turbo = Some(t),
+                Err(e) => return Some(Err(e)),
             }
         }
-        let d = self.turbo.as_mut()?;
-        let header = match d.read_header(bytes) {
+        let t = self.turbo.as_mut()?;
+        let header = match t.header(bytes) {
             Ok(h) => h,
-            Err(e) => return Some(Err(format!("invalid JPEG: {e}"))),
+            Err(e) => return Some(Err(e)),
         };
-        if matches!(
-            header.colorspace,
-            turbojpeg::Colorspace::CMYK | turbojpeg::Colorspace::YCCK
-        ) {
+        if header.cmyk {
             return None;
         }
-        let (w, h) = (header.width, header.height);
+        let (h, w) = (header.height, header.width);
         if let Err(e) = check_pixels(w, h, self.cfg.max_pixels) {
             return Some(Err(e));
         }
-        out.resize(w * h * 3, 0);
-        let image = turbojpeg::Image {
-            pixels: &mut out[..],
-            width: w,
-            pitch: w * 3,
-            height: h,
-            format: turbojpeg::PixelFormat::RGB,
-        };
-        Some(
-            d.decompress(bytes, image)
-                .map(|_| (h, w))
-                .map_err(|e| format!("invalid JPEG: {e}")),
-        )
+        let rect = want(h, w)
+            .filter(|&(t, l, rh, rw)| rh > 0 && rw > 0 && t + rh <= h && l + rw <= w)
+            .unwrap_or((0, 0, h, w));
+        Some(t.decode(bytes, &header, rect, out).map(|(top, left, rh, rw)| Decoded {
+            full: (h, w),
+            origin: (top, left),
+            size: (rh, rw),
+        }))
     }
 }
 

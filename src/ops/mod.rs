@@ -24,6 +24,8 @@ pub mod random_crop;
 pub mod random_horizontal_flip;
 pub mod rescale;
 pub mod resize;
+#[cfg(feature = "turbojpeg")]
+pub mod turbo;
 pub mod type_cast;
 
 pub use center_crop::CenterCrop;

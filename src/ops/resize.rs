@@ -104,10 +104,45 @@ impl Resize {
     }
 }
 
+impl Resize {
+    /// The crop window that a following `center_crop` of `crop = (h, w)` keeps of the
+    /// resized `h × w` image, when it fits inside it.
+    pub fn crop_window(&self, h: usize, w: usize, crop: (usize, usize)) -> Option<Window> {
+        let (nh, nw) = self.target(h, w);
+        let (ch, cw) = crop;
+        (ch <= nh && cw <= nw).then(|| Window {
+            top: super::center_crop::offset(nh, ch) as usize,
+            left: super::center_crop::offset(nw, cw) as usize,
+            height: ch,
+            width: cw,
+        })
+    }
+
+    /// The rectangle `(top, left, height, width)` of an `h × w` source that resizing and
+    /// keeping `crop` reads: the window mapped back to the source plus the filter's reach
+    /// (3 source pixels per output pixel at most, for the widest filter) and a guard of 2.
+    pub fn source_rect(&self, h: usize, w: usize, crop: (usize, usize)) -> Option<(usize, usize, usize, usize)> {
+        let win = self.crop_window(h, w, crop)?;
+        let (nh, nw) = self.target(h, w);
+        let axis = |start: usize, len: usize, n: usize, src: usize| {
+            let s = src as f64 / n as f64;
+            let reach = 3.0 * s.max(1.0) + 2.0;
+            let a = (start as f64 * s - reach).floor().max(0.0) as usize;
+            let b = (((start + len) as f64 * s + reach).ceil() as usize).min(src);
+            (a, b.saturating_sub(a))
+        };
+        let (top, rh) = axis(win.top, win.height, nh, h);
+        let (left, rw) = axis(win.left, win.width, nw, w);
+        Some((top, left, rh, rw))
+    }
+}
+
 /// A reusable resizer (its scratch buffers survive from sample to sample).
 #[derive(Default)]
 pub struct Resizer {
     inner: fir::Resizer,
+    /// The horizontal pass's output (f32 storage keeps it aligned for either pixel type).
+    tmp: Vec<f32>,
 }
 
 /// Where the crop window of a fused resize+crop sits in the resized image.
@@ -129,14 +164,18 @@ impl Resizer {
         Resizer::default()
     }
 
-    /// Resize an `h × w` RGB image (`src`, u8 or f32 HWC, see `dtype`) to `out_h × out_w`,
-    /// keeping only `window` of that result when given. Returns the size written to `dst`.
+    /// Resize an RGB image (`src`, u8 or f32 HWC, see `dtype`) of `full = (h, w)` to
+    /// `out = (out_h, out_w)`, keeping only `window` of that result when given. `src` may
+    /// hold only a rectangle of the image: `origin` is its top-left corner and `size` its
+    /// `(height, width)` (it must contain every pixel the window's filter reaches).
+    /// Returns the size written to `dst`.
     #[allow(clippy::too_many_arguments)]
     pub fn resize<T: bytemuck::Pod + Default>(
         &mut self,
         src: &[T],
-        h: usize,
-        w: usize,
+        full: (usize, usize),
+        origin: (usize, usize),
+        size: (usize, usize),
         dtype: DType,
         filter: Filter,
         out: (usize, usize),
@@ -144,10 +183,23 @@ impl Resizer {
         dst: &mut Vec<T>,
     ) -> Result<(usize, usize), String> {
         let (oh, ow) = out;
+        let (fh, fw) = full;
+        let (h, w) = size;
+        let (oy, ox) = (origin.0 as f64, origin.1 as f64);
         if oh == 0 || ow == 0 {
             return Err(format!("resize target {oh}x{ow} is empty"));
         }
-        let (dh, dw) = window.map_or((oh, ow), |win| (win.height, win.width));
+        let win = match window {
+            Some(win) => win,
+            None if (h, w) == (fh, fw) => Window {
+                top: 0,
+                left: 0,
+                height: oh,
+                width: ow,
+            },
+            None => return Err("resize: a partial image needs a crop window".into()),
+        };
+        let (dh, dw) = (win.height, win.width);
         if dh * dw > MAX_OUTPUT_PIXELS {
             return Err(format!("resize output {dh}x{dw} is too large"));
         }
@@ -155,32 +207,62 @@ impl Resizer {
             DType::U8 => fir::PixelType::U8x3,
             DType::F32 => fir::PixelType::F32x3,
         };
+        let px = 3 * std::mem::size_of::<T>();
+        // The window in source coordinates: the same scale factors as the full resize, so
+        // every output pixel samples the same source positions as resize-then-crop.
+        let sx = fw as f64 / ow as f64;
+        let sy = fh as f64 / oh as f64;
+        let err = |e: &dyn std::fmt::Display| format!("resize: {e}");
         dst.clear();
         dst.resize(dh * dw * 3, T::default());
         let src_bytes: &[u8] = bytemuck::cast_slice(&src[..h * w * 3]);
-        let src_img = fir::images::ImageRef::new(w as u32, h as u32, src_bytes, pt)
-            .map_err(|e| format!("resize: {e}"))?;
-        let dst_bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut dst[..]);
-        let mut dst_img = fir::images::Image::from_slice_u8(dw as u32, dh as u32, dst_bytes, pt)
-            .map_err(|e| format!("resize: {e}"))?;
-        let mut opts = fir::ResizeOptions::new().resize_alg(filter.alg());
-        if let Some(win) = window {
-            // The window in source coordinates: the same scale factors as the full resize,
-            // so every output pixel samples the same source positions.
-            let sx = w as f64 / ow as f64;
-            let sy = h as f64 / oh as f64;
-            opts = opts.crop(
-                win.left as f64 * sx,
-                win.top as f64 * sy,
+        let alg = filter.alg();
+        if !matches!(alg, fir::ResizeAlg::Convolution(_)) {
+            let src_img = fir::images::ImageRef::new(w as u32, h as u32, src_bytes, pt).map_err(|e| err(&e))?;
+            let dst_bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut dst[..]);
+            let mut dst_img = fir::images::Image::from_slice_u8(dw as u32, dh as u32, dst_bytes, pt).map_err(|e| err(&e))?;
+            let opts = fir::ResizeOptions::new().resize_alg(alg).crop(
+                win.left as f64 * sx - ox,
+                win.top as f64 * sy - oy,
                 win.width as f64 * sx,
                 win.height as f64 * sy,
             );
-        } else {
-            opts = opts.crop(0.0, 0.0, w as f64, h as f64);
+            self.inner.resize(&src_img, &mut dst_img, &opts).map_err(|e| err(&e))?;
+            return Ok((dh, dw));
         }
-        self.inner
-            .resize(&src_img, &mut dst_img, &opts)
-            .map_err(|e| format!("resize: {e}"))?;
+        // Convolution filters run as Pillow runs them: the horizontal pass first, rounded
+        // to the pixel type, then the vertical one (fast_image_resize alone would go
+        // vertical first, which moves a fifth of the values by one grey level). The
+        // horizontal pass only covers the rows the vertical pass reads.
+        let reach = 3.0 * sy.max(1.0) + 2.0;
+        let r0 = ((win.top as f64 * sy - reach).floor() - oy).max(0.0) as usize;
+        let r1 = ((((win.top + win.height) as f64 * sy + reach).ceil() - oy).max(0.0) as usize).min(h);
+        let rows = r1.saturating_sub(r0).max(1).min(h - r0.min(h - 1));
+        let r0 = r0.min(h - 1);
+        let tmp_len = (dw * rows * px).div_ceil(4);
+        self.tmp.clear();
+        self.tmp.resize(tmp_len, 0.0);
+        let tmp_bytes: &mut [u8] = &mut bytemuck::cast_slice_mut(&mut self.tmp[..])[..dw * rows * px];
+        {
+            let band = &src_bytes[r0 * w * px..(r0 + rows) * w * px];
+            let src_img = fir::images::ImageRef::new(w as u32, rows as u32, band, pt).map_err(|e| err(&e))?;
+            let mut mid = fir::images::Image::from_slice_u8(dw as u32, rows as u32, tmp_bytes, pt).map_err(|e| err(&e))?;
+            let opts = fir::ResizeOptions::new()
+                .resize_alg(alg)
+                .crop(win.left as f64 * sx - ox, 0.0, win.width as f64 * sx, rows as f64);
+            self.inner.resize(&src_img, &mut mid, &opts).map_err(|e| err(&e))?;
+        }
+        let tmp_bytes: &[u8] = &bytemuck::cast_slice(&self.tmp[..])[..dw * rows * px];
+        let mid = fir::images::ImageRef::new(dw as u32, rows as u32, tmp_bytes, pt).map_err(|e| err(&e))?;
+        let dst_bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut dst[..]);
+        let mut dst_img = fir::images::Image::from_slice_u8(dw as u32, dh as u32, dst_bytes, pt).map_err(|e| err(&e))?;
+        let opts = fir::ResizeOptions::new().resize_alg(alg).crop(
+            0.0,
+            win.top as f64 * sy - oy - r0 as f64,
+            dw as f64,
+            win.height as f64 * sy,
+        );
+        self.inner.resize(&mid, &mut dst_img, &opts).map_err(|e| err(&e))?;
         Ok((dh, dw))
     }
 }

@@ -1,0 +1,145 @@
+//! libjpeg-turbo through its TurboJPEG 3 C API (feature `turbojpeg`), used directly
+//! because the safe wrapper crate does not expose partial decoding.
+//!
+//! What it adds over zune-jpeg: **region decoding**. When `decode` is followed by a fused
+//! resize+center_crop, only the source rectangle the crop window samples (plus the
+//! filter's reach) is run through IDCT, upsampling and colour conversion; rows above it are
+//! skipped and columns outside it are not converted. The pixels inside the rectangle are
+//! the ones a full decode gives, so the output does not change.
+//!
+//! libjpeg warnings (a truncated file, corrupt data) are errors here, like zune-jpeg's
+//! strict mode. CMYK/YCCK files are left to zune-jpeg, which converts them to RGB.
+
+use std::ffi::CStr;
+use turbojpeg_sys as tj;
+
+/// A TurboJPEG decompressor handle.
+pub struct Turbo {
+    handle: tj::tjhandle,
+}
+
+// SAFETY: a TurboJPEG handle is used by one thread at a time (each worker owns one).
+unsafe impl Send for Turbo {}
+
+/// What the header says.
+#[derive(Clone, Copy, Debug)]
+pub struct Header {
+    /// Columns.
+    pub width: usize,
+    /// Rows.
+    pub height: usize,
+    /// Whether libjpeg-turbo cannot produce RGB itself (CMYK, YCCK).
+    pub cmyk: bool,
+    /// Width of an iMCU in pixels: a region's left edge must be a multiple of it.
+    pub mcu_width: usize,
+}
+
+/// A rectangle of the image: `(top, left, height, width)`.
+pub type Rect = (usize, usize, usize, usize);
+
+impl Turbo {
+    /// A new handle.
+    pub fn new() -> Result<Turbo, String> {
+        // SAFETY: plain constructor; null means failure.
+        let handle = unsafe { tj::tj3Init(tj::TJINIT_TJINIT_DECOMPRESS as i32) };
+        if handle.is_null() {
+            return Err("libjpeg-turbo: cannot create a decompressor".into());
+        }
+        Ok(Turbo { handle })
+    }
+
+    fn error(&self) -> String {
+        // SAFETY: the handle is valid; the string is owned by it and copied out here.
+        unsafe {
+            let s = tj::tj3GetErrorStr(self.handle);
+            if s.is_null() {
+                "unknown libjpeg-turbo error".into()
+            } else {
+                CStr::from_ptr(s).to_string_lossy().into_owned()
+            }
+        }
+    }
+
+    fn get(&self, p: tj::TJPARAM) -> i32 {
+        // SAFETY: valid handle, valid parameter id.
+        unsafe { tj::tj3Get(self.handle, p as i32) }
+    }
+
+    /// Read the header of `bytes`.
+    pub fn header(&mut self, bytes: &[u8]) -> Result<Header, String> {
+        // SAFETY: `bytes` outlives the call; the library reads at most `len` bytes.
+        let r = unsafe { tj::tj3DecompressHeader(self.handle, bytes.as_ptr(), bytes.len() as _) };
+        if r != 0 {
+            return Err(format!("invalid JPEG: {}", self.error()));
+        }
+        let width = self.get(tj::TJPARAM_TJPARAM_JPEGWIDTH);
+        let height = self.get(tj::TJPARAM_TJPARAM_JPEGHEIGHT);
+        let subsamp = self.get(tj::TJPARAM_TJPARAM_SUBSAMP);
+        let cs = self.get(tj::TJPARAM_TJPARAM_COLORSPACE);
+        if width <= 0 || height <= 0 {
+            return Err(format!("invalid JPEG: size {width}x{height}"));
+        }
+        // turbojpeg.h's `tjMCUWidth` (a static in the header, not an exported symbol),
+        // indexed by TJSAMP: 444, 422, 420, GRAY, 440, 411, 441. Unknown subsampling
+        // (-1) gets the image width: no region decode, only whole images.
+        const MCU_WIDTH: [usize; 7] = [8, 16, 16, 8, 8, 32, 8];
+        let mcu_width = usize::try_from(subsamp)
+            .ok()
+            .and_then(|i| MCU_WIDTH.get(i).copied())
+            .unwrap_or(width as usize);
+        Ok(Header {
+            width: width as usize,
+            height: height as usize,
+            cmyk: cs == tj::TJCS_TJCS_CMYK as i32 || cs == tj::TJCS_TJCS_YCCK as i32,
+            mcu_width,
+        })
+    }
+
+    /// Decode `rect` (after `header` on the same bytes) into `out` as RGB; the rectangle's
+    /// left edge is moved down to an iMCU boundary first. Returns the rectangle decoded.
+    pub fn decode(&mut self, bytes: &[u8], h: &Header, rect: Rect, out: &mut Vec<u8>) -> Result<Rect, String> {
+        let (top, left, rh, rw) = rect;
+        let left_aligned = left - left % h.mcu_width;
+        let rw = rw + (left - left_aligned);
+        let full = top == 0 && left_aligned == 0 && rh == h.height && rw == h.width;
+        let region = if full {
+            tj::tjregion { x: 0, y: 0, w: 0, h: 0 }
+        } else {
+            tj::tjregion {
+                x: left_aligned as i32,
+                y: top as i32,
+                w: rw as i32,
+                h: rh as i32,
+            }
+        };
+        // SAFETY: valid handle; the region lies inside the image (checked by the caller
+        // and by the library, which returns an error otherwise).
+        if unsafe { tj::tj3SetCroppingRegion(self.handle, region) } != 0 {
+            return Err(format!("libjpeg-turbo: {}", self.error()));
+        }
+        out.resize(rh * rw * 3, 0);
+        // SAFETY: `out` holds rh * rw * 3 bytes, the pitch is rw * 3, the library writes
+        // exactly the cropping region (or the whole rh x rw image).
+        let r = unsafe {
+            tj::tj3Decompress8(
+                self.handle,
+                bytes.as_ptr(),
+                bytes.len() as _,
+                out.as_mut_ptr(),
+                (rw * 3) as i32,
+                tj::TJPF_TJPF_RGB as i32,
+            )
+        };
+        if r != 0 {
+            return Err(format!("invalid JPEG: {}", self.error()));
+        }
+        Ok((top, left_aligned, rh, rw))
+    }
+}
+
+impl Drop for Turbo {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from tj3Init and is destroyed once.
+        unsafe { tj::tj3Destroy(self.handle) }
+    }
+}
