@@ -37,5 +37,7 @@ pub mod spec;
 
 pub use engine::{Batch, Epoch, Labels, OnError, StageTimes};
 pub use error::{Error, Result};
-pub use pipeline::{BatchConfig, EngineConfig, Pipeline, PipelineBuilder, PipelineConfig, SourceConfig, SourceKind};
+pub use pipeline::{
+    BatchConfig, EngineConfig, Pipeline, PipelineBuilder, PipelineConfig, SourceConfig, SourceKind,
+};
 pub use spec::{DType, LabelType, Layout, Spec};

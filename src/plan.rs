@@ -203,9 +203,15 @@ mod tests {
 
     #[test]
     fn num_samples_limits_each_shard() {
-        let s = Sampling { num_samples: Some(3), ..sampling(false, 1, 0) };
+        let s = Sampling {
+            num_samples: Some(3),
+            ..sampling(false, 1, 0)
+        };
         assert_eq!(s.order(10, 0), vec![0, 1, 2]);
-        let s = Sampling { num_samples: Some(100), ..s };
+        let s = Sampling {
+            num_samples: Some(100),
+            ..s
+        };
         assert_eq!(s.order(10, 0).len(), 10);
     }
 

@@ -4,9 +4,13 @@
 mod common;
 
 use common::*;
-use imgfeed::ops::{CenterCrop, Decode, Filter, HwcToChw, JpegBackend, Normalize, Op, Resize, Size, TypeCast};
+use imgfeed::ops::{
+    CenterCrop, Decode, Filter, HwcToChw, JpegBackend, Normalize, Op, Resize, Size, TypeCast,
+};
 use imgfeed::source::{ImageFolder, Source};
-use imgfeed::{DType, Error, LabelType, Layout, Pipeline, PipelineConfig, SourceConfig, SourceKind};
+use imgfeed::{
+    DType, Error, LabelType, Layout, Pipeline, PipelineConfig, SourceConfig, SourceKind,
+};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -22,9 +26,14 @@ fn config_error(text: &str) -> String {
     match parse(text) {
         Err(e @ Error::Config { .. }) => {
             assert!(e.is_usage(), "config errors are usage errors");
-            let Error::Config { path, message } = &e else { unreachable!() };
+            let Error::Config { path, message } = &e else {
+                unreachable!()
+            };
             assert_eq!(path, Path::new("/cfg/dir/p.toml"));
-            assert!(e.to_string().starts_with("pipeline file /cfg/dir/p.toml: "), "{e}");
+            assert!(
+                e.to_string().starts_with("pipeline file /cfg/dir/p.toml: "),
+                "{e}"
+            );
             message.clone()
         }
         Err(other) => panic!("expected a Config error, got {other:?}"),
@@ -36,16 +45,23 @@ fn config_error(text: &str) -> String {
 
 #[test]
 fn unknown_field_in_an_op_names_field_and_line() {
-    let m = config_error(&format!("{HEAD}[[ops]]\nop = \"resize\"\nsizee = 256\n{TAIL}"));
+    let m = config_error(&format!(
+        "{HEAD}[[ops]]\nop = \"resize\"\nsizee = 256\n{TAIL}"
+    ));
     assert!(m.contains("sizee"), "{m}");
-    assert!(m.contains("line 5"), "the [[ops]] table starts on line 5: {m}");
+    assert!(
+        m.contains("line 5"),
+        "the [[ops]] table starts on line 5: {m}"
+    );
     // the fields it does take are listed
     assert!(m.contains("`size`") && m.contains("`filter`"), "{m}");
 }
 
 #[test]
 fn unknown_op_name_is_reported_with_its_line() {
-    let m = config_error(&format!("{HEAD}[[ops]]\nop = \"resise\"\nsize = 256\n{TAIL}"));
+    let m = config_error(&format!(
+        "{HEAD}[[ops]]\nop = \"resise\"\nsize = 256\n{TAIL}"
+    ));
     assert!(m.contains("resise"), "{m}");
     assert!(m.contains("line 6"), "{m}");
     assert!(m.contains("`resize`"), "the known ops are listed: {m}");
@@ -56,14 +72,19 @@ fn unknown_fields_in_other_tables_are_errors() {
     // lines: 1-3 [source], 4 blank, 5 blank, 6 [batch], 7 size, 8 blank, 9 [extra]
     let m = config_error(&format!("{HEAD}{TAIL}\n[extra]\na = 1\n"));
     assert!(m.contains("extra") && m.contains("line 9"), "{m}");
-    let m = config_error("[source]\nkind = \"image_folder\"\nroot = \"data\"\nshufle = true\n[batch]\nsize = 2\n");
+    let m = config_error(
+        "[source]\nkind = \"image_folder\"\nroot = \"data\"\nshufle = true\n[batch]\nsize = 2\n",
+    );
     assert!(m.contains("shufle") && m.contains("line 4"), "{m}");
     let m = config_error(&format!("{HEAD}[batch]\nsize = 2\ndrop_reminder = true\n"));
     assert!(m.contains("drop_reminder"), "{m}");
     let m = config_error(&format!("{HEAD}{TAIL}[engine]\nthreads = 4\n"));
     assert!(m.contains("threads"), "{m}");
     let m = config_error("[source]\nkind = \"imagefolder\"\nroot = \"data\"\n[batch]\nsize = 2\n");
-    assert!(m.contains("imagefolder") && m.contains("line 2"), "unknown source kind: {m}");
+    assert!(
+        m.contains("imagefolder") && m.contains("line 2"),
+        "unknown source kind: {m}"
+    );
 }
 
 #[test]
@@ -81,20 +102,30 @@ fn missing_required_fields_are_named() {
 
 #[test]
 fn wrong_value_types_are_errors() {
-    let m = config_error(&format!("{HEAD}[[ops]]\nop = \"resize\"\nsize = \"big\"\n{TAIL}"));
+    let m = config_error(&format!(
+        "{HEAD}[[ops]]\nop = \"resize\"\nsize = \"big\"\n{TAIL}"
+    ));
     assert!(m.contains("line"), "{m}");
-    let m = config_error(&format!("{HEAD}[[ops]]\nop = \"resize\"\nsize = 256\nfilter = \"lanczos\"\n{TAIL}"));
+    let m = config_error(&format!(
+        "{HEAD}[[ops]]\nop = \"resize\"\nsize = 256\nfilter = \"lanczos\"\n{TAIL}"
+    ));
     assert!(m.contains("lanczos"), "{m}");
-    let m = config_error(&format!("{HEAD}[[ops]]\nop = \"type_cast\"\ndtype = \"int16\"\n{TAIL}"));
+    let m = config_error(&format!(
+        "{HEAD}[[ops]]\nop = \"type_cast\"\ndtype = \"int16\"\n{TAIL}"
+    ));
     assert!(m.contains("int16"), "{m}");
-    let m = config_error("[source]\nkind = \"image_folder\"\nroot = \"data\"\n[batch]\nsize = -1\n");
+    let m =
+        config_error("[source]\nkind = \"image_folder\"\nroot = \"data\"\n[batch]\nsize = -1\n");
     assert!(m.contains("line 5"), "{m}");
 }
 
 #[test]
 fn a_missing_pipeline_file_is_a_config_error() {
     let e = Pipeline::from_file("/definitely/not/here.toml").expect_err("no such file");
-    assert!(matches!(&e, Error::Config { path, .. } if path == Path::new("/definitely/not/here.toml")), "{e:?}");
+    assert!(
+        matches!(&e, Error::Config { path, .. } if path == Path::new("/definitely/not/here.toml")),
+        "{e:?}"
+    );
     assert!(e.is_usage());
 }
 
@@ -105,7 +136,9 @@ fn fixture_source() -> SourceConfig {
 }
 
 fn invalid(ops: Vec<Op>) -> String {
-    let mut b = Pipeline::builder(fixture_source()).batch(4, false).workers(1);
+    let mut b = Pipeline::builder(fixture_source())
+        .batch(4, false)
+        .workers(1);
     for op in ops {
         b = b.op(op);
     }
@@ -122,46 +155,106 @@ fn invalid(ops: Vec<Op>) -> String {
 
 #[test]
 fn ops_in_an_invalid_order_are_rejected_before_reading_pixels() {
-    let m = invalid(vec![normalize([0.0; 3], [1.0; 3]), decode(), center_crop(4, 4)]);
-    assert!(m.contains("ops[0] (normalize)") && m.contains("decode"), "{m}");
-    let m = invalid(vec![decode(), center_crop(8, 8), hwc_to_chw(), resize_exact(4, 4, Filter::Bilinear)]);
+    let m = invalid(vec![
+        normalize([0.0; 3], [1.0; 3]),
+        decode(),
+        center_crop(4, 4),
+    ]);
+    assert!(
+        m.contains("ops[0] (normalize)") && m.contains("decode"),
+        "{m}"
+    );
+    let m = invalid(vec![
+        decode(),
+        center_crop(8, 8),
+        hwc_to_chw(),
+        resize_exact(4, 4, Filter::Bilinear),
+    ]);
     assert!(m.contains("ops[3] (resize)") && m.contains("HWC"), "{m}");
     let m = invalid(vec![decode(), normalize([0.0; 3], [1.0; 3])]);
     assert!(m.contains("batched"), "sizes vary without a crop: {m}");
     let m = invalid(vec![decode(), resize_short(64, Filter::Bilinear)]);
-    assert!(m.contains("batched"), "a shorter-side resize leaves sizes varying: {m}");
+    assert!(
+        m.contains("batched"),
+        "a shorter-side resize leaves sizes varying: {m}"
+    );
     let m = invalid(vec![center_crop(4, 4)]);
-    assert!(m.contains("ops[0] (center_crop)") && m.contains("encoded"), "{m}");
+    assert!(
+        m.contains("ops[0] (center_crop)") && m.contains("encoded"),
+        "{m}"
+    );
     let m = invalid(vec![]);
     assert!(m.contains("decode"), "no ops at all: {m}");
     let m = invalid(vec![decode(), decode(), center_crop(4, 4)]);
     assert!(m.contains("ops[1] (decode)"), "{m}");
-    let m = invalid(vec![decode(), center_crop(8, 8), hwc_to_chw(), hwc_to_chw()]);
+    let m = invalid(vec![
+        decode(),
+        center_crop(8, 8),
+        hwc_to_chw(),
+        hwc_to_chw(),
+    ]);
     assert!(m.contains("ops[3] (hwc_to_chw)"), "{m}");
 }
 
 #[test]
 fn bad_op_parameters_are_rejected() {
-    let m = invalid(vec![decode(), center_crop(4, 4), normalize_n(vec![1.0, 2.0], vec![1.0, 1.0])]);
-    assert!(m.contains("ops[2] (normalize)") && m.contains("3 values"), "{m}");
-    let m = invalid(vec![decode(), center_crop(4, 4), normalize([0.0; 3], [1.0, 0.0, 1.0])]);
+    let m = invalid(vec![
+        decode(),
+        center_crop(4, 4),
+        normalize_n(vec![1.0, 2.0], vec![1.0, 1.0]),
+    ]);
+    assert!(
+        m.contains("ops[2] (normalize)") && m.contains("3 values"),
+        "{m}"
+    );
+    let m = invalid(vec![
+        decode(),
+        center_crop(4, 4),
+        normalize([0.0; 3], [1.0, 0.0, 1.0]),
+    ]);
     assert!(m.contains("non-zero"), "{m}");
     let m = invalid(vec![decode(), center_crop(4, 4), flip(1.5)]);
     assert!(m.contains("1.5"), "{m}");
     let m = invalid(vec![decode(), center_crop(0, 4)]);
     assert!(m.contains("positive"), "{m}");
-    let m = invalid(vec![decode(), resize_exact(10, 10, Filter::Nearest), random_crop(12, 12, 0, 0)]);
-    assert!(m.contains("ops[2] (random_crop)") && m.contains("larger"), "{m}");
-    let m = invalid(vec![decode(), center_crop(4, 4), Op::TypeCast(TypeCast { column: "image".into(), dtype: LabelType::I32 })]);
+    let m = invalid(vec![
+        decode(),
+        resize_exact(10, 10, Filter::Nearest),
+        random_crop(12, 12, 0, 0),
+    ]);
+    assert!(
+        m.contains("ops[2] (random_crop)") && m.contains("larger"),
+        "{m}"
+    );
+    let m = invalid(vec![
+        decode(),
+        center_crop(4, 4),
+        Op::TypeCast(TypeCast {
+            column: "image".into(),
+            dtype: LabelType::I32,
+        }),
+    ]);
     assert!(m.contains("image"), "{m}");
-    let m = invalid(vec![Op::Decode(Decode { decoder: JpegBackend::Auto, max_pixels: 0 }), center_crop(4, 4)]);
+    let m = invalid(vec![
+        Op::Decode(Decode {
+            decoder: JpegBackend::Auto,
+            max_pixels: 0,
+        }),
+        center_crop(4, 4),
+    ]);
     assert!(m.contains("max_pixels"), "{m}");
 }
 
 #[cfg(not(feature = "turbojpeg"))]
 #[test]
 fn the_turbo_decoder_needs_the_feature() {
-    let m = invalid(vec![Op::Decode(Decode { decoder: JpegBackend::Turbo, ..Decode::default() }), center_crop(4, 4)]);
+    let m = invalid(vec![
+        Op::Decode(Decode {
+            decoder: JpegBackend::Turbo,
+            ..Decode::default()
+        }),
+        center_crop(4, 4),
+    ]);
     assert!(m.contains("turbojpeg"), "{m}");
 }
 
@@ -191,19 +284,44 @@ fn bad_batch_engine_and_sampling_values_are_rejected() {
             other => panic!("expected Error::Invalid, got {other:?}"),
         }
     };
-    let m = err(ok_ops(Pipeline::builder(fixture_source())).batch(0, false).build());
+    let m = err(ok_ops(Pipeline::builder(fixture_source()))
+        .batch(0, false)
+        .build());
     assert!(m.contains("batch.size"), "{m}");
-    let m = err(ok_ops(Pipeline::builder(fixture_source())).workers(0).build());
+    let m = err(ok_ops(Pipeline::builder(fixture_source()))
+        .workers(0)
+        .build());
     assert!(m.contains("workers"), "{m}");
-    let m = err(ok_ops(Pipeline::builder(SourceConfig { num_shards: 2, shard_id: 2, ..fixture_source() })).build());
+    let m = err(ok_ops(Pipeline::builder(SourceConfig {
+        num_shards: 2,
+        shard_id: 2,
+        ..fixture_source()
+    }))
+    .build());
     assert!(m.contains("shard_id 2"), "{m}");
-    let m = err(ok_ops(Pipeline::builder(SourceConfig { num_shards: 0, ..fixture_source() })).build());
+    let m = err(ok_ops(Pipeline::builder(SourceConfig {
+        num_shards: 0,
+        ..fixture_source()
+    }))
+    .build());
     assert!(m.contains("num_shards"), "{m}");
-    let m = err(ok_ops(Pipeline::builder(SourceConfig { num_samples: Some(0), ..fixture_source() })).build());
+    let m = err(ok_ops(Pipeline::builder(SourceConfig {
+        num_samples: Some(0),
+        ..fixture_source()
+    }))
+    .build());
     assert!(m.contains("num_samples"), "{m}");
-    let m = err(ok_ops(Pipeline::builder(SourceConfig { usage: Some(Default::default()), ..fixture_source() })).build());
+    let m = err(ok_ops(Pipeline::builder(SourceConfig {
+        usage: Some(Default::default()),
+        ..fixture_source()
+    }))
+    .build());
     assert!(m.contains("usage"), "{m}");
-    let m = err(ok_ops(Pipeline::builder(SourceConfig { extensions: Some(vec![]), ..fixture_source() })).build());
+    let m = err(ok_ops(Pipeline::builder(SourceConfig {
+        extensions: Some(vec![]),
+        ..fixture_source()
+    }))
+    .build());
     assert!(m.contains("extensions"), "{m}");
 }
 
@@ -211,9 +329,15 @@ fn bad_batch_engine_and_sampling_values_are_rejected() {
 
 #[test]
 fn a_relative_root_is_relative_to_the_pipeline_files_folder() {
-    let cfg = parse(&format!("[source]\nkind = \"image_folder\"\nroot = \"../data\"\n{TAIL}")).expect("parses");
+    let cfg = parse(&format!(
+        "[source]\nkind = \"image_folder\"\nroot = \"../data\"\n{TAIL}"
+    ))
+    .expect("parses");
     assert_eq!(cfg.source.root, PathBuf::from("/cfg/dir/../data"));
-    let cfg = parse(&format!("[source]\nkind = \"image_folder\"\nroot = \"/abs/data\"\n{TAIL}")).expect("parses");
+    let cfg = parse(&format!(
+        "[source]\nkind = \"image_folder\"\nroot = \"/abs/data\"\n{TAIL}"
+    ))
+    .expect("parses");
     assert_eq!(cfg.source.root, PathBuf::from("/abs/data"));
     // a real file: tmp/pipes/p.toml reading tmp/imgs (the test's cwd is the crate root)
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -239,19 +363,50 @@ fn resnet50_eval_parses_to_the_canonical_values() {
     let path = repo().join("pipelines/resnet50_eval.toml");
     let cfg = PipelineConfig::from_file(&path).expect("resnet50_eval.toml parses");
     assert_eq!(cfg.source.kind, SourceKind::ImageFolder);
-    assert_eq!(cfg.source.root, repo().join("pipelines/../fixtures/imagefolder"));
+    assert_eq!(
+        cfg.source.root,
+        repo().join("pipelines/../fixtures/imagefolder")
+    );
     assert!(!cfg.source.shuffle);
-    assert_eq!((cfg.source.seed, cfg.source.num_shards, cfg.source.shard_id, cfg.source.num_samples), (0, 1, 0, None));
-    assert_eq!((cfg.source.extensions.as_ref(), cfg.source.class_indexing.as_ref()), (None, None));
+    assert_eq!(
+        (
+            cfg.source.seed,
+            cfg.source.num_shards,
+            cfg.source.shard_id,
+            cfg.source.num_samples
+        ),
+        (0, 1, 0, None)
+    );
+    assert_eq!(
+        (
+            cfg.source.extensions.as_ref(),
+            cfg.source.class_indexing.as_ref()
+        ),
+        (None, None)
+    );
     // what serde makes of the decimal literals (f64 parsed, then narrowed)
     let f = |v: f64| v as f32;
     let expected = vec![
-        Op::Decode(Decode { decoder: JpegBackend::Auto, max_pixels: 89_478_485 }),
-        Op::Resize(Resize { size: Size::One(256), filter: Filter::Bilinear }),
-        Op::CenterCrop(CenterCrop { size: Size::One(224) }),
-        Op::Normalize(Normalize { mean: vec![f(123.675), f(116.28), f(103.53)], std: vec![f(58.395), f(57.12), f(57.375)] }),
+        Op::Decode(Decode {
+            decoder: JpegBackend::Auto,
+            max_pixels: 89_478_485,
+        }),
+        Op::Resize(Resize {
+            size: Size::One(256),
+            filter: Filter::Bilinear,
+        }),
+        Op::CenterCrop(CenterCrop {
+            size: Size::One(224),
+        }),
+        Op::Normalize(Normalize {
+            mean: vec![f(123.675), f(116.28), f(103.53)],
+            std: vec![f(58.395), f(57.12), f(57.375)],
+        }),
         Op::HwcToChw(HwcToChw {}),
-        Op::TypeCast(TypeCast { column: "label".into(), dtype: LabelType::I32 }),
+        Op::TypeCast(TypeCast {
+            column: "label".into(),
+            dtype: LabelType::I32,
+        }),
     ];
     assert_eq!(cfg.ops, expected);
     assert_eq!((cfg.batch.size, cfg.batch.drop_remainder), (32, true));
@@ -260,24 +415,52 @@ fn resnet50_eval_parses_to_the_canonical_values() {
 
     let p = Pipeline::new(cfg.clone()).expect("canonical pipeline builds");
     let names: Vec<&str> = p.stages().iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names, ["source", "decode", "resize", "center_crop", "normalize", "hwc_to_chw", "type_cast"]);
+    assert_eq!(
+        names,
+        [
+            "source",
+            "decode",
+            "resize",
+            "center_crop",
+            "normalize",
+            "hwc_to_chw",
+            "type_cast"
+        ]
+    );
     let specs: Vec<String> = p.stages().iter().map(|(_, s)| s.to_string()).collect();
     assert_eq!(specs[0], "encoded bytes, label uint32");
     assert_eq!(specs[1], "uint8 HWC [?, ?, 3], label uint32");
     assert_eq!(specs[3], "uint8 HWC [224, 224, 3], label uint32");
     assert_eq!(specs[6], "float32 CHW [3, 224, 224], label int32");
     let out = p.output_spec();
-    assert_eq!((out.dtype, out.layout, out.dims(), out.label), (DType::F32, Layout::Chw, [Some(3), Some(224), Some(224)], LabelType::I32));
+    assert_eq!(
+        (out.dtype, out.layout, out.dims(), out.label),
+        (
+            DType::F32,
+            Layout::Chw,
+            [Some(3), Some(224), Some(224)],
+            LabelType::I32
+        )
+    );
     assert_eq!(p.samples_per_epoch(), 12);
-    assert_eq!(p.batches_per_epoch(), 0, "12 samples, batch 32, drop_remainder: nothing");
+    assert_eq!(
+        p.batches_per_epoch(),
+        0,
+        "12 samples, batch 32, drop_remainder: nothing"
+    );
     for f in [
         "resize + center_crop: one resize computing only the crop window",
         "normalize + hwc_to_chw: one pass written into the batch buffer",
     ] {
-        assert!(p.fusions().iter().any(|x| x == f), "missing fusion {f:?} in {:?}", p.fusions());
+        assert!(
+            p.fusions().iter().any(|x| x == f),
+            "missing fusion {f:?} in {:?}",
+            p.fusions()
+        );
     }
     // TOML round trip
-    let again = PipelineConfig::parse(&cfg.to_toml(), Path::new("elsewhere.toml")).expect("to_toml parses back");
+    let again = PipelineConfig::parse(&cfg.to_toml(), Path::new("elsewhere.toml"))
+        .expect("to_toml parses back");
     assert_eq!(again, cfg);
 }
 
@@ -298,7 +481,11 @@ fn empty_or_imageless_roots_are_dataset_errors() {
     assert_eq!(path, empty.path());
     assert!(reason.contains("no class folders"), "{reason}");
     // and through a pipeline: a data error, not a usage error
-    let e = Pipeline::builder(folder_source(empty.path())).op(decode()).op(center_crop(2, 2)).build().expect_err("empty root");
+    let e = Pipeline::builder(folder_source(empty.path()))
+        .op(decode())
+        .op(center_crop(2, 2))
+        .build()
+        .expect_err("empty root");
     assert!(matches!(e, Error::Dataset { .. }) && !e.is_usage(), "{e:?}");
 
     let no_images = tempfile::tempdir().expect("tempdir");
@@ -308,7 +495,10 @@ fn empty_or_imageless_roots_are_dataset_errors() {
     std::fs::write(no_images.path().join("dogs/.thumbs/a.jpg"), "hidden").expect("write");
     let (path, reason) = dataset_error(no_images.path());
     assert_eq!(path, no_images.path());
-    assert!(reason.contains("no images") && reason.contains("2 class folder"), "{reason}");
+    assert!(
+        reason.contains("no images") && reason.contains("2 class folder"),
+        "{reason}"
+    );
 
     let (path, _) = dataset_error(&empty.path().join("missing"));
     assert_eq!(path, empty.path().join("missing"));
@@ -322,20 +512,43 @@ fn empty_or_imageless_roots_are_dataset_errors() {
 fn the_fixture_imagefolder_lists_twelve_samples_case_insensitively() {
     let root = fixtures().join("imagefolder");
     let f = ImageFolder::open(&root, None, None).expect("fixtures/imagefolder opens");
-    assert_eq!(f.len(), 12, "hidden .hidden.jpg and notes.txt are not samples");
-    assert_eq!(f.classes(), [("bird".to_string(), 0), ("cat".to_string(), 1), ("coffee".to_string(), 2)]);
+    assert_eq!(
+        f.len(),
+        12,
+        "hidden .hidden.jpg and notes.txt are not samples"
+    );
+    assert_eq!(
+        f.classes(),
+        [
+            ("bird".to_string(), 0),
+            ("cat".to_string(), 1),
+            ("coffee".to_string(), 2)
+        ]
+    );
     let names: Vec<String> = (0..12).map(|i| f.sample_name(i)).collect();
     assert_eq!(
         names,
         [
-            "bird/bird_000.jpg", "bird/bird_001.jpg", "bird/bird_002.jpg", "bird/bird_003.png",
-            "cat/cat_000.jpg", "cat/cat_001.JPEG", "cat/cat_002.jpg", "cat/cat_003.png",
-            "coffee/coffee_000.jpg", "coffee/coffee_001.jpg", "coffee/coffee_002.jpg", "coffee/coffee_003.png",
+            "bird/bird_000.jpg",
+            "bird/bird_001.jpg",
+            "bird/bird_002.jpg",
+            "bird/bird_003.png",
+            "cat/cat_000.jpg",
+            "cat/cat_001.JPEG",
+            "cat/cat_002.jpg",
+            "cat/cat_003.png",
+            "coffee/coffee_000.jpg",
+            "coffee/coffee_001.jpg",
+            "coffee/coffee_002.jpg",
+            "coffee/coffee_003.png",
         ]
     );
     let labels: Vec<u32> = (0..12).map(|i| f.sample(i).expect("sample").1).collect();
     assert_eq!(labels, [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2]);
-    assert_eq!(f.describe(), format!("image_folder {}: 12 samples, 3 classes", root.display()));
+    assert_eq!(
+        f.describe(),
+        format!("image_folder {}: 12 samples, 3 classes", root.display())
+    );
     // extensions: case-insensitive, with or without the dot
     let count = |exts: &[&str]| {
         let e: Vec<String> = exts.iter().map(|s| s.to_string()).collect();
@@ -356,9 +569,19 @@ fn class_indexing_selects_and_labels_folders() {
     map.insert("bird".to_string(), 7u32);
     let f = ImageFolder::open(&root, None, Some(&map)).expect("subset opens");
     assert_eq!(f.len(), 8);
-    assert_eq!(f.classes(), [("coffee".to_string(), 0), ("bird".to_string(), 7)], "ordered by label");
-    assert_eq!(f.sample(0).map(|(p, l)| (p.to_path_buf(), l)), Some((PathBuf::from("coffee/coffee_000.jpg"), 0)));
-    assert_eq!(f.sample(4).map(|(p, l)| (p.to_path_buf(), l)), Some((PathBuf::from("bird/bird_000.jpg"), 7)));
+    assert_eq!(
+        f.classes(),
+        [("coffee".to_string(), 0), ("bird".to_string(), 7)],
+        "ordered by label"
+    );
+    assert_eq!(
+        f.sample(0).map(|(p, l)| (p.to_path_buf(), l)),
+        Some((PathBuf::from("coffee/coffee_000.jpg"), 0))
+    );
+    assert_eq!(
+        f.sample(4).map(|(p, l)| (p.to_path_buf(), l)),
+        Some((PathBuf::from("bird/bird_000.jpg"), 7))
+    );
     assert!(f.sample(8).is_none());
     // a name with no folder is an error, not an empty class
     map.insert("dog".to_string(), 3);
@@ -374,10 +597,14 @@ fn class_indexing_selects_and_labels_folders() {
         "[source]\nkind = \"image_folder\"\nroot = \"{}\"\nclass_indexing = {{ cat = 4 }}\n\n[[ops]]\nop = \"decode\"\n\n[[ops]]\nop = \"center_crop\"\nsize = 8\n{TAIL}",
         root.display()
     );
-    let p = Pipeline::new(PipelineConfig::parse(&text, Path::new("p.toml")).expect("parses")).expect("builds");
+    let p = Pipeline::new(PipelineConfig::parse(&text, Path::new("p.toml")).expect("parses"))
+        .expect("builds");
     assert_eq!(p.samples_per_epoch(), 4);
     let b = batches(&p, 0);
-    assert_eq!(b.iter().flat_map(labels_i64).collect::<Vec<_>>(), [4, 4, 4, 4]);
+    assert_eq!(
+        b.iter().flat_map(labels_i64).collect::<Vec<_>>(),
+        [4, 4, 4, 4]
+    );
 }
 
 #[test]
@@ -390,7 +617,11 @@ fn nested_folders_count_and_hidden_entries_do_not() {
         (".hidden_class/v.bmp", &Img::uniform(1, 1, [5, 5, 5])),
         ("b/u.bmp", &Img::uniform(1, 1, [6, 6, 6])),
     ]);
-    std::fs::write(dir.path().join("loose.bmp"), Img::uniform(1, 1, [7, 7, 7]).to_bmp()).expect("write");
+    std::fs::write(
+        dir.path().join("loose.bmp"),
+        Img::uniform(1, 1, [7, 7, 7]).to_bmp(),
+    )
+    .expect("write");
     let f = ImageFolder::open(dir.path(), None, None).expect("opens");
     let names: Vec<String> = (0..f.len()).map(|i| f.sample_name(i)).collect();
     assert_eq!(names, ["a/deeper/y.BMP", "a/x.bmp", "b/u.bmp"]);

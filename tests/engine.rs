@@ -21,7 +21,13 @@ struct EpochOut {
 }
 
 fn observe(p: &Pipeline, epoch: u64) -> EpochOut {
-    let mut o = EpochOut { images: vec![], labels: vec![], indices: vec![], lens: vec![], numbers: vec![] };
+    let mut o = EpochOut {
+        images: vec![],
+        labels: vec![],
+        indices: vec![],
+        lens: vec![],
+        numbers: vec![],
+    };
     for b in batches(p, epoch) {
         o.images.push(b.image_bytes().to_vec());
         o.labels.push(labels_i64(&b));
@@ -43,7 +49,10 @@ fn canonical_like(src: SourceConfig, batch: usize, drop: bool, engine: EngineCon
         .op(decode())
         .op(resize_short(64, Filter::Bilinear))
         .op(center_crop(56, 56))
-        .op(normalize([123.675, 116.28, 103.53], [58.395, 57.12, 57.375]))
+        .op(normalize(
+            [123.675, 116.28, 103.53],
+            [58.395, 57.12, 57.375],
+        ))
         .op(hwc_to_chw())
         .op(type_cast(LabelType::I32))
         .batch(batch, drop)
@@ -86,38 +95,61 @@ fn output_is_identical_for_any_worker_count_in_order() {
     assert_ne!(reference_sample(0), reference_sample(1));
     for workers in [2, 3, 8] {
         let got = observe(&canonical_like(imagefolder(), 5, false, engine(workers)), 0);
-        assert!(got == *reference, "{workers} workers give other bytes, labels or order than 1 worker");
+        assert!(
+            got == *reference,
+            "{workers} workers give other bytes, labels or order than 1 worker"
+        );
     }
 }
 
 #[test]
 fn shuffled_output_is_identical_for_any_worker_count_and_follows_the_index() {
-    let src = SourceConfig { shuffle: true, seed: 7, ..imagefolder() };
+    let src = SourceConfig {
+        shuffle: true,
+        seed: 7,
+        ..imagefolder()
+    };
     let shuffled = observe(&canonical_like(src.clone(), 5, false, engine(1)), 0);
     let order = all_indices(&shuffled);
-    assert_ne!(order, (0..12).collect::<Vec<u64>>(), "shuffle=true kept the file order");
+    assert_ne!(
+        order,
+        (0..12).collect::<Vec<u64>>(),
+        "shuffle=true kept the file order"
+    );
     let mut sorted = order.clone();
     sorted.sort();
-    assert_eq!(sorted, (0..12).collect::<Vec<u64>>(), "shuffled order is not a permutation");
+    assert_eq!(
+        sorted,
+        (0..12).collect::<Vec<u64>>(),
+        "shuffled order is not a permutation"
+    );
     let labels = shuffled.labels.concat();
     for (pos, &i) in order.iter().enumerate() {
         assert_eq!(labels[pos], CLASS_OF[i as usize], "label of sample {i}");
         let (b, k) = (pos / 5, pos % 5);
         assert!(
-            shuffled.images[b][k * PER_SAMPLE..(k + 1) * PER_SAMPLE] == *reference_sample(i as usize),
+            shuffled.images[b][k * PER_SAMPLE..(k + 1) * PER_SAMPLE]
+                == *reference_sample(i as usize),
             "shuffled position {pos} (sample {i}) does not hold sample {i}'s image"
         );
     }
     for workers in [2, 3, 8] {
         let got = observe(&canonical_like(src.clone(), 5, false, engine(workers)), 0);
-        assert!(got == shuffled, "shuffled epoch with {workers} workers differs from 1 worker");
+        assert!(
+            got == shuffled,
+            "shuffled epoch with {workers} workers differs from 1 worker"
+        );
     }
 }
 
 // Structural tests on 12 tiny BMPs (fast): 3 classes of 4, each image a distinct colour.
 fn tiny_folder() -> tempfile::TempDir {
-    let imgs: Vec<Img> = (0..12).map(|i| Img::uniform(3, 2, [i as u8 * 10 + 5, 100, 200 - i as u8])).collect();
-    let names: Vec<String> = (0..12).map(|i| format!("{}/{i:02}.bmp", ["a", "b", "c"][i / 4])).collect();
+    let imgs: Vec<Img> = (0..12)
+        .map(|i| Img::uniform(3, 2, [i as u8 * 10 + 5, 100, 200 - i as u8]))
+        .collect();
+    let names: Vec<String> = (0..12)
+        .map(|i| format!("{}/{i:02}.bmp", ["a", "b", "c"][i / 4]))
+        .collect();
     let files: Vec<(&str, &Img)> = names.iter().map(String::as_str).zip(imgs.iter()).collect();
     bmp_folder(&files)
 }
@@ -139,18 +171,38 @@ fn images_follow_their_index_and_labels_their_class() {
     assert_eq!(all_indices(&o), (0..12).collect::<Vec<u64>>());
     assert_eq!(o.labels[0], CLASS_OF.to_vec());
     for i in 0..12 {
-        assert_eq!(o.images[0][i * 18..i * 18 + 3], [i as u8 * 10 + 5, 100, 200 - i as u8], "sample {i}");
+        assert_eq!(
+            o.images[0][i * 18..i * 18 + 3],
+            [i as u8 * 10 + 5, 100, 200 - i as u8],
+            "sample {i}"
+        );
     }
     // batch size, prefetch and queue depth change the cut, never the sample stream
-    let src = SourceConfig { shuffle: true, seed: 21, ..folder_source(dir.path()) };
+    let src = SourceConfig {
+        shuffle: true,
+        seed: 21,
+        ..folder_source(dir.path())
+    };
     let stream = |batch: usize, engine: EngineConfig| {
-        let p = Pipeline::builder(src.clone()).op(decode()).op(center_crop(2, 3)).batch(batch, false).engine(engine).build().expect("builds");
+        let p = Pipeline::builder(src.clone())
+            .op(decode())
+            .op(center_crop(2, 3))
+            .batch(batch, false)
+            .engine(engine)
+            .build()
+            .expect("builds");
         let o = observe(&p, 1);
         (o.images.concat(), all_indices(&o))
     };
     let base = stream(12, engine(1));
-    for (batch, prefetch, queue, workers) in [(1, 1, 1, 2), (5, 1, 1, 3), (5, 6, 5, 3), (7, 3, 1, 8), (2, 8, 8, 4)] {
-        let e = EngineConfig { workers, prefetch, queue, ..EngineConfig::default() };
+    for (batch, prefetch, queue, workers) in [
+        (1, 1, 1, 2),
+        (5, 1, 1, 3),
+        (5, 6, 5, 3),
+        (7, 3, 1, 8),
+        (2, 8, 8, 4),
+    ] {
+        let e = engine_with(workers, prefetch, queue);
         assert!(stream(batch, e) == base, "batch {batch}, prefetch {prefetch}, queue {queue}, {workers} workers changed the stream");
     }
 }
@@ -159,7 +211,10 @@ fn images_follow_their_index_and_labels_their_class() {
 fn drop_remainder_drops_only_the_short_last_batch() {
     let dir = tiny_folder();
     let kept = tiny(folder_source(dir.path()), 5, false, 2);
-    assert_eq!((kept.samples_per_epoch(), kept.batches_per_epoch()), (12, 3));
+    assert_eq!(
+        (kept.samples_per_epoch(), kept.batches_per_epoch()),
+        (12, 3)
+    );
     let o = observe(&kept, 0);
     assert_eq!(o.lens, vec![5, 5, 2]);
     assert_eq!(o.indices[2], vec![10, 11]);
@@ -181,17 +236,46 @@ fn drop_remainder_drops_only_the_short_last_batch() {
 #[test]
 fn shuffle_changes_order_between_epochs_but_not_the_samples() {
     let dir = tiny_folder();
-    let p = tiny(SourceConfig { shuffle: true, seed: 3, ..folder_source(dir.path()) }, 5, false, 2);
+    let p = tiny(
+        SourceConfig {
+            shuffle: true,
+            seed: 3,
+            ..folder_source(dir.path())
+        },
+        5,
+        false,
+        2,
+    );
     let orders: Vec<Vec<u64>> = (0..4).map(|e| all_indices(&observe(&p, e))).collect();
     for (e, o) in orders.iter().enumerate() {
         let mut s = o.clone();
         s.sort();
-        assert_eq!(s, (0..12).collect::<Vec<u64>>(), "epoch {e} is not a permutation");
+        assert_eq!(
+            s,
+            (0..12).collect::<Vec<u64>>(),
+            "epoch {e} is not a permutation"
+        );
     }
-    assert!(orders[1..].iter().all(|o| *o != orders[0]), "epochs 1..3 should not repeat epoch 0's order: {orders:?}");
-    assert_eq!(all_indices(&observe(&p, 2)), orders[2], "the same epoch repeats its order");
+    assert!(
+        orders[1..].iter().all(|o| *o != orders[0]),
+        "epochs 1..3 should not repeat epoch 0's order: {orders:?}"
+    );
+    assert_eq!(
+        all_indices(&observe(&p, 2)),
+        orders[2],
+        "the same epoch repeats its order"
+    );
     // another seed, another order
-    let q = tiny(SourceConfig { shuffle: true, seed: 4, ..folder_source(dir.path()) }, 5, false, 2);
+    let q = tiny(
+        SourceConfig {
+            shuffle: true,
+            seed: 4,
+            ..folder_source(dir.path())
+        },
+        5,
+        false,
+        2,
+    );
     assert_ne!(all_indices(&observe(&q, 0)), orders[0]);
 }
 
@@ -200,7 +284,13 @@ fn shards_are_disjoint_and_cover_the_dataset() {
     let dir = tiny_folder();
     for shuffle in [false, true] {
         let shard = |id| {
-            let src = SourceConfig { shuffle, seed: 11, num_shards: 2, shard_id: id, ..folder_source(dir.path()) };
+            let src = SourceConfig {
+                shuffle,
+                seed: 11,
+                num_shards: 2,
+                shard_id: id,
+                ..folder_source(dir.path())
+            };
             let p = tiny(src, 4, false, 2);
             assert_eq!(p.samples_per_epoch(), 6);
             all_indices(&observe(&p, 1))
@@ -211,28 +301,59 @@ fn shards_are_disjoint_and_cover_the_dataset() {
             assert_eq!(a, vec![0, 2, 4, 6, 8, 10]);
             assert_eq!(b, vec![1, 3, 5, 7, 9, 11]);
         }
-        assert!(a.iter().all(|i| !b.contains(i)), "shards overlap: {a:?} {b:?}");
+        assert!(
+            a.iter().all(|i| !b.contains(i)),
+            "shards overlap: {a:?} {b:?}"
+        );
         let mut all = [a, b].concat();
         all.sort();
         assert_eq!(all, (0..12).collect::<Vec<u64>>(), "shuffle={shuffle}");
     }
     // 5 shards of 12: ceil(12 / 5) = 3 each, the last round wraps to the start
-    let src = SourceConfig { num_shards: 5, shard_id: 4, ..folder_source(dir.path()) };
-    assert_eq!(all_indices(&observe(&tiny(src, 4, false, 1), 0)), vec![4, 9, 2]);
+    let src = SourceConfig {
+        num_shards: 5,
+        shard_id: 4,
+        ..folder_source(dir.path())
+    };
+    assert_eq!(
+        all_indices(&observe(&tiny(src, 4, false, 1), 0)),
+        vec![4, 9, 2]
+    );
 }
 
 #[test]
 fn num_samples_limits_the_epoch() {
     let dir = tiny_folder();
-    let p = tiny(SourceConfig { num_samples: Some(3), ..folder_source(dir.path()) }, 2, false, 2);
+    let p = tiny(
+        SourceConfig {
+            num_samples: Some(3),
+            ..folder_source(dir.path())
+        },
+        2,
+        false,
+        2,
+    );
     assert_eq!((p.samples_per_epoch(), p.batches_per_epoch()), (3, 2));
     let o = observe(&p, 0);
     assert_eq!(o.lens, vec![2, 1]);
     assert_eq!(all_indices(&o), vec![0, 1, 2]);
-    let src = SourceConfig { num_samples: Some(3), shuffle: true, seed: 5, ..folder_source(dir.path()) };
-    let full = SourceConfig { shuffle: true, seed: 5, ..folder_source(dir.path()) };
+    let src = SourceConfig {
+        num_samples: Some(3),
+        shuffle: true,
+        seed: 5,
+        ..folder_source(dir.path())
+    };
+    let full = SourceConfig {
+        shuffle: true,
+        seed: 5,
+        ..folder_source(dir.path())
+    };
     let first3 = all_indices(&observe(&tiny(full, 12, false, 1), 0))[..3].to_vec();
-    assert_eq!(all_indices(&observe(&tiny(src, 5, false, 2), 0)), first3, "num_samples keeps the first of the shuffled order");
+    assert_eq!(
+        all_indices(&observe(&tiny(src, 5, false, 2), 0)),
+        first3,
+        "num_samples keeps the first of the shuffled order"
+    );
 }
 
 #[test]
@@ -242,35 +363,48 @@ fn random_ops_do_not_depend_on_the_worker_count() {
     let files: Vec<(&str, &Img)> = names.iter().map(String::as_str).zip(imgs.iter()).collect();
     let dir = bmp_folder(&files);
     let run = |workers, epoch| {
-        let p = Pipeline::builder(SourceConfig { shuffle: true, seed: 9, ..folder_source(dir.path()) })
-            .op(decode())
-            .op(flip(0.5))
-            .op(random_crop(4, 4, 1, 0))
-            .batch(3, false)
-            .workers(workers)
-            .build()
-            .expect("random pipeline builds");
+        let p = Pipeline::builder(SourceConfig {
+            shuffle: true,
+            seed: 9,
+            ..folder_source(dir.path())
+        })
+        .op(decode())
+        .op(flip(0.5))
+        .op(random_crop(4, 4, 1, 0))
+        .batch(3, false)
+        .workers(workers)
+        .build()
+        .expect("random pipeline builds");
         observe(&p, epoch)
     };
     let one = run(1, 2);
     assert!(run(2, 2) == one, "2 workers differ from 1 with random ops");
     assert!(run(5, 2) == one, "5 workers differ from 1 with random ops");
-    assert!(run(1, 3) != one, "epoch 3 should draw other crops/flips than epoch 2");
+    assert!(
+        run(1, 3) != one,
+        "epoch 3 should draw other crops/flips than epoch 2"
+    );
 }
 
 // ---- early shutdown ---------------------------------------------------------------------
 
 #[test]
 fn dropping_an_epoch_early_returns_promptly_and_the_pipeline_still_works() {
-    let engine = EngineConfig { workers: 3, prefetch: 2, queue: 1, ..EngineConfig::default() };
+    let engine = engine_with(3, 2, 1);
     let p = canonical_like(imagefolder(), 1, false, engine);
     let mut epoch = p.epoch(0);
-    let first = epoch.next().expect("a first batch").expect("first batch ok");
+    let first = epoch
+        .next()
+        .expect("a first batch")
+        .expect("first batch ok");
     assert_eq!((first.len(), first.indices()), (1, &[0u64][..]));
     let t = Instant::now();
     drop(epoch);
     let took = t.elapsed();
-    assert!(took < Duration::from_secs(5), "dropping the epoch took {took:?} (hang guard)");
+    assert!(
+        took < Duration::from_secs(5),
+        "dropping the epoch took {took:?} (hang guard)"
+    );
     // the batch outlives its epoch and still holds its data
     let kept = first.image_bytes().to_vec();
     assert_eq!(kept.len(), 3 * 56 * 56 * 4);
@@ -278,18 +412,33 @@ fn dropping_an_epoch_early_returns_promptly_and_the_pipeline_still_works() {
     let again = observe(&p, 0);
     assert_eq!(again.images[0], kept);
     assert_eq!(again.labels[0], vec![0]);
-    assert_eq!(again.images[0], reference_sample(0), "batch 1 of 1-sample batches is sample 0");
+    assert_eq!(
+        again.images[0],
+        reference_sample(0),
+        "batch 1 of 1-sample batches is sample 0"
+    );
     assert_eq!(all_indices(&again), (0..12).collect::<Vec<u64>>());
     // dropping one that was never read is prompt too
     let t = Instant::now();
     drop(p.epoch(1));
-    assert!(t.elapsed() < Duration::from_secs(5), "dropping an unread epoch took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "dropping an unread epoch took {:?}",
+        t.elapsed()
+    );
 }
 
 // ---- bad files ----------------------------------------------------------------------------
 
 const BAD: [&str; 8] = [
-    "bomb.jpg", "bomb.png", "empty.jpg", "garbage.jpg", "header_only.jpg", "text.png", "truncated.jpg", "truncated.png",
+    "bomb.jpg",
+    "bomb.png",
+    "empty.jpg",
+    "garbage.jpg",
+    "header_only.jpg",
+    "text.png",
+    "truncated.jpg",
+    "truncated.png",
 ];
 
 #[test]
@@ -305,9 +454,15 @@ fn fixtures_bad_lists_exactly_the_files_under_test() {
 
 #[test]
 fn each_bad_file_fails_its_batch_with_file_and_stage() {
-    let good: Vec<Img> = (0..3).map(|i| Img::uniform(4, 4, [i * 50 + 1, 2, 3])).collect();
+    let good: Vec<Img> = (0..3)
+        .map(|i| Img::uniform(4, 4, [i * 50 + 1, 2, 3]))
+        .collect();
     for bad in BAD {
-        let dir = bmp_folder(&[("a/0.bmp", &good[0]), ("a/1.bmp", &good[1]), ("a/2.bmp", &good[2])]);
+        let dir = bmp_folder(&[
+            ("a/0.bmp", &good[0]),
+            ("a/1.bmp", &good[1]),
+            ("a/2.bmp", &good[2]),
+        ]);
         let rel = format!("b/{bad}");
         copy_into(dir.path(), &rel, &fixtures().join("bad").join(bad));
         let p = Pipeline::builder(folder_source(dir.path()))
@@ -318,27 +473,55 @@ fn each_bad_file_fails_its_batch_with_file_and_stage() {
             .build()
             .expect("pipeline builds (files are only read when the epoch runs)");
         let mut epoch = p.epoch(0);
-        let b0 = epoch.next().expect("first batch").unwrap_or_else(|e| panic!("{bad}: first batch (good files) failed: {e}"));
+        let b0 = epoch
+            .next()
+            .expect("first batch")
+            .unwrap_or_else(|e| panic!("{bad}: first batch (good files) failed: {e}"));
         assert_eq!(b0.indices(), &[0, 1]);
         let err = match epoch.next() {
             Some(Err(e)) => e,
-            Some(Ok(b)) => panic!("{bad} decoded: batch of {} samples, skipped {:?}", b.len(), b.skipped()),
+            Some(Ok(b)) => panic!(
+                "{bad} decoded: batch of {} samples, skipped {:?}",
+                b.len(),
+                b.skipped()
+            ),
             None => panic!("{bad}: the epoch ended without reporting the bad file"),
         };
         let text = err.to_string();
         match &err {
-            Error::Sample { index, file, stage, .. } => {
-                assert_eq!((*index, file.as_str(), *stage), (3, rel.as_str(), "decode"), "{text}");
+            Error::Sample {
+                index, file, stage, ..
+            } => {
+                assert_eq!(
+                    (*index, file.as_str(), *stage),
+                    (3, rel.as_str(), "decode"),
+                    "{text}"
+                );
             }
             other => panic!("{bad}: expected a sample error, got {other:?}"),
         }
-        assert!(text.contains(&rel) && text.contains("decode"), "{bad}: message should name file and stage: {text}");
-        assert!(!err.is_usage(), "a bad file is a data error, not a usage error");
+        assert!(
+            text.contains(&rel) && text.contains("decode"),
+            "{bad}: message should name file and stage: {text}"
+        );
+        assert!(
+            !err.is_usage(),
+            "a bad file is a data error, not a usage error"
+        );
         if bad.starts_with("bomb") {
-            assert!(text.contains("pixel limit"), "{bad}: expected the pixel-limit error, got: {text}");
-            assert!(text.contains("60000x60000"), "{bad}: the error should give the claimed size: {text}");
+            assert!(
+                text.contains("pixel limit"),
+                "{bad}: expected the pixel-limit error, got: {text}"
+            );
+            assert!(
+                text.contains("60000x60000"),
+                "{bad}: the error should give the claimed size: {text}"
+            );
         }
-        assert!(epoch.next().is_none(), "{bad}: the epoch must end after the failed batch");
+        assert!(
+            epoch.next().is_none(),
+            "{bad}: the epoch must end after the failed batch"
+        );
     }
 }
 
@@ -351,17 +534,36 @@ fn skip_mode_leaves_bad_files_out_and_reports_each() {
     g0.write_bmp(&dir.path().join("a/00_good.bmp"));
     g1.write_bmp(&dir.path().join("a/03_good.bmp"));
     let mut order = vec![(1, "bomb.jpg"), (2, "bomb.png")];
-    order.extend([(4, "empty.jpg"), (5, "garbage.jpg"), (6, "header_only.jpg"), (7, "text.png"), (8, "truncated.jpg"), (9, "truncated.png")]);
+    order.extend([
+        (4, "empty.jpg"),
+        (5, "garbage.jpg"),
+        (6, "header_only.jpg"),
+        (7, "text.png"),
+        (8, "truncated.jpg"),
+        (9, "truncated.png"),
+    ]);
     for (k, bad) in &order {
-        copy_into(dir.path(), &format!("a/{k:02}_{bad}"), &fixtures().join("bad").join(bad));
+        copy_into(
+            dir.path(),
+            &format!("a/{k:02}_{bad}"),
+            &fixtures().join("bad").join(bad),
+        );
     }
-    copy_into(dir.path(), "a/10_good.jpg", &fixtures().join("formats/rgb.jpg"));
+    copy_into(
+        dir.path(),
+        "a/10_good.jpg",
+        &fixtures().join("formats/rgb.jpg"),
+    );
     let make = |on_error| {
         Pipeline::builder(folder_source(dir.path()))
             .op(decode())
             .op(center_crop(8, 8))
             .batch(4, false)
-            .engine(EngineConfig { workers: 2, on_error, ..EngineConfig::default() })
+            .engine(EngineConfig {
+                workers: 2,
+                on_error,
+                ..EngineConfig::default()
+            })
             .build()
             .expect("pipeline builds")
     };
@@ -372,11 +574,22 @@ fn skip_mode_leaves_bad_files_out_and_reports_each() {
     assert_eq!((all[0].len(), all[0].indices()), (2, &[0u64, 3][..]));
     let imgs = all[0].images_u8().expect("uint8");
     assert_eq!(&imgs[..192], &g0.rgb[..], "first kept sample is 00_good");
-    assert_eq!(&imgs[192..384], &g1.rgb[..], "second kept sample is 03_good, moved up");
+    assert_eq!(
+        &imgs[192..384],
+        &g1.rgb[..],
+        "second kept sample is 03_good, moved up"
+    );
     assert_eq!(all[0].labels(), Labels::U32(&[0, 0]));
     // batch 1: four bad files, nothing kept
     assert!(all[1].is_empty());
-    assert_eq!((all[1].shape()[0], all[1].indices().len(), all[1].image_bytes().len()), (0, 0, 0));
+    assert_eq!(
+        (
+            all[1].shape()[0],
+            all[1].indices().len(),
+            all[1].image_bytes().len()
+        ),
+        (0, 0, 0)
+    );
     // batch 2: 08 bad, 09 bad, 10 good (a JPEG)
     assert_eq!((all[2].len(), all[2].indices()), (1, &[10u64][..]));
     let jpeg_alone = {
@@ -390,7 +603,9 @@ fn skip_mode_leaves_bad_files_out_and_reports_each() {
     for (b, batch) in all.iter().enumerate() {
         for e in batch.skipped() {
             match e {
-                Error::Sample { file, stage, index, .. } => {
+                Error::Sample {
+                    file, stage, index, ..
+                } => {
                     assert_eq!(*stage, "decode", "{e}");
                     assert_eq!(b, index / 4, "{file} reported in batch {b}");
                     reported.push((*index, file.clone()));
@@ -400,7 +615,10 @@ fn skip_mode_leaves_bad_files_out_and_reports_each() {
         }
     }
     reported.sort();
-    let expected: Vec<(usize, String)> = order.iter().map(|(k, bad)| (*k, format!("a/{k:02}_{bad}"))).collect();
+    let expected: Vec<(usize, String)> = order
+        .iter()
+        .map(|(k, bad)| (*k, format!("a/{k:02}_{bad}")))
+        .collect();
     assert_eq!(reported, expected);
     // fail mode on the same tree stops at the first bad file (01_bomb.jpg, in batch 0)
     let mut failing = make(OnError::Fail).epoch(0);
@@ -416,7 +634,11 @@ fn skip_mode_leaves_bad_files_out_and_reports_each() {
 /// Decode `file` (in fixtures/formats) through a decode + no-op center_crop pipeline.
 fn decode_fixture(file: &str, h: usize, w: usize) -> Vec<u8> {
     let dir = tempfile::tempdir().expect("tempdir");
-    copy_into(dir.path(), &format!("a/{file}"), &fixtures().join("formats").join(file));
+    copy_into(
+        dir.path(),
+        &format!("a/{file}"),
+        &fixtures().join("formats").join(file),
+    );
     let p = build(dir.path(), vec![decode(), center_crop(h, w)], 1, 1);
     let mut s = samples_u8(&p, 0);
     assert_eq!(s.len(), 1);
@@ -424,8 +646,12 @@ fn decode_fixture(file: &str, h: usize, w: usize) -> Vec<u8> {
 }
 
 fn expected_png(stem: &str) -> (usize, usize, Vec<u8>) {
-    let path = fixtures().join("formats/expected").join(format!("{stem}.png"));
-    let img = image::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).to_rgb8();
+    let path = fixtures()
+        .join("formats/expected")
+        .join(format!("{stem}.png"));
+    let img = image::open(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .to_rgb8();
     let (w, h) = img.dimensions();
     (h as usize, w as usize, img.into_raw())
 }
@@ -457,16 +683,32 @@ fn every_format_decodes_to_its_expected_rgb() {
     assert_eq!(listed, tested, "every file in fixtures/formats is tested");
     let mut failures = Vec::new();
     for (file, max_ok, mean_ok) in cases {
-        let stem = Path::new(file).file_stem().and_then(|s| s.to_str()).expect("stem");
+        let stem = Path::new(file)
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .expect("stem");
         let (h, w, want) = expected_png(stem);
-        assert_eq!((h, w), if file == "image.bmp" { (31, 47) } else { (32, 48) }, "{file}: expected size");
+        assert_eq!(
+            (h, w),
+            if file == "image.bmp" {
+                (31, 47)
+            } else {
+                (32, 48)
+            },
+            "{file}: expected size"
+        );
         let got = decode_fixture(file, h, w);
         let (max, mean) = diff_u8(&got, &want);
         if max > max_ok || mean > mean_ok {
-            failures.push(format!("{file}: max {max} (allowed {max_ok}), mean {mean:.3} (allowed {mean_ok})"));
+            failures.push(format!(
+                "{file}: max {max} (allowed {max_ok}), mean {mean:.3} (allowed {mean_ok})"
+            ));
         }
     }
-    assert!(failures.is_empty(), "decoded pixels differ from fixtures/formats/expected: {failures:#?}");
+    assert!(
+        failures.is_empty(),
+        "decoded pixels differ from fixtures/formats/expected: {failures:#?}"
+    );
 }
 
 #[test]
@@ -476,5 +718,8 @@ fn rgba_and_la_drop_alpha_without_compositing() {
     let got = decode_fixture("rgba.png", 32, 48);
     let (_, _, want) = expected_png("rgba");
     assert_eq!(&got[..4 * 48 * 3], &want[..4 * 48 * 3]);
-    assert!(got[..4 * 48 * 3].iter().any(|&v| v != 0 && v != 255), "top rows keep their colours");
+    assert!(
+        got[..4 * 48 * 3].iter().any(|&v| v != 0 && v != 255),
+        "top rows keep their colours"
+    );
 }

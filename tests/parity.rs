@@ -49,14 +49,21 @@ fn references() -> Vec<(String, Vec<f32>)> {
     let src = SourceConfig::new(SourceKind::ImageFolder, fixtures().join("reference"));
     let p = Pipeline::builder(src)
         .op(Op::Decode(Decode::default()))
-        .op(Op::CenterCrop(CenterCrop { size: Size::One(224) }))
+        .op(Op::CenterCrop(CenterCrop {
+            size: Size::One(224),
+        }))
         .op(Op::HwcToChw(Default::default()))
         .build()
         .expect("reference pipeline");
     let mut out = Vec::new();
     for b in p.epoch(0) {
         let b = b.expect("reference PNGs decode");
-        let v = b.images_u8().expect("u8").iter().map(|&x| x as f32).collect();
+        let v = b
+            .images_u8()
+            .expect("u8")
+            .iter()
+            .map(|&x| x as f32)
+            .collect();
         out.push((p.source().sample_name(b.indices()[0] as usize), v));
     }
     out
@@ -67,7 +74,10 @@ fn compare(ours: &[(String, Vec<f32>)]) {
     assert_eq!(ours.len(), 6);
     assert_eq!(refs.len(), 6);
     for ((name, a), (rname, r)) in ours.iter().zip(&refs) {
-        let stem = |s: &str| s.rsplit_once('.').map_or(s.to_string(), |x| x.0.to_string());
+        let stem = |s: &str| {
+            s.rsplit_once('.')
+                .map_or(s.to_string(), |x| x.0.to_string())
+        };
         assert_eq!(stem(name), stem(rname), "same image order");
         let diffs: Vec<f32> = a.iter().zip(r).map(|(x, y)| (x - y).abs()).collect();
         let max = diffs.iter().cloned().fold(0.0, f32::max);
@@ -75,9 +85,15 @@ fn compare(ours: &[(String, Vec<f32>)]) {
         eprintln!("{name}: mean {mean:.3} max {max:.2}");
         if name.ends_with(".png") {
             let over1 = diffs.iter().filter(|&&d| d > 1.0 + 1e-3).count();
-            assert!(over1 * 1000 <= diffs.len(), "{name}: {over1} values more than 1 grey level off");
+            assert!(
+                over1 * 1000 <= diffs.len(),
+                "{name}: {over1} values more than 1 grey level off"
+            );
             assert!(max <= 2.0 + 1e-3, "{name}: max diff {max} > 2 grey levels");
-            assert!(mean <= 0.05, "{name}: mean diff {mean}: resize no longer follows Pillow's pass order");
+            assert!(
+                mean <= 0.05,
+                "{name}: mean diff {mean}: resize no longer follows Pillow's pass order"
+            );
         } else {
             assert!(mean <= 0.5, "{name}: mean diff {mean} > 0.5");
             assert!(max <= 10.0 + 1e-3, "{name}: max diff {max} > 10");
@@ -105,10 +121,17 @@ fn zune_jpeg_matches_torchvision() {
 fn region_decode_equals_full_decode() {
     let fused = canonical(|_| {});
     let full = canonical(|cfg| {
-        cfg.ops.insert(1, Op::RandomHorizontalFlip(RandomHorizontalFlip { prob: 0.0 }));
+        cfg.ops.insert(
+            1,
+            Op::RandomHorizontalFlip(RandomHorizontalFlip { prob: 0.0 }),
+        );
     });
     for ((n, a), (_, b)) in fused.iter().zip(&full) {
-        let max = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max);
+        let max = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max);
         assert!(max <= 1.0 + 1e-3, "{n}: region decode differs by {max}");
     }
 }

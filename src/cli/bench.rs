@@ -72,7 +72,10 @@ pub fn bench(c: &Common, epochs: u64, json: bool, profile: bool) -> Result<i32> 
         println!("workers      {}", cfg.engine.workers);
         println!("images       {images} in {batches} batches");
         println!("wall         {wall:.3} s");
-        println!("cpu          {cpu:.3} s ({:.2} cores busy)", cpu / wall.max(1e-9));
+        println!(
+            "cpu          {cpu:.3} s ({:.2} cores busy)",
+            cpu / wall.max(1e-9)
+        );
         println!("throughput   {ips:.1} images/s");
         println!("input        {mb_in:.1} MB/s read");
         println!("output       {mb_out:.1} MB/s written to batches");

@@ -14,7 +14,10 @@ pub fn check(c: &Common) -> Result<i32> {
     let dims = spec.dims();
     println!(
         "  {:<24} -> {} [{}, {}, {}, {}], labels {} [{}{}]",
-        format!("batch({}, drop_remainder={})", cfg.batch.size, cfg.batch.drop_remainder),
+        format!(
+            "batch({}, drop_remainder={})",
+            cfg.batch.size, cfg.batch.drop_remainder
+        ),
         spec.dtype.name(),
         cfg.batch.size,
         dims[0].unwrap_or(0),

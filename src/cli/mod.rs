@@ -82,6 +82,9 @@ struct Common {
     /// CIFAR split (train, test, all), overriding `source.usage`.
     #[arg(long)]
     usage: Option<Usage>,
+    /// Samples a worker claims at once, overriding `engine.work_unit`.
+    #[arg(long)]
+    work_unit: Option<usize>,
 }
 
 impl Common {
@@ -95,6 +98,9 @@ impl Common {
         }
         if let Some(b) = self.batch_size {
             cfg.batch.size = b;
+        }
+        if let Some(u) = self.work_unit {
+            cfg.engine.work_unit = Some(u);
         }
         if let Some(u) = self.usage {
             if cfg.source.kind == imgfeed::SourceKind::ImageFolder {
@@ -135,7 +141,11 @@ pub fn main() -> i32 {
     let r: Result<i32> = match cli.command {
         Command::Check(c) => check::check(&c),
         Command::Run { common, epochs } => run::run(&common, epochs),
-        Command::Convert { common, out, format: Format::Npy } => convert::convert(&common, &out),
+        Command::Convert {
+            common,
+            out,
+            format: Format::Npy,
+        } => convert::convert(&common, &out),
         Command::Bench {
             common,
             epochs,

@@ -66,6 +66,7 @@ pub(crate) struct Job {
     pub queue: usize,
     pub on_error: OnError,
     pub profile: bool,
+    pub work_unit: usize,
 }
 
 #[derive(Clone, Copy)]
@@ -122,7 +123,9 @@ impl Shared {
             if self.stop.load(Ordering::Relaxed) {
                 return false;
             }
-            let Ok(guard) = self.gate.lock() else { return false };
+            let Ok(guard) = self.gate.lock() else {
+                return false;
+            };
             if self.opened.load(Ordering::Acquire) <= b && !self.stop.load(Ordering::Relaxed) {
                 let _ = self.wake.wait_timeout(guard, Duration::from_millis(50));
             }
@@ -222,7 +225,9 @@ impl Epoch {
                 let r = catch_unwind(AssertUnwindSafe(|| coordinate(&sh, done_rx, &out)));
                 if r.is_err() {
                     sh.halt();
-                    let _ = out.send(Err(Error::Internal("the batch coordinator panicked".into())));
+                    let _ = out.send(Err(Error::Internal(
+                        "the batch coordinator panicked".into(),
+                    )));
                 }
             }));
         }
@@ -235,7 +240,9 @@ impl Epoch {
                 let r = catch_unwind(AssertUnwindSafe(|| work(&sh, &mut worker, &done)));
                 if r.is_err() {
                     sh.halt();
-                    let _ = done.send(Msg::Crashed(Error::Internal("a worker thread panicked".into())));
+                    let _ = done.send(Msg::Crashed(Error::Internal(
+                        "a worker thread panicked".into(),
+                    )));
                 }
                 if let Ok(mut t) = sh.times.lock() {
                     t.merge(&worker.times);
@@ -258,7 +265,11 @@ impl Epoch {
     /// Stop (if still running), join every thread and return the summed per-stage times.
     pub fn finish(mut self) -> StageTimes {
         self.shutdown();
-        self.shared.times.lock().map(|t| t.clone()).unwrap_or_default()
+        self.shared
+            .times
+            .lock()
+            .map(|t| t.clone())
+            .unwrap_or_default()
     }
 
     fn shutdown(&mut self) {
@@ -299,7 +310,7 @@ fn work(sh: &Shared, worker: &mut Worker, done: &Sender<Msg>) {
     let job = &sh.job;
     let shape = job.pool.shape;
     let bs = shape.batch_size;
-    let unit = job.source.work_unit().max(1);
+    let unit = job.work_unit;
     let mut scratch = Vec::new();
     loop {
         if sh.stop.load(Ordering::Relaxed) {
@@ -334,7 +345,9 @@ fn work(sh: &Shared, worker: &mut Worker, done: &Sender<Msg>) {
                 }
             }
             let n = run_end - p;
-            if slot.remaining.fetch_sub(n, Ordering::AcqRel) == n && done.send(Msg::Done(b)).is_err() {
+            if slot.remaining.fetch_sub(n, Ordering::AcqRel) == n
+                && done.send(Msg::Done(b)).is_err()
+            {
                 return;
             }
             p = run_end;
@@ -382,7 +395,12 @@ fn run_one(
             reason,
         })?;
     for c in 0..shape.label_cols {
-        write_label(parts, shape.label, pos * shape.label_cols + c, sample.labels[c]);
+        write_label(
+            parts,
+            shape.label,
+            pos * shape.label_cols + c,
+            sample.labels[c],
+        );
     }
     // SAFETY: as above, this sample's index slot.
     unsafe { *parts.indices.add(pos) = index as u64 };

@@ -14,7 +14,7 @@ use crate::ops::decode::Decoder;
 use crate::ops::geometry::{copy_window, flip_horizontal};
 use crate::ops::pointwise::{write, Affine, Dst, Pixels, View};
 use crate::ops::resize::Resizer;
-use crate::ops::{Decode, Op, RandomCrop, Resize};
+use crate::ops::{Decode, Filter, Op, RandomCrop, Resize};
 use crate::plan::SplitMix64;
 use crate::source::Raw;
 use crate::spec::{DType, Layout, Spec};
@@ -72,7 +72,11 @@ impl Program {
         let mut pending_names: Vec<&str> = Vec::new();
         let mut logical = input.layout;
         // Record sources (CIFAR) hold planes: physically CHW while logically HWC.
-        let mut phys = if input.encoded { Layout::Hwc } else { Layout::Chw };
+        let mut phys = if input.encoded {
+            Layout::Hwc
+        } else {
+            Layout::Chw
+        };
         let mut i = 0;
         while i < ops.len() {
             let op = &ops[i];
@@ -96,16 +100,24 @@ impl Program {
                         phys = Layout::Hwc;
                     }
                     // The next op that touches pixels: type_cast only touches labels.
-                    let next = ops[i + 1..].iter().position(|o| !matches!(o, Op::TypeCast(_)));
+                    let next = ops[i + 1..]
+                        .iter()
+                        .position(|o| !matches!(o, Op::TypeCast(_)));
+                    let continuous = matches!(r.filter, Filter::Bilinear | Filter::Linear);
                     match next.map(|k| (k, &ops[i + 1 + k])) {
-                        Some((k, Op::CenterCrop(c))) => {
+                        Some((k, Op::CenterCrop(c))) if continuous => {
                             let crop = c.size.square();
-                            if let Some(Step::Decode(_, roi)) = steps.last_mut() {
+                            if let Some(Step::Decode(d, roi)) = steps.last_mut() {
                                 *roi = Some((r.clone(), crop));
-                                fusions.push("decode: only the rectangle resize + center_crop read (libjpeg-turbo region decode)".into());
+                                if Decoder::new(d).decodes_regions() {
+                                    fusions.push("decode: JPEGs decode only the rectangle resize + center_crop read (libjpeg-turbo region decode)".into());
+                                }
                             }
                             steps.push(Step::Resize(r.clone(), Some(crop)));
-                            fusions.push("resize + center_crop: one resize computing only the crop window".into());
+                            fusions.push(
+                                "resize + center_crop: one resize computing only the crop window"
+                                    .into(),
+                            );
                             // keep the type_casts in between (they only change labels)
                             i += 1 + k;
                         }
@@ -245,7 +257,11 @@ impl Worker {
         let mut encoded: Option<&[u8]> = None;
         match raw {
             Raw::Encoded(bytes) => encoded = Some(bytes),
-            Raw::Planar { data, height, width } => {
+            Raw::Planar {
+                data,
+                height,
+                width,
+            } => {
                 self.h = height;
                 self.w = width;
                 self.full = (height, width);
@@ -262,7 +278,8 @@ impl Worker {
         }
         for step in &program.steps {
             let t0 = self.profile.then(Instant::now);
-            self.step(step, encoded, rng).map_err(|e| (step.name(), e))?;
+            self.step(step, encoded, rng)
+                .map_err(|e| (step.name(), e))?;
             if let Some(t0) = t0 {
                 self.times.add(step.name(), t0.elapsed().as_nanos() as u64);
             }
@@ -289,20 +306,33 @@ impl Worker {
             width: self.w,
             layout: self.phys,
         };
-        write(&view, program.tail_affine.as_ref(), program.tail_layout, dst)
-            .map_err(|e| (WRITE_STAGE, e))?;
+        write(
+            &view,
+            program.tail_affine.as_ref(),
+            program.tail_layout,
+            dst,
+        )
+        .map_err(|e| (WRITE_STAGE, e))?;
         if let Some(t0) = t0 {
             self.times.add(WRITE_STAGE, t0.elapsed().as_nanos() as u64);
         }
         Ok(())
     }
 
-    fn step(&mut self, step: &Step, encoded: Option<&[u8]>, rng: &mut SplitMix64) -> Result<(), String> {
+    fn step(
+        &mut self,
+        step: &Step,
+        encoded: Option<&[u8]>,
+        rng: &mut SplitMix64,
+    ) -> Result<(), String> {
         match step {
             Step::Decode(_, roi) => {
                 let bytes = encoded.ok_or("decode: the sample is not encoded")?;
                 let dec = self.decoder.as_mut().ok_or("decode: no decoder")?;
-                let want = |h: usize, w: usize| roi.as_ref().and_then(|(r, crop)| r.source_rect(h, w, *crop));
+                let want = |h: usize, w: usize| {
+                    roi.as_ref()
+                        .and_then(|(r, crop)| r.source_rect(h, w, *crop))
+                };
                 let d = dec.decode_region(bytes, want, &mut self.a8)?;
                 (self.h, self.w) = d.size;
                 self.full = d.full;
@@ -316,8 +346,28 @@ impl Worker {
                 let window = crop.and_then(|c| r.crop_window(self.full.0, self.full.1, c));
                 let (full, origin, size) = (self.full, self.origin, (self.h, self.w));
                 let (oh, ow) = match self.dtype {
-                    DType::U8 => self.resizer.resize(&self.a8, full, origin, size, DType::U8, r.filter, (nh, nw), window, &mut self.b8)?,
-                    DType::F32 => self.resizer.resize(&self.af, full, origin, size, DType::F32, r.filter, (nh, nw), window, &mut self.bf)?,
+                    DType::U8 => self.resizer.resize(
+                        &self.a8,
+                        full,
+                        origin,
+                        size,
+                        DType::U8,
+                        r.filter,
+                        (nh, nw),
+                        window,
+                        &mut self.b8,
+                    )?,
+                    DType::F32 => self.resizer.resize(
+                        &self.af,
+                        full,
+                        origin,
+                        size,
+                        DType::F32,
+                        r.filter,
+                        (nh, nw),
+                        window,
+                        &mut self.bf,
+                    )?,
                 };
                 self.swap();
                 self.h = oh;
@@ -382,8 +432,32 @@ impl Worker {
             return;
         }
         match self.dtype {
-            DType::U8 => copy_window(&self.a8, self.h, self.w, 3, self.phys, top, left, ch, cw, fill, &mut self.b8),
-            DType::F32 => copy_window(&self.af, self.h, self.w, 3, self.phys, top, left, ch, cw, fill as f32, &mut self.bf),
+            DType::U8 => copy_window(
+                &self.a8,
+                self.h,
+                self.w,
+                3,
+                self.phys,
+                top,
+                left,
+                ch,
+                cw,
+                fill,
+                &mut self.b8,
+            ),
+            DType::F32 => copy_window(
+                &self.af,
+                self.h,
+                self.w,
+                3,
+                self.phys,
+                top,
+                left,
+                ch,
+                cw,
+                fill as f32,
+                &mut self.bf,
+            ),
         }
         self.swap();
         self.h = ch;

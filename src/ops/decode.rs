@@ -215,11 +215,14 @@ impl Decoder {
         let rect = want(h, w)
             .filter(|&(t, l, rh, rw)| rh > 0 && rw > 0 && t + rh <= h && l + rw <= w)
             .unwrap_or((0, 0, h, w));
-        Some(t.decode(bytes, &header, rect, out).map(|(top, left, rh, rw)| Decoded {
-            full: (h, w),
-            origin: (top, left),
-            size: (rh, rw),
-        }))
+        Some(
+            t.decode(bytes, &header, rect, out)
+                .map(|(top, left, rh, rw)| Decoded {
+                    full: (h, w),
+                    origin: (top, left),
+                    size: (rh, rw),
+                }),
+        )
     }
 }
 
@@ -303,7 +306,9 @@ fn decode_with_image(
     // Room for the widest layout (16-bit RGBA) plus the decoder's own buffers.
     limits.max_alloc = Some((w as u64 * h as u64).saturating_mul(8 * 2) + (1 << 20));
     reader.limits(limits);
-    let img = reader.decode().map_err(|e| format!("invalid {name}: {e}"))?;
+    let img = reader
+        .decode()
+        .map_err(|e| format!("invalid {name}: {e}"))?;
     let rgb = img.into_rgb8();
     let (w, h) = rgb.dimensions();
     *out = rgb.into_raw();

@@ -28,7 +28,9 @@ impl Normalize {
                 self.std.len()
             ));
         }
-        if self.std.iter().any(|s| *s == 0.0 || !s.is_finite()) || self.mean.iter().any(|m| !m.is_finite()) {
+        if self.std.iter().any(|s| *s == 0.0 || !s.is_finite())
+            || self.mean.iter().any(|m| !m.is_finite())
+        {
             return Err("normalize: std must be non-zero and all values finite".into());
         }
         Ok(Spec {
@@ -41,7 +43,10 @@ impl Normalize {
     pub fn affine(&self) -> Affine {
         let mut a = Affine::identity();
         for c in 0..3 {
-            let (m, s) = (self.mean[c.min(self.mean.len() - 1)], self.std[c.min(self.std.len() - 1)]);
+            let (m, s) = (
+                self.mean[c.min(self.mean.len() - 1)],
+                self.std[c.min(self.std.len() - 1)],
+            );
             a.scale[c] = 1.0 / s;
             a.shift[c] = -m / s;
         }

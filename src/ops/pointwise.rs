@@ -67,7 +67,12 @@ pub enum Dst<'a> {
 
 /// Write `src` into `dst` in `layout`, applying `affine` (`None`: a plain copy / layout
 /// change). Returns an error when the types cannot meet (a bug in the plan, not in data).
-pub fn write(src: &View<'_>, affine: Option<&Affine>, layout: Layout, dst: Dst<'_>) -> Result<(), String> {
+pub fn write(
+    src: &View<'_>,
+    affine: Option<&Affine>,
+    layout: Layout,
+    dst: Dst<'_>,
+) -> Result<(), String> {
     let (h, w) = (src.height, src.width);
     let n = h * w * 3;
     match (src.pixels, dst) {
@@ -78,7 +83,9 @@ pub fn write(src: &View<'_>, affine: Option<&Affine>, layout: Layout, dst: Dst<'
                 (Layout::Hwc, Layout::Chw) => u8_hwc_to_f32_chw(s, h * w, &a, d),
                 (Layout::Chw, Layout::Chw) => u8_planes_to_f32_planes(s, h * w, &a, d),
                 (Layout::Hwc, Layout::Hwc) => u8_hwc_to_f32_hwc(s, &a, d),
-                (Layout::Chw, Layout::Hwc) => general(|i| s[i] as f32, h, w, src.layout, layout, &a, d),
+                (Layout::Chw, Layout::Hwc) => {
+                    general(|i| s[i] as f32, h, w, src.layout, layout, &a, d)
+                }
             }
         }
         (Pixels::F32(s), Dst::F32(d)) => {
@@ -111,8 +118,34 @@ fn index(layout: Layout, h: usize, w: usize, c: usize, y: usize, x: usize) -> us
     }
 }
 
+/// Runs `$body` compiled for AVX2 when the CPU has it (the default target is baseline
+/// x86-64, whose SSE2 converts u8 to f32 four at a time), plain otherwise. Without FMA, so
+/// both versions round exactly alike.
+macro_rules! multiversion {
+    ($name:ident, $generic:ident, ($($arg:ident: $ty:ty),*)) => {
+        fn $name($($arg: $ty),*) {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2")]
+                unsafe fn avx2($($arg: $ty),*) {
+                    $generic($($arg),*)
+                }
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: the CPU supports AVX2 (checked just above).
+                    return unsafe { avx2($($arg),*) };
+                }
+            }
+            $generic($($arg),*)
+        }
+    };
+}
+
+multiversion!(u8_hwc_to_f32_chw, u8_hwc_to_f32_chw_generic, (s: &[u8], hw: usize, a: &Affine, d: &mut [f32]));
+multiversion!(u8_planes_to_f32_planes, u8_planes_to_f32_planes_generic, (s: &[u8], hw: usize, a: &Affine, d: &mut [f32]));
+
 /// The ImageNet hot path: interleaved u8 → float planes, one multiply-add per value.
-fn u8_hwc_to_f32_chw(s: &[u8], hw: usize, a: &Affine, d: &mut [f32]) {
+#[inline(always)]
+fn u8_hwc_to_f32_chw_generic(s: &[u8], hw: usize, a: &Affine, d: &mut [f32]) {
     let (r, rest) = d.split_at_mut(hw);
     let (g, b) = rest.split_at_mut(hw);
     let [s0, s1, s2] = a.scale;
@@ -125,10 +158,14 @@ fn u8_hwc_to_f32_chw(s: &[u8], hw: usize, a: &Affine, d: &mut [f32]) {
 }
 
 /// The CIFAR hot path: u8 planes → float planes, contiguous runs that vectorize fully.
-fn u8_planes_to_f32_planes(s: &[u8], hw: usize, a: &Affine, d: &mut [f32]) {
+#[inline(always)]
+fn u8_planes_to_f32_planes_generic(s: &[u8], hw: usize, a: &Affine, d: &mut [f32]) {
     for c in 0..3 {
         let (sc, oc) = (a.scale[c], a.shift[c]);
-        for (o, &v) in d[c * hw..(c + 1) * hw].iter_mut().zip(&s[c * hw..(c + 1) * hw]) {
+        for (o, &v) in d[c * hw..(c + 1) * hw]
+            .iter_mut()
+            .zip(&s[c * hw..(c + 1) * hw])
+        {
             *o = v as f32 * sc + oc;
         }
     }
@@ -154,7 +191,8 @@ fn general(
     for c in 0..3 {
         for y in 0..h {
             for x in 0..w {
-                d[index(to, h, w, c, y, x)] = get(index(from, h, w, c, y, x)) * a.scale[c] + a.shift[c];
+                d[index(to, h, w, c, y, x)] =
+                    get(index(from, h, w, c, y, x)) * a.scale[c] + a.shift[c];
             }
         }
     }
@@ -166,8 +204,14 @@ mod tests {
 
     #[test]
     fn affine_composition_is_sequential_application() {
-        let a = Affine { scale: [2.0, 3.0, 4.0], shift: [1.0, 0.0, -1.0] };
-        let b = Affine { scale: [0.5, 0.25, 1.0], shift: [10.0, 20.0, 30.0] };
+        let a = Affine {
+            scale: [2.0, 3.0, 4.0],
+            shift: [1.0, 0.0, -1.0],
+        };
+        let b = Affine {
+            scale: [0.5, 0.25, 1.0],
+            shift: [10.0, 20.0, 30.0],
+        };
         let ab = a.then(b);
         for c in 0..3 {
             let x = 7.0f32;
@@ -182,7 +226,12 @@ mod tests {
         let hwc: Vec<u8> = (0..h * w * 3).map(|i| (i * 7 % 251) as u8).collect();
         let mut chw = vec![0u8; hwc.len()];
         write(
-            &View { pixels: Pixels::U8(&hwc), height: h, width: w, layout: Layout::Hwc },
+            &View {
+                pixels: Pixels::U8(&hwc),
+                height: h,
+                width: w,
+                layout: Layout::Hwc,
+            },
             None,
             Layout::Chw,
             Dst::U8(&mut chw),
@@ -190,12 +239,20 @@ mod tests {
         .unwrap();
         // pixel (y=1, x=2), channel 2
         assert_eq!(chw[2 * h * w + w + 2], hwc[(w + 2) * 3 + 2]);
-        let a = Affine { scale: [0.5, 2.0, -1.0], shift: [1.0, 2.0, 3.0] };
+        let a = Affine {
+            scale: [0.5, 2.0, -1.0],
+            shift: [1.0, 2.0, 3.0],
+        };
         for (src, sl) in [(&hwc, Layout::Hwc), (&chw, Layout::Chw)] {
             for dl in [Layout::Hwc, Layout::Chw] {
                 let mut out = vec![0f32; hwc.len()];
                 write(
-                    &View { pixels: Pixels::U8(src), height: h, width: w, layout: sl },
+                    &View {
+                        pixels: Pixels::U8(src),
+                        height: h,
+                        width: w,
+                        layout: sl,
+                    },
                     Some(&a),
                     dl,
                     Dst::F32(&mut out),

@@ -13,9 +13,16 @@
 //! * `nearest`, `bicubic` (Pillow's, Catmull-Rom), `area` (box filter, OpenCV `INTER_AREA`
 //!   for shrinking).
 //!
-//! Followed by `center_crop`, the engine runs one resize call that computes only the crop
-//! window (the crop box is handed to the resizer in source coordinates): the output is the
-//! same as resizing everything and cropping, for a fraction of the work.
+//! Followed by `center_crop`, a `bilinear` or `linear` resize computes only the crop window
+//! (the window is handed to the resizer in source coordinates): the output is that of
+//! resizing everything and cropping, for a fraction of the work — identical but for values
+//! one grey level apart where the two orders of floating-point arithmetic round apart.
+//! Filters with discontinuous kernels (`nearest`, `area`) or negative lobes (`bicubic`)
+//! would move whole source pixels at exact ties, so they resize the whole image first.
+//!
+//! Convolution filters run as Pillow runs them: horizontal pass, rounded to the pixel
+//! type, then vertical pass (fast_image_resize alone goes vertical first, which moved a
+//! fifth of the values by one grey level against Pillow).
 
 use super::Size;
 use crate::spec::{DType, Layout, Spec};
@@ -121,7 +128,12 @@ impl Resize {
     /// The rectangle `(top, left, height, width)` of an `h × w` source that resizing and
     /// keeping `crop` reads: the window mapped back to the source plus the filter's reach
     /// (3 source pixels per output pixel at most, for the widest filter) and a guard of 2.
-    pub fn source_rect(&self, h: usize, w: usize, crop: (usize, usize)) -> Option<(usize, usize, usize, usize)> {
+    pub fn source_rect(
+        &self,
+        h: usize,
+        w: usize,
+        crop: (usize, usize),
+    ) -> Option<(usize, usize, usize, usize)> {
         let win = self.crop_window(h, w, crop)?;
         let (nh, nw) = self.target(h, w);
         let axis = |start: usize, len: usize, n: usize, src: usize| {
@@ -135,6 +147,14 @@ impl Resize {
         let (left, rw) = axis(win.left, win.width, nw, w);
         Some((top, left, rh, rw))
     }
+}
+
+/// `(left, width)` of a crop box axis, kept inside `[0, n]`: `start * scale` and
+/// `len * scale` can round one ulp past the image edge when the scale does not round-trip.
+fn clamp_axis(start: f64, len: f64, n: usize) -> (f64, f64) {
+    let n = n as f64;
+    let start = start.clamp(0.0, n);
+    (start, len.min(n - start).max(0.0))
 }
 
 /// A reusable resizer (its scratch buffers survive from sample to sample).
@@ -218,16 +238,20 @@ impl Resizer {
         let src_bytes: &[u8] = bytemuck::cast_slice(&src[..h * w * 3]);
         let alg = filter.alg();
         if !matches!(alg, fir::ResizeAlg::Convolution(_)) {
-            let src_img = fir::images::ImageRef::new(w as u32, h as u32, src_bytes, pt).map_err(|e| err(&e))?;
+            let src_img = fir::images::ImageRef::new(w as u32, h as u32, src_bytes, pt)
+                .map_err(|e| err(&e))?;
             let dst_bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut dst[..]);
-            let mut dst_img = fir::images::Image::from_slice_u8(dw as u32, dh as u32, dst_bytes, pt).map_err(|e| err(&e))?;
-            let opts = fir::ResizeOptions::new().resize_alg(alg).crop(
-                win.left as f64 * sx - ox,
-                win.top as f64 * sy - oy,
-                win.width as f64 * sx,
-                win.height as f64 * sy,
-            );
-            self.inner.resize(&src_img, &mut dst_img, &opts).map_err(|e| err(&e))?;
+            let mut dst_img =
+                fir::images::Image::from_slice_u8(dw as u32, dh as u32, dst_bytes, pt)
+                    .map_err(|e| err(&e))?;
+            let (left, width) = clamp_axis(win.left as f64 * sx - ox, win.width as f64 * sx, w);
+            let (top, height) = clamp_axis(win.top as f64 * sy - oy, win.height as f64 * sy, h);
+            let opts = fir::ResizeOptions::new()
+                .resize_alg(alg)
+                .crop(left, top, width, height);
+            self.inner
+                .resize(&src_img, &mut dst_img, &opts)
+                .map_err(|e| err(&e))?;
             return Ok((dh, dw));
         }
         // Convolution filters run as Pillow runs them: the horizontal pass first, rounded
@@ -236,33 +260,47 @@ impl Resizer {
         // horizontal pass only covers the rows the vertical pass reads.
         let reach = 3.0 * sy.max(1.0) + 2.0;
         let r0 = ((win.top as f64 * sy - reach).floor() - oy).max(0.0) as usize;
-        let r1 = ((((win.top + win.height) as f64 * sy + reach).ceil() - oy).max(0.0) as usize).min(h);
+        let r1 =
+            ((((win.top + win.height) as f64 * sy + reach).ceil() - oy).max(0.0) as usize).min(h);
         let rows = r1.saturating_sub(r0).max(1).min(h - r0.min(h - 1));
         let r0 = r0.min(h - 1);
         let tmp_len = (dw * rows * px).div_ceil(4);
         self.tmp.clear();
         self.tmp.resize(tmp_len, 0.0);
-        let tmp_bytes: &mut [u8] = &mut bytemuck::cast_slice_mut(&mut self.tmp[..])[..dw * rows * px];
+        let tmp_bytes: &mut [u8] =
+            &mut bytemuck::cast_slice_mut(&mut self.tmp[..])[..dw * rows * px];
         {
             let band = &src_bytes[r0 * w * px..(r0 + rows) * w * px];
-            let src_img = fir::images::ImageRef::new(w as u32, rows as u32, band, pt).map_err(|e| err(&e))?;
-            let mut mid = fir::images::Image::from_slice_u8(dw as u32, rows as u32, tmp_bytes, pt).map_err(|e| err(&e))?;
-            let opts = fir::ResizeOptions::new()
-                .resize_alg(alg)
-                .crop(win.left as f64 * sx - ox, 0.0, win.width as f64 * sx, rows as f64);
-            self.inner.resize(&src_img, &mut mid, &opts).map_err(|e| err(&e))?;
+            let src_img =
+                fir::images::ImageRef::new(w as u32, rows as u32, band, pt).map_err(|e| err(&e))?;
+            let mut mid = fir::images::Image::from_slice_u8(dw as u32, rows as u32, tmp_bytes, pt)
+                .map_err(|e| err(&e))?;
+            let (left, width) = clamp_axis(win.left as f64 * sx - ox, win.width as f64 * sx, w);
+            let opts =
+                fir::ResizeOptions::new()
+                    .resize_alg(alg)
+                    .crop(left, 0.0, width, rows as f64);
+            self.inner
+                .resize(&src_img, &mut mid, &opts)
+                .map_err(|e| err(&e))?;
         }
         let tmp_bytes: &[u8] = &bytemuck::cast_slice(&self.tmp[..])[..dw * rows * px];
-        let mid = fir::images::ImageRef::new(dw as u32, rows as u32, tmp_bytes, pt).map_err(|e| err(&e))?;
+        let mid = fir::images::ImageRef::new(dw as u32, rows as u32, tmp_bytes, pt)
+            .map_err(|e| err(&e))?;
         let dst_bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut dst[..]);
-        let mut dst_img = fir::images::Image::from_slice_u8(dw as u32, dh as u32, dst_bytes, pt).map_err(|e| err(&e))?;
-        let opts = fir::ResizeOptions::new().resize_alg(alg).crop(
-            0.0,
+        let mut dst_img = fir::images::Image::from_slice_u8(dw as u32, dh as u32, dst_bytes, pt)
+            .map_err(|e| err(&e))?;
+        let (top, height) = clamp_axis(
             win.top as f64 * sy - oy - r0 as f64,
-            dw as f64,
             win.height as f64 * sy,
+            rows,
         );
-        self.inner.resize(&mid, &mut dst_img, &opts).map_err(|e| err(&e))?;
+        let opts = fir::ResizeOptions::new()
+            .resize_alg(alg)
+            .crop(0.0, top, dw as f64, height);
+        self.inner
+            .resize(&mid, &mut dst_img, &opts)
+            .map_err(|e| err(&e))?;
         Ok((dh, dw))
     }
 }

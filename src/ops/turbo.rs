@@ -40,6 +40,7 @@ pub type Rect = (usize, usize, usize, usize);
 impl Turbo {
     /// A new handle.
     pub fn new() -> Result<Turbo, String> {
+        #[allow(clippy::unnecessary_cast)]
         // SAFETY: plain constructor; null means failure.
         let handle = unsafe { tj::tj3Init(tj::TJINIT_TJINIT_DECOMPRESS as i32) };
         if handle.is_null() {
@@ -95,15 +96,28 @@ impl Turbo {
         })
     }
 
+    // The bindings' enum constants are c_int on some targets and c_uint on others.
+    #[allow(clippy::unnecessary_cast)]
     /// Decode `rect` (after `header` on the same bytes) into `out` as RGB; the rectangle's
     /// left edge is moved down to an iMCU boundary first. Returns the rectangle decoded.
-    pub fn decode(&mut self, bytes: &[u8], h: &Header, rect: Rect, out: &mut Vec<u8>) -> Result<Rect, String> {
+    pub fn decode(
+        &mut self,
+        bytes: &[u8],
+        h: &Header,
+        rect: Rect,
+        out: &mut Vec<u8>,
+    ) -> Result<Rect, String> {
         let (top, left, rh, rw) = rect;
         let left_aligned = left - left % h.mcu_width;
         let rw = rw + (left - left_aligned);
         let full = top == 0 && left_aligned == 0 && rh == h.height && rw == h.width;
         let region = if full {
-            tj::tjregion { x: 0, y: 0, w: 0, h: 0 }
+            tj::tjregion {
+                x: 0,
+                y: 0,
+                w: 0,
+                h: 0,
+            }
         } else {
             tj::tjregion {
                 x: left_aligned as i32,

@@ -147,7 +147,8 @@ pub fn write_npy_dir(
         images.append(batch.image_bytes(), batch.len())?;
         labels.append(batch.label_bytes(), batch.len())?;
         for &i in batch.indices() {
-            writeln!(names, "{}", pipeline.source().sample_name(i as usize)).map_err(io(&names_path))?;
+            writeln!(names, "{}", pipeline.source().sample_name(i as usize))
+                .map_err(io(&names_path))?;
         }
         report.samples += batch.len();
         on_batch(batch.len() + batch.skipped().len());

@@ -114,7 +114,8 @@ pub fn bmp_folder(files: &[(&str, &Img)]) -> tempfile::TempDir {
 pub fn copy_into(root: &Path, rel: &str, from: &Path) {
     let to = root.join(rel);
     std::fs::create_dir_all(to.parent().expect("parent")).expect("create folder");
-    std::fs::copy(from, &to).unwrap_or_else(|e| panic!("copy {} -> {}: {e}", from.display(), to.display()));
+    std::fs::copy(from, &to)
+        .unwrap_or_else(|e| panic!("copy {} -> {}: {e}", from.display(), to.display()));
 }
 
 /// An ImageFolder source config at `root`.
@@ -197,8 +198,8 @@ pub fn diff_u8(a: &[u8], b: &[u8]) -> (u8, f64) {
 // ---- op shorthands -------------------------------------------------------------------
 
 use imgfeed::ops::{
-    CenterCrop, Decode, Filter, HwcToChw, Normalize, Op, RandomCrop, RandomHorizontalFlip,
-    Rescale, Resize, Size, TypeCast,
+    CenterCrop, Decode, Filter, HwcToChw, Normalize, Op, RandomCrop, RandomHorizontalFlip, Rescale,
+    Resize, Size, TypeCast,
 };
 use imgfeed::LabelType;
 
@@ -208,21 +209,32 @@ pub fn decode() -> Op {
 
 /// `center_crop` to `h × w`.
 pub fn center_crop(h: usize, w: usize) -> Op {
-    Op::CenterCrop(CenterCrop { size: Size::Two([h, w]) })
+    Op::CenterCrop(CenterCrop {
+        size: Size::Two([h, w]),
+    })
 }
 
 /// `resize` of the shorter side to `s`.
 pub fn resize_short(s: usize, filter: Filter) -> Op {
-    Op::Resize(Resize { size: Size::One(s), filter })
+    Op::Resize(Resize {
+        size: Size::One(s),
+        filter,
+    })
 }
 
 /// `resize` to exactly `h × w`.
 pub fn resize_exact(h: usize, w: usize, filter: Filter) -> Op {
-    Op::Resize(Resize { size: Size::Two([h, w]), filter })
+    Op::Resize(Resize {
+        size: Size::Two([h, w]),
+        filter,
+    })
 }
 
 pub fn normalize(mean: [f32; 3], std: [f32; 3]) -> Op {
-    Op::Normalize(Normalize { mean: mean.to_vec(), std: std.to_vec() })
+    Op::Normalize(Normalize {
+        mean: mean.to_vec(),
+        std: std.to_vec(),
+    })
 }
 
 pub fn rescale(rescale: f32, shift: f32) -> Op {
@@ -234,7 +246,10 @@ pub fn hwc_to_chw() -> Op {
 }
 
 pub fn type_cast(dtype: LabelType) -> Op {
-    Op::TypeCast(TypeCast { column: "label".into(), dtype })
+    Op::TypeCast(TypeCast {
+        column: "label".into(),
+        dtype,
+    })
 }
 
 pub fn flip(prob: f64) -> Op {
@@ -242,14 +257,32 @@ pub fn flip(prob: f64) -> Op {
 }
 
 pub fn random_crop(h: usize, w: usize, padding: usize, fill: u8) -> Op {
-    Op::RandomCrop(RandomCrop { size: Size::Two([h, w]), padding, fill })
+    Op::RandomCrop(RandomCrop {
+        size: Size::Two([h, w]),
+        padding,
+        fill,
+    })
 }
 
 /// Build a pipeline over the ImageFolder at `root`.
 pub fn build(root: &Path, ops: Vec<Op>, batch: usize, workers: usize) -> Pipeline {
-    let mut b = Pipeline::builder(folder_source(root)).batch(batch, false).workers(workers);
+    let mut b = Pipeline::builder(folder_source(root))
+        .batch(batch, false)
+        .workers(workers);
     for op in ops {
         b = b.op(op);
     }
-    b.build().unwrap_or_else(|e| panic!("pipeline should build: {e}"))
+    b.build()
+        .unwrap_or_else(|e| panic!("pipeline should build: {e}"))
+}
+
+/// An engine table with explicit queue depths, built through the pipeline-file parser so
+/// it does not depend on how `EngineConfig` spells optional fields in Rust.
+pub fn engine_with(workers: usize, prefetch: usize, queue: usize) -> EngineConfig {
+    let text = format!(
+        "[source]\nkind = \"image_folder\"\nroot = \"unused\"\n[batch]\nsize = 1\n[engine]\nworkers = {workers}\nprefetch = {prefetch}\nqueue = {queue}\n"
+    );
+    imgfeed::PipelineConfig::parse(&text, Path::new("engine.toml"))
+        .expect("engine table parses")
+        .engine
 }

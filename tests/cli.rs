@@ -1,0 +1,354 @@
+//! The `imgfeed` binary: check, run, convert, bench, and its exit codes (0 ok, 1 data
+//! error, 2 usage / pipeline error).
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::process::{Command, Output};
+
+const CANONICAL: &str = "pipelines/resnet50_eval.toml";
+
+fn imgfeed(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_imgfeed"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("run the imgfeed binary")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited normally (not by a signal)")
+}
+
+/// `(header dict, data bytes)` of a `.npy` file, checking the version-1.0 framing.
+fn read_npy(path: &Path) -> (String, Vec<u8>) {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(
+        &bytes[..8],
+        b"\x93NUMPY\x01\x00",
+        "{}: npy magic and version",
+        path.display()
+    );
+    let hlen = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let data_at = 10 + hlen;
+    assert_eq!(data_at % 64, 0, "npy data must start 64-byte aligned");
+    let header = String::from_utf8(bytes[10..data_at].to_vec()).expect("ascii header");
+    assert!(header.ends_with('\n'));
+    (header.trim_end().to_string(), bytes[data_at..].to_vec())
+}
+
+/// FNV-1a 64 as `imgfeed run` prints it.
+fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100_0000_01b3);
+    }
+    h
+}
+
+fn digest_of(stdout: &str) -> String {
+    let at = stdout
+        .find("digest ")
+        .unwrap_or_else(|| panic!("no digest in: {stdout}"));
+    stdout[at + 7..]
+        .chars()
+        .take_while(|c| c.is_ascii_hexdigit())
+        .collect()
+}
+
+#[test]
+fn check_prints_every_stage_and_the_batch_shape() {
+    let o = imgfeed(&["check", CANONICAL]);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "stderr: {err}");
+    assert!(
+        out.starts_with("image_folder pipelines/../fixtures/imagefolder: 12 samples, 3 classes\n"),
+        "{out}"
+    );
+    let stage_lines: Vec<(&str, &str)> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("  "))
+        .filter_map(|l| l.split_once("->"))
+        .map(|(a, b)| (a.trim(), b.trim()))
+        .collect();
+    let expected = [
+        ("source", "encoded bytes, label uint32"),
+        ("decode", "uint8 HWC [?, ?, 3], label uint32"),
+        ("resize", "uint8 HWC [?, ?, 3], label uint32"),
+        ("center_crop", "uint8 HWC [224, 224, 3], label uint32"),
+        ("normalize", "float32 HWC [224, 224, 3], label uint32"),
+        ("hwc_to_chw", "float32 CHW [3, 224, 224], label uint32"),
+        ("type_cast", "float32 CHW [3, 224, 224], label int32"),
+        (
+            "batch(32, drop_remainder=true)",
+            "float32 [32, 3, 224, 224], labels int32 [32]",
+        ),
+    ];
+    assert_eq!(stage_lines, expected, "{out}");
+    assert!(out.contains("fused: resize + center_crop"), "{out}");
+    assert!(out.contains("epoch: 12 samples in 0 batches"), "{out}");
+}
+
+#[test]
+fn run_digest_matches_across_workers_and_the_converted_bytes() {
+    let one = imgfeed(&["run", CANONICAL, "--batch-size", "4", "--workers", "1"]);
+    let three = imgfeed(&["run", CANONICAL, "--batch-size", "4", "--workers", "3"]);
+    let (out1, err1) = text(&one);
+    let (out3, err3) = text(&three);
+    assert_eq!(code(&one), 0, "stderr: {err1}");
+    assert_eq!(code(&three), 0, "stderr: {err3}");
+    for out in [&out1, &out3] {
+        assert!(out.contains("epoch 0: 3 batches, 12 samples"), "{out}");
+        assert!(out.contains("images float32 [4, 3, 224, 224]"), "{out}");
+        assert!(
+            out.contains("labels int32 (sum 12)"),
+            "labels 0x4 + 1x4 + 2x4: {out}"
+        );
+    }
+    let d1 = digest_of(&out1);
+    assert_eq!(d1.len(), 16, "{out1}");
+    assert_eq!(
+        d1,
+        digest_of(&out3),
+        "--workers 1 and --workers 3 must produce the same bytes"
+    );
+
+    // The digest is FNV-1a over each batch's image bytes then label bytes: recompute it
+    // from what `convert` writes, in batches of 4.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out_dir = tmp.path().join("npy");
+    let c = imgfeed(&[
+        "convert",
+        CANONICAL,
+        "--out",
+        out_dir.to_str().expect("utf-8 path"),
+    ]);
+    let (cout, cerr) = text(&c);
+    assert_eq!(code(&c), 0, "stderr: {cerr}");
+    assert!(cout.starts_with("wrote 12 samples to "), "{cout}");
+    let (_, images) = read_npy(&out_dir.join("images.npy"));
+    let (_, labels) = read_npy(&out_dir.join("labels.npy"));
+    let per = 3 * 224 * 224 * 4;
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for b in 0..3 {
+        h = fnv(h, &images[b * 4 * per..(b + 1) * 4 * per]);
+        h = fnv(h, &labels[b * 16..(b + 1) * 16]);
+    }
+    assert_eq!(
+        format!("{h:016x}"),
+        d1,
+        "run's digest and convert's bytes disagree"
+    );
+}
+
+#[test]
+fn convert_writes_npy_files_and_sample_names() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out_dir = tmp.path().join("out");
+    let o = imgfeed(&[
+        "convert",
+        CANONICAL,
+        "--out",
+        out_dir.to_str().expect("utf-8 path"),
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "stderr: {err}");
+    assert!(
+        out.contains("images.npy float32 [12, 3, 224, 224], labels.npy int32"),
+        "{out}"
+    );
+
+    let images_path = out_dir.join("images.npy");
+    let (header, data) = read_npy(&images_path);
+    assert!(header.contains("'descr': '<f4'"), "{header}");
+    assert!(header.contains("'fortran_order': False"), "{header}");
+    assert!(header.contains("'shape': (12, 3, 224, 224)"), "{header}");
+    let size = std::fs::metadata(&images_path).expect("stat").len() as usize;
+    assert_eq!(size, 128 + 12 * 3 * 224 * 224 * 4, "header + data");
+    assert_eq!(data.len(), 12 * 3 * 224 * 224 * 4);
+    // normalized values of real photos: finite, around zero, within the reachable range
+    let floats: Vec<f32> = data
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    let lo = (0.0 - 123.675) / 58.395 - 1e-4;
+    let hi = (255.0 - 103.53) / 57.375 + 1e-4;
+    assert!(
+        floats.iter().all(|v| v.is_finite() && *v >= lo && *v <= hi),
+        "values out of [{lo}, {hi}]"
+    );
+
+    let (lheader, ldata) = read_npy(&out_dir.join("labels.npy"));
+    assert!(
+        lheader.contains("'descr': '<i4'") && lheader.contains("'shape': (12,)"),
+        "{lheader}"
+    );
+    let labels: Vec<i32> = ldata
+        .chunks_exact(4)
+        .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    assert_eq!(labels, [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2]);
+
+    let names = std::fs::read_to_string(out_dir.join("samples.txt")).expect("samples.txt");
+    let lines: Vec<&str> = names.lines().collect();
+    assert_eq!(lines.len(), 12);
+    assert_eq!(lines[0], "bird/bird_000.jpg");
+    assert_eq!(lines[5], "cat/cat_001.JPEG");
+    assert_eq!(lines[11], "coffee/coffee_003.png");
+}
+
+#[test]
+fn a_typo_in_the_pipeline_file_exits_2_naming_the_line() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let text_in = std::fs::read_to_string(repo().join(CANONICAL)).expect("read canonical");
+    let typo = text_in.replacen("size = 256", "sizee = 256", 1);
+    assert_ne!(typo, text_in);
+    let file = tmp.path().join("typo.toml");
+    std::fs::write(&file, typo).expect("write");
+    for cmd in ["check", "run"] {
+        let o = imgfeed(&[cmd, file.to_str().expect("utf-8")]);
+        let (out, err) = text(&o);
+        assert_eq!(code(&o), 2, "{cmd}: stdout {out} stderr {err}");
+        assert!(
+            err.contains("line") && err.contains("sizee"),
+            "{cmd}: {err}"
+        );
+        assert!(err.starts_with("error: pipeline file "), "{cmd}: {err}");
+    }
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let o = imgfeed(&["check", "pipelines/does_not_exist.toml"]);
+    let (_, err) = text(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(err.contains("does_not_exist.toml"), "{err}");
+    // a pipeline that parses but cannot run
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let file = tmp.path().join("nocrop.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[source]\nkind = \"image_folder\"\nroot = \"{}\"\n\n[[ops]]\nop = \"decode\"\n\n[batch]\nsize = 2\n",
+            fixtures().join("imagefolder").display()
+        ),
+    )
+    .expect("write");
+    let o = imgfeed(&["run", file.to_str().expect("utf-8")]);
+    let (_, err) = text(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(err.contains("batched"), "{err}");
+    // --usage applies to CIFAR only
+    let o = imgfeed(&["check", CANONICAL, "--usage", "test"]);
+    let (_, err) = text(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(err.contains("--usage"), "{err}");
+    // --workers 0
+    let o = imgfeed(&["check", CANONICAL, "--workers", "0"]);
+    assert_eq!(code(&o), 2, "{}", text(&o).1);
+}
+
+#[test]
+fn bad_data_exits_1_and_convert_keeps_the_good_samples() {
+    let data = tempfile::tempdir().expect("tempdir");
+    Img::uniform(8, 6, [200, 100, 50]).write_bmp(&data.path().join("a/good_0.bmp"));
+    Img::uniform(6, 8, [10, 20, 30]).write_bmp(&data.path().join("b/good_1.bmp"));
+    copy_into(
+        data.path(),
+        "b/garbage.jpg",
+        &fixtures().join("bad/garbage.jpg"),
+    );
+    let data_arg = data.path().to_str().expect("utf-8");
+
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out_dir = tmp.path().join("out");
+    let o = imgfeed(&[
+        "convert",
+        CANONICAL,
+        "--data",
+        data_arg,
+        "--out",
+        out_dir.to_str().expect("utf-8"),
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 1, "stdout {out} stderr {err}");
+    assert!(
+        err.contains("b/garbage.jpg") && err.contains("decode"),
+        "{err}"
+    );
+    assert!(
+        out.contains("wrote 2 samples") && out.contains("1 bad sample(s) skipped"),
+        "{out}"
+    );
+    let (header, data_bytes) = read_npy(&out_dir.join("images.npy"));
+    assert!(header.contains("'shape': (2, 3, 224, 224)"), "{header}");
+    assert_eq!(data_bytes.len(), 2 * 3 * 224 * 224 * 4);
+    // a uniform image stays uniform: every value of sample 0's R plane is (200 - mean) / std
+    let r0 = f32::from_le_bytes([data_bytes[0], data_bytes[1], data_bytes[2], data_bytes[3]]);
+    assert!(
+        (r0 as f64 - (200.0 - 123.675) / 58.395).abs() < 1e-4,
+        "{r0}"
+    );
+    let (lheader, ldata) = read_npy(&out_dir.join("labels.npy"));
+    assert!(lheader.contains("'shape': (2,)"), "{lheader}");
+    assert_eq!(ldata, [0, 0, 0, 0, 1, 0, 0, 0]);
+    let names = std::fs::read_to_string(out_dir.join("samples.txt")).expect("samples.txt");
+    assert_eq!(names, "a/good_0.bmp\nb/good_1.bmp\n");
+
+    // `run` (on_error = fail) stops with exit 1 and names the file
+    let o = imgfeed(&["run", CANONICAL, "--data", data_arg, "--batch-size", "1"]);
+    let (_, err) = text(&o);
+    assert_eq!(code(&o), 1, "{err}");
+    assert!(err.contains("b/garbage.jpg: decode:"), "{err}");
+}
+
+#[test]
+fn bench_json_prints_one_line_with_the_measurements() {
+    let o = imgfeed(&[
+        "bench",
+        CANONICAL,
+        "--json",
+        "--batch-size",
+        "4",
+        "--workers",
+        "2",
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "stderr: {err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 1, "one JSON line: {out}");
+    let v: serde_json::Value =
+        serde_json::from_str(lines[0]).unwrap_or_else(|e| panic!("not JSON ({e}): {}", lines[0]));
+    assert_eq!(v["what"], "imgfeed-bench");
+    assert_eq!(v["images"], 12);
+    assert_eq!(v["batches"], 3);
+    assert_eq!(v["workers"], 2);
+    assert_eq!(v["pipeline"], CANONICAL);
+    let num = |k: &str| {
+        v[k].as_f64()
+            .unwrap_or_else(|| panic!("{k} is not a number: {v}"))
+    };
+    assert!(num("images_per_s") > 0.0, "{v}");
+    assert!(num("peak_rss_mb") > 1.0, "{v}");
+    assert!(num("wall_s") > 0.0 && num("cpu_s") >= 0.0, "{v}");
+    let split = v["stage_split"]
+        .as_object()
+        .unwrap_or_else(|| panic!("stage_split is not an object: {v}"));
+    for stage in ["read", "decode", "write"] {
+        assert!(split.contains_key(stage), "stage_split lacks {stage}: {v}");
+    }
+    assert!(
+        split.keys().any(|k| k.starts_with("resize")),
+        "stage_split lacks the resize: {v}"
+    );
+    let total: f64 = split.values().map(|x| x.as_f64().expect("share")).sum();
+    assert!((total - 1.0).abs() < 0.01, "shares sum to {total}: {v}");
+}
