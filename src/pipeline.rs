@@ -407,7 +407,7 @@ impl Pipeline {
         let batch_bytes = (shape.batch_size * shape.sample_elems * shape.dtype.size()).max(1);
         let prefetch = e
             .prefetch
-            .unwrap_or_else(|| ((32 << 20) / batch_bytes).clamp(2, 16))
+            .unwrap_or_else(|| ((6 << 20) / batch_bytes).clamp(2, 16))
             .max(1);
         let pool = Arc::new(Pool::new(shape, prefetch + e.queue.max(1) + 2));
         Ok(Pipeline {

@@ -723,3 +723,40 @@ fn rgba_and_la_drop_alpha_without_compositing() {
         "top rows keep their colours"
     );
 }
+
+/// A decoder that failed on a broken file must decode the next good one (a libjpeg-turbo
+/// handle that failed mid-image misreads the next header unless it is reset).
+#[test]
+fn a_bad_file_does_not_poison_the_next_decode() {
+    for bad in [
+        "header_only.jpg",
+        "truncated.jpg",
+        "bomb.jpg",
+        "garbage.jpg",
+    ] {
+        let d = tempfile::tempdir().expect("tempdir");
+        copy_into(
+            d.path(),
+            &format!("a/00_{bad}"),
+            &fixtures().join("bad").join(bad),
+        );
+        copy_into(
+            d.path(),
+            "a/01_good.jpg",
+            &fixtures().join("formats/rgb.jpg"),
+        );
+        let p = Pipeline::builder(folder_source(d.path()))
+            .op(decode())
+            .op(center_crop(8, 8))
+            .batch(1, false)
+            .engine(EngineConfig {
+                workers: 1,
+                on_error: OnError::Skip,
+                ..EngineConfig::default()
+            })
+            .build()
+            .expect("pipeline builds");
+        let lens: Vec<usize> = p.epoch(0).map(|b| b.expect("skip mode").len()).collect();
+        assert_eq!(lens, vec![0, 1], "{bad}, then a good JPEG");
+    }
+}

@@ -203,7 +203,10 @@ impl Decoder {
         let t = self.turbo.as_mut()?;
         let header = match t.header(bytes) {
             Ok(h) => h,
-            Err(e) => return Some(Err(e)),
+            Err(e) => {
+                self.turbo = None;
+                return Some(Err(e));
+            }
         };
         if header.cmyk {
             return None;
@@ -215,14 +218,18 @@ impl Decoder {
         let rect = want(h, w)
             .filter(|&(t, l, rh, rw)| rh > 0 && rw > 0 && t + rh <= h && l + rw <= w)
             .unwrap_or((0, 0, h, w));
-        Some(
-            t.decode(bytes, &header, rect, out)
-                .map(|(top, left, rh, rw)| Decoded {
-                    full: (h, w),
-                    origin: (top, left),
-                    size: (rh, rw),
-                }),
-        )
+        let r = t
+            .decode(bytes, &header, rect, out)
+            .map(|(top, left, rh, rw)| Decoded {
+                full: (h, w),
+                origin: (top, left),
+                size: (rh, rw),
+            });
+        if r.is_err() {
+            // A decompressor that failed mid-image can misread the next header: start over.
+            self.turbo = None;
+        }
+        Some(r)
     }
 }
 
