@@ -408,14 +408,12 @@ impl Worker {
                     layout: self.phys,
                 };
                 if to_f32 {
-                    self.bf.clear();
-                    self.bf.resize(n, 0.0);
+                    self.bf.resize(n, 0.0); // fully overwritten by `write`
                     write(&view, affine.as_ref(), *layout, Dst::F32(&mut self.bf))?;
                     std::mem::swap(&mut self.af, &mut self.bf);
                     self.dtype = DType::F32;
                 } else {
-                    self.b8.clear();
-                    self.b8.resize(n, 0);
+                    self.b8.resize(n, 0); // fully overwritten by `write`
                     write(&view, None, *layout, Dst::U8(&mut self.b8))?;
                     std::mem::swap(&mut self.a8, &mut self.b8);
                 }

@@ -269,8 +269,10 @@ fn decode_zune(bytes: &[u8], max_pixels: u64, out: &mut Vec<u8>) -> Result<(usiz
                 "JPEG decoder would produce {n} bytes, not RGB {w}x{h}"
             ));
         }
-        out.resize(n, 0);
-        d.decode_into(out)
+        if out.len() < n {
+            out.resize(n, 0); // grow only: decode_into overwrites the first n bytes
+        }
+        d.decode_into(&mut out[..n])
             .map_err(|e| format!("invalid JPEG: {e:?}"))?;
         Ok((h, w))
     };
