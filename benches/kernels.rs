@@ -1,1 +1,154 @@
-fn main() {}
+//! Per-kernel costs on fixture data: JPEG decode (whole and region), resize + center crop,
+//! the fused normalize + HWC→CHW write, the CIFAR plane kernel, and a plain copy of the same
+//! output bytes for scale.
+//!
+//!   cargo bench --bench kernels                      (zune-jpeg build)
+//!   cargo bench --bench kernels --features turbojpeg (adds libjpeg-turbo)
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use imgfeed::ops::decode::{Decode, Decoder, JpegBackend};
+use imgfeed::ops::pointwise::{write, Affine, Dst, Pixels, View};
+use imgfeed::ops::resize::{Filter, Resize, Resizer};
+use imgfeed::ops::Size;
+use imgfeed::{DType, Layout};
+use std::path::Path;
+
+fn fixture(rel: &str) -> Vec<u8> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(rel);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn imagenet_affine() -> Affine {
+    let (m, s) = ([123.675f32, 116.28, 103.53], [58.395f32, 57.12, 57.375]);
+    Affine {
+        scale: [1.0 / s[0], 1.0 / s[1], 1.0 / s[2]],
+        shift: [-m[0] / s[0], -m[1] / s[1], -m[2] / s[2]],
+    }
+}
+
+fn kernels(c: &mut Criterion) {
+    let jpeg = fixture("parity/images/jpeg/kodim05_500x375.jpg");
+    let resize = Resize {
+        size: Size::One(256),
+        filter: Filter::Bilinear,
+    };
+    let mut g = c.benchmark_group("decode_500x375");
+    g.throughput(Throughput::Elements(1));
+    for backend in [JpegBackend::Zune, JpegBackend::Auto] {
+        let mut d = Decoder::new(&Decode {
+            decoder: backend,
+            ..Decode::default()
+        });
+        let mut out = Vec::new();
+        g.bench_function(format!("{backend:?}/whole"), |b| {
+            b.iter(|| d.decode(black_box(&jpeg), &mut out).expect("decodes"))
+        });
+        if d.decodes_regions() {
+            g.bench_function(format!("{backend:?}/region_for_resize256_crop224"), |b| {
+                b.iter(|| {
+                    d.decode_region(
+                        black_box(&jpeg),
+                        |h, w| resize.source_rect(h, w, (224, 224)),
+                        &mut out,
+                    )
+                    .expect("decodes")
+                })
+            });
+        }
+    }
+    g.finish();
+
+    let mut d = Decoder::new(&Decode::default());
+    let mut rgb = Vec::new();
+    let (h, w) = d.decode(&jpeg, &mut rgb).expect("decodes");
+    let (nh, nw) = resize.target(h, w);
+    let win = resize.crop_window(h, w, (224, 224));
+    let mut r = Resizer::new();
+    let mut dst: Vec<u8> = Vec::new();
+    let mut g = c.benchmark_group("resize_500x375_to_256_crop224");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("fused_window", |b| {
+        b.iter(|| {
+            r.resize(
+                &rgb,
+                (h, w),
+                (0, 0),
+                (h, w),
+                DType::U8,
+                Filter::Bilinear,
+                (nh, nw),
+                win,
+                &mut dst,
+            )
+            .expect("resizes")
+        })
+    });
+    g.bench_function("full_resize", |b| {
+        b.iter(|| {
+            r.resize(
+                &rgb,
+                (h, w),
+                (0, 0),
+                (h, w),
+                DType::U8,
+                Filter::Bilinear,
+                (nh, nw),
+                None,
+                &mut dst,
+            )
+            .expect("resizes")
+        })
+    });
+    g.finish();
+
+    let crop: Vec<u8> = (0..224 * 224 * 3).map(|i| (i * 31 % 251) as u8).collect();
+    let mut out = vec![0f32; crop.len()];
+    let a = imagenet_affine();
+    let mut g = c.benchmark_group("write_224");
+    g.throughput(Throughput::Bytes((out.len() * 4) as u64));
+    g.bench_function("normalize_hwc_to_chw_f32", |b| {
+        b.iter(|| {
+            let v = View {
+                pixels: Pixels::U8(black_box(&crop)),
+                height: 224,
+                width: 224,
+                layout: Layout::Hwc,
+            };
+            write(&v, Some(&a), Layout::Chw, Dst::F32(&mut out)).expect("writes")
+        })
+    });
+    let src_f32 = out.clone();
+    g.bench_function("memcpy_same_bytes", |b| {
+        b.iter(|| out.copy_from_slice(black_box(&src_f32)))
+    });
+    g.finish();
+
+    // One CIFAR batch: 128 records of 3072 planar bytes → float planes.
+    let planes: Vec<u8> = (0..128 * 3072).map(|i| (i * 7 % 253) as u8).collect();
+    let mut batch = vec![0f32; planes.len()];
+    let mut g = c.benchmark_group("cifar_batch_128");
+    g.throughput(Throughput::Elements(128));
+    g.bench_function("rescale_normalize_planes", |b| {
+        b.iter(|| {
+            for (s, d) in planes.chunks_exact(3072).zip(batch.chunks_exact_mut(3072)) {
+                let v = View {
+                    pixels: Pixels::U8(s),
+                    height: 32,
+                    width: 32,
+                    layout: Layout::Chw,
+                };
+                write(&v, Some(&a), Layout::Chw, Dst::F32(d)).expect("writes");
+            }
+        })
+    });
+    let batch_src = batch.clone();
+    g.bench_function("memcpy_same_output_bytes", |b| {
+        b.iter(|| batch.copy_from_slice(black_box(&batch_src)))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, kernels);
+criterion_main!(benches);

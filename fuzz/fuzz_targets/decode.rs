@@ -1,0 +1,16 @@
+#![no_main]
+//! Any bytes through the image decoders: Ok or an error, never a panic or a huge buffer.
+use imgfeed::ops::decode::{Decode, Decoder};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let mut d = Decoder::new(&Decode {
+        max_pixels: 1 << 22,
+        ..Decode::default()
+    });
+    let mut out = Vec::new();
+    if let Ok((h, w)) = d.decode(data, &mut out) {
+        assert!(h * w <= 1 << 22);
+        assert!(out.len() >= h * w * 3);
+    }
+});
