@@ -51,6 +51,7 @@ fn kernels(c: &mut Criterion) {
                     d.decode_region(
                         black_box(&jpeg),
                         |h, w| resize.source_rect(h, w, (224, 224)),
+                        false,
                         &mut out,
                     )
                     .expect("decodes")

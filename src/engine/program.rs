@@ -12,7 +12,7 @@
 use crate::ops::center_crop::offset;
 use crate::ops::decode::Decoder;
 use crate::ops::geometry::{copy_window, flip_horizontal};
-use crate::ops::pointwise::{write, Affine, Dst, Pixels, View};
+use crate::ops::pointwise::{write, write_rgbx, Affine, Dst, Pixels, View};
 use crate::ops::resize::Resizer;
 use crate::ops::{Decode, Filter, Op, RandomCrop, Resize};
 use crate::plan::SplitMix64;
@@ -205,6 +205,9 @@ pub(crate) struct Worker {
     /// decode holds only a rectangle; every other step resets these).
     full: (usize, usize),
     origin: (usize, usize),
+    /// Bytes per pixel of a u8 HWC image: 4 (RGBX) only between a region decode and the
+    /// fused resize that follows it.
+    stride: usize,
     phys: Layout,
     dtype: DType,
     pub profile: bool,
@@ -231,6 +234,7 @@ impl Worker {
             w: 0,
             full: (0, 0),
             origin: (0, 0),
+            stride: 3,
             phys: Layout::Hwc,
             dtype: DType::U8,
             profile,
@@ -295,6 +299,23 @@ impl Worker {
                 ),
             ));
         }
+        let mut dst = dst;
+        if self.stride == 4 {
+            if write_rgbx(
+                &self.a8,
+                self.h,
+                self.w,
+                program.tail_affine.as_ref(),
+                program.tail_layout,
+                &mut dst,
+            ) {
+                if let Some(t0) = t0 {
+                    self.times.add(WRITE_STAGE, t0.elapsed().as_nanos() as u64);
+                }
+                return Ok(());
+            }
+            self.pack_rgb();
+        }
         let pixels = match (borrowed, self.dtype) {
             (Some(b), _) => Pixels::U8(b),
             (None, DType::U8) => Pixels::U8(&self.a8),
@@ -325,6 +346,9 @@ impl Worker {
         encoded: Option<&[u8]>,
         rng: &mut SplitMix64,
     ) -> Result<(), String> {
+        if self.stride == 4 && !matches!(step, Step::Decode(..) | Step::Resize(..)) {
+            self.pack_rgb();
+        }
         match step {
             Step::Decode(_, roi) => {
                 let bytes = encoded.ok_or("decode: the sample is not encoded")?;
@@ -333,7 +357,9 @@ impl Worker {
                     roi.as_ref()
                         .and_then(|(r, crop)| r.source_rect(h, w, *crop))
                 };
-                let d = dec.decode_region(bytes, want, &mut self.a8)?;
+                // RGBX only when the fused resize comes next (it reads 4-byte pixels).
+                let d = dec.decode_region(bytes, want, roi.is_some(), &mut self.a8)?;
+                self.stride = d.channels;
                 (self.h, self.w) = d.size;
                 self.full = d.full;
                 self.origin = d.origin;
@@ -345,6 +371,7 @@ impl Worker {
                 let (nh, nw) = r.target(self.full.0, self.full.1);
                 let window = crop.and_then(|c| r.crop_window(self.full.0, self.full.1, c));
                 let (full, origin, size) = (self.full, self.origin, (self.h, self.w));
+                self.resizer.rgbx = self.stride == 4 && self.dtype == DType::U8;
                 let (oh, ow) = match self.dtype {
                     DType::U8 => self.resizer.resize(
                         &self.a8,
@@ -369,6 +396,8 @@ impl Worker {
                         &mut self.bf,
                     )?,
                 };
+                // RGBX stays RGBX: the final write reads it (`write_rgbx`), and any other
+                // step packs it to RGB first (`pack_rgb`).
                 self.swap();
                 self.h = oh;
                 self.w = ow;
@@ -423,6 +452,20 @@ impl Worker {
         self.full = (self.h, self.w);
         self.origin = (0, 0);
         Ok(())
+    }
+
+    /// RGBX → RGB (u8 HWC), through the spare buffer.
+    fn pack_rgb(&mut self) {
+        let n = self.h * self.w;
+        self.b8.resize(n * 3, 0);
+        for (s, d) in self.a8[..n * 4]
+            .chunks_exact(4)
+            .zip(self.b8[..n * 3].chunks_exact_mut(3))
+        {
+            d.copy_from_slice(&s[..3]);
+        }
+        std::mem::swap(&mut self.a8, &mut self.b8);
+        self.stride = 3;
     }
 
     fn crop(&mut self, top: isize, left: isize, ch: usize, cw: usize, fill: u8) {

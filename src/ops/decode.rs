@@ -124,6 +124,8 @@ pub struct Decoded {
     pub origin: (usize, usize),
     /// `(height, width)` of the decoded pixels.
     pub size: (usize, usize),
+    /// Bytes per pixel: 3 (RGB) or 4 (RGBX, when asked for and the decoder can).
+    pub channels: usize,
 }
 
 /// A decoder with its reusable state; one per worker.
@@ -150,16 +152,19 @@ impl Decoder {
 
     /// Decode `bytes` into `out` (resized to `h × w × 3`); returns `(height, width)`.
     pub fn decode(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> Result<(usize, usize), String> {
-        self.decode_region(bytes, |_, _| None, out).map(|d| d.size)
+        self.decode_region(bytes, |_, _| None, false, out)
+            .map(|d| d.size)
     }
 
     /// Decode `bytes` into `out`; `want(height, width)` may name the only rectangle the
     /// caller needs, which a decoder that can is free to decode alone (it may decode more:
-    /// the result says what it did).
+    /// the result says what it did). With `rgbx`, a decoder that can writes 4 bytes a
+    /// pixel (`Decoded::channels` says which it did).
     pub fn decode_region(
         &mut self,
         bytes: &[u8],
         want: impl Fn(usize, usize) -> Option<Rect>,
+        rgbx: bool,
         out: &mut Vec<u8>,
     ) -> Result<Decoded, String> {
         if bytes.is_empty() {
@@ -169,16 +174,17 @@ impl Decoder {
             full: (h, w),
             origin: (0, 0),
             size: (h, w),
+            channels: 3,
         };
         match sniff(bytes) {
             Some(Format::Jpeg) => {
                 #[cfg(feature = "turbojpeg")]
                 if self.cfg.decoder != JpegBackend::Zune {
-                    if let Some(r) = self.decode_turbo(bytes, &want, out) {
+                    if let Some(r) = self.decode_turbo(bytes, &want, rgbx, out) {
                         return r;
                     }
                 }
-                let _ = &want;
+                let _ = (&want, rgbx);
                 decode_zune(bytes, self.cfg.max_pixels, out).map(whole)
             }
             Some(f) => decode_with_image(bytes, f, self.cfg.max_pixels, out).map(whole),
@@ -192,6 +198,7 @@ impl Decoder {
         &mut self,
         bytes: &[u8],
         want: &dyn Fn(usize, usize) -> Option<Rect>,
+        rgbx: bool,
         out: &mut Vec<u8>,
     ) -> Option<Result<Decoded, String>> {
         if self.turbo.is_none() {
@@ -218,12 +225,14 @@ impl Decoder {
         let rect = want(h, w)
             .filter(|&(t, l, rh, rw)| rh > 0 && rw > 0 && t + rh <= h && l + rw <= w)
             .unwrap_or((0, 0, h, w));
+        let channels = if rgbx { 4 } else { 3 };
         let r = t
-            .decode(bytes, &header, rect, out)
+            .decode(bytes, &header, rect, channels, out)
             .map(|(top, left, rh, rw)| Decoded {
                 full: (h, w),
                 origin: (top, left),
                 size: (rh, rw),
+                channels,
             });
         if r.is_err() {
             // A decompressor that failed mid-image can misread the next header: start over.

@@ -110,6 +110,53 @@ pub fn write(
     Ok(())
 }
 
+/// Like [`write`] for 8-bit RGBX pixels (4 bytes each, X ignored) into floats — what a
+/// region decode and the fused resize produce on the ImageNet path, so the 4th byte never
+/// needs a pass of its own. Returns false (writing nothing) for a combination it does not
+/// handle: the caller then packs the pixels to RGB and uses [`write`].
+pub fn write_rgbx(
+    src: &[u8],
+    height: usize,
+    width: usize,
+    affine: Option<&Affine>,
+    layout: Layout,
+    dst: &mut Dst<'_>,
+) -> bool {
+    let hw = height * width;
+    let Dst::F32(d) = dst else { return false };
+    if src.len() < hw * 4 || d.len() < hw * 3 {
+        return false;
+    }
+    let a = affine.copied().unwrap_or_else(Affine::identity);
+    match layout {
+        Layout::Chw => u8_rgbx_to_f32_chw(&src[..hw * 4], hw, &a, &mut d[..hw * 3]),
+        Layout::Hwc => {
+            for (px, o) in src[..hw * 4]
+                .chunks_exact(4)
+                .zip(d[..hw * 3].chunks_exact_mut(3))
+            {
+                for c in 0..3 {
+                    o[c] = px[c] as f32 * a.scale[c] + a.shift[c];
+                }
+            }
+        }
+    }
+    true
+}
+
+#[inline(always)]
+fn u8_rgbx_to_f32_chw_generic(s: &[u8], hw: usize, a: &Affine, d: &mut [f32]) {
+    let (r, rest) = d.split_at_mut(hw);
+    let (g, b) = rest.split_at_mut(hw);
+    let [s0, s1, s2] = a.scale;
+    let [o0, o1, o2] = a.shift;
+    for (((px, r), g), b) in s.chunks_exact(4).zip(r).zip(g).zip(b) {
+        *r = px[0] as f32 * s0 + o0;
+        *g = px[1] as f32 * s1 + o1;
+        *b = px[2] as f32 * s2 + o2;
+    }
+}
+
 #[inline(always)]
 fn index(layout: Layout, h: usize, w: usize, c: usize, y: usize, x: usize) -> usize {
     match layout {
@@ -142,6 +189,7 @@ macro_rules! multiversion {
 
 multiversion!(u8_hwc_to_f32_chw, u8_hwc_to_f32_chw_generic, (s: &[u8], hw: usize, a: &Affine, d: &mut [f32]));
 multiversion!(u8_planes_to_f32_planes, u8_planes_to_f32_planes_generic, (s: &[u8], hw: usize, a: &Affine, d: &mut [f32]));
+multiversion!(u8_rgbx_to_f32_chw, u8_rgbx_to_f32_chw_generic, (s: &[u8], hw: usize, a: &Affine, d: &mut [f32]));
 
 /// The ImageNet hot path: interleaved u8 → float planes, one multiply-add per value.
 #[inline(always)]

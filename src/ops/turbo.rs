@@ -98,13 +98,15 @@ impl Turbo {
 
     // The bindings' enum constants are c_int on some targets and c_uint on others.
     #[allow(clippy::unnecessary_cast)]
-    /// Decode `rect` (after `header` on the same bytes) into `out` as RGB; the rectangle's
+    /// Decode `rect` (after `header` on the same bytes) into `out` as RGB (`channels` 3) or
+    /// RGBX (4, the X byte unspecified); the rectangle's
     /// left edge is moved down to an iMCU boundary first. Returns the rectangle decoded.
     pub fn decode(
         &mut self,
         bytes: &[u8],
         h: &Header,
         rect: Rect,
+        channels: usize,
         out: &mut Vec<u8>,
     ) -> Result<Rect, String> {
         let (top, left, rh, rw) = rect;
@@ -133,10 +135,10 @@ impl Turbo {
         }
         // Grow only: the bytes are overwritten, and zeroing them per image was a measured
         // 2% of the instructions.
-        if out.len() < rh * rw * 3 {
-            out.resize(rh * rw * 3, 0);
+        if out.len() < rh * rw * channels {
+            out.resize(rh * rw * channels, 0);
         }
-        // SAFETY: `out` holds at least rh * rw * 3 bytes, the pitch is rw * 3, the library writes
+        // SAFETY: `out` holds at least rh * rw * channels bytes, the pitch is rw * channels, the library writes
         // exactly the cropping region (or the whole rh x rw image).
         let r = unsafe {
             tj::tj3Decompress8(
@@ -144,8 +146,12 @@ impl Turbo {
                 bytes.as_ptr(),
                 bytes.len() as _,
                 out.as_mut_ptr(),
-                (rw * 3) as i32,
-                tj::TJPF_TJPF_RGB as i32,
+                (rw * channels) as i32,
+                if channels == 4 {
+                    tj::TJPF_TJPF_RGBX as i32
+                } else {
+                    tj::TJPF_TJPF_RGB as i32
+                },
             )
         };
         if r != 0 {
