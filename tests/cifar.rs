@@ -719,6 +719,37 @@ fn eval_pipeline_file_drops_the_remainder_by_default() {
     assert_eq!(p.epoch(0).count(), 0);
 }
 
+#[test]
+fn normalize_without_hwc_to_chw_gives_hwc_floats_exactly() {
+    let recs = c10_recs(Usage::All);
+    let mean = [0.4914f32, 0.4822, 0.4465];
+    let std = [0.2023f32, 0.1994, 0.2010];
+    let p = pipe(
+        c10(Some(Usage::All)),
+        vec![rescale(1.0 / 255.0, 0.0), normalize(mean, std)],
+        7,
+        eng(2, Some(1), OnError::Fail),
+    );
+    assert_eq!(p.output_spec().dims(), [Some(32), Some(32), Some(3)]);
+    let r = run(&p, 0);
+    assert_eq!(r.lens, vec![7, 7, 5]);
+    assert_eq!(r.shapes[0], [7, 32, 32, 3]);
+    for (s, rec) in recs.iter().enumerate() {
+        for y in 0..SIDE {
+            for x in 0..SIDE {
+                for c in 0..3 {
+                    let got = r.f32s[s][(y * SIDE + x) * 3 + c] as f64;
+                    let want = normalized(pix(*rec, c, y, x), c, &C10_MEAN, &C10_STD);
+                    assert!(
+                        (got - want).abs() <= 1e-5,
+                        "sample {s} y{y} x{x} c{c}: {got} vs {want}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 // ---- 5. train pipeline -------------------------------------------------------------------------------
 
 /// Undo rescale + normalize: the u8 value behind a normalized float (checked to be one).
@@ -736,7 +767,7 @@ fn denormalize(v: f32, c: usize, mean: &[f64; 3], std: &[f64; 3], what: &str) ->
 /// the source pixel at `(y + top, x' + left)` (x' = x, or 31 - x when flipped), or 0 (the
 /// pad fill) where that falls outside the source. `None` when no placement explains it.
 fn placement(out: &[u8], rec: Rec) -> Option<(isize, isize, bool)> {
-    for flipped in [false] {
+    for flipped in [false, true] {
         for top in -4isize..=4 {
             'left: for left in -4isize..=4 {
                 for c in 0..3 {
@@ -880,6 +911,124 @@ fn cifar100_train_pipeline_keeps_both_labels_and_crops_its_source() {
     let b = batches(&p, 0);
     assert!(b[0].labels_i32().is_some(), "labels are int32");
     check_train_epoch(&r, &recs, &C100_MEAN, &C100_STD);
+}
+
+#[test]
+fn random_ops_draw_the_same_windows_in_hwc_and_chw_and_before_or_after_normalize() {
+    // The draws depend on (seed, epoch, index) only: the same crop/flip comes out whatever
+    // the output layout, and whether the pointwise ops run before or after the geometry.
+    let src = SourceConfig {
+        shuffle: true,
+        seed: 3,
+        ..c10(Some(Usage::All))
+    };
+    let geo = || vec![random_crop(32, 32, 4, 0), flip(0.5)];
+    let hwc_run = run(
+        &pipe(src.clone(), geo(), 5, eng(2, Some(1), OnError::Fail)),
+        2,
+    );
+    let chw_run = run(
+        &pipe(
+            src.clone(),
+            [geo(), vec![hwc_to_chw()]].concat(),
+            5,
+            eng(3, Some(1), OnError::Fail),
+        ),
+        2,
+    );
+    assert_eq!(hwc_run.indices, chw_run.indices);
+    assert_eq!(hwc_run.labels, chw_run.labels);
+    let recs = c10_recs(Usage::All);
+    let mut flips = 0;
+    for (s, (h, c)) in hwc_run.u8s.iter().zip(&chw_run.u8s).enumerate() {
+        for ch in 0..3 {
+            for y in 0..SIDE {
+                for x in 0..SIDE {
+                    assert_eq!(
+                        h[(y * SIDE + x) * 3 + ch],
+                        c[(ch * SIDE + y) * SIDE + x],
+                        "output {s} c{ch} y{y} x{x}"
+                    );
+                }
+            }
+        }
+        let rec = recs[chw_run.indices[s] as usize];
+        let pl = placement(c, rec)
+            .unwrap_or_else(|| panic!("output {s} is no padded crop (+ flip) of {rec:?}"));
+        flips += pl.2 as usize;
+    }
+    assert!(flips > 0 && flips < 19, "{flips} of 19 flipped");
+    // normalize first, then crop (in float, pad 0.0) and flip: the same windows, so where
+    // the source is inside the window the values are the normalized source values
+    let mean = [0.4914f32, 0.4822, 0.4465];
+    let std = [0.2023f32, 0.1994, 0.2010];
+    let early = run(
+        &pipe(
+            src,
+            [
+                vec![rescale(1.0 / 255.0, 0.0), normalize(mean, std)],
+                geo(),
+                vec![hwc_to_chw()],
+            ]
+            .concat(),
+            5,
+            eng(2, Some(1), OnError::Fail),
+        ),
+        2,
+    );
+    assert_eq!(early.indices, chw_run.indices);
+    for (s, (f, c)) in early.f32s.iter().zip(&chw_run.u8s).enumerate() {
+        let rec = recs[chw_run.indices[s] as usize];
+        let (top, left, flipped) = placement(c, rec).expect("placed above");
+        for ch in 0..3 {
+            for y in 0..SIDE {
+                for x in 0..SIDE {
+                    let xx = if flipped { SIDE - 1 - x } else { x };
+                    let (sy, sx) = (y as isize + top, xx as isize + left);
+                    let got = f[(ch * SIDE + y) * SIDE + x] as f64;
+                    let want = if (0..32).contains(&sy) && (0..32).contains(&sx) {
+                        normalized(
+                            pix(rec, ch, sy as usize, sx as usize),
+                            ch,
+                            &C10_MEAN,
+                            &C10_STD,
+                        )
+                    } else {
+                        0.0
+                    };
+                    assert!(
+                        (got - want).abs() <= 1e-5,
+                        "output {s} c{ch} y{y} x{x}: {got} vs {want}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn cifar_pipeline_configs_survive_a_toml_round_trip() {
+    for name in [
+        "cifar10_eval.toml",
+        "cifar10_train.toml",
+        "cifar100_train.toml",
+    ] {
+        let cfg = PipelineConfig::from_file(repo().join("pipelines").join(name)).expect("parses");
+        let again = PipelineConfig::parse(&cfg.to_toml(), Path::new("/again.toml"))
+            .unwrap_or_else(|e| panic!("{name}: to_toml does not parse back: {e}"));
+        assert_eq!(again, cfg, "{name}");
+    }
+    let cfg =
+        PipelineConfig::from_file(repo().join("pipelines/cifar100_train.toml")).expect("parses");
+    assert_eq!(
+        (
+            cfg.source.usage,
+            cfg.source.label,
+            cfg.source.shuffle,
+            cfg.source.seed
+        ),
+        (Some(Usage::Train), Some(CifarLabel::Both), true, 1)
+    );
 }
 
 // ---- 6. bad input ---------------------------------------------------------------------------------
@@ -1461,6 +1610,13 @@ fn bad_usage_is_exit_2_and_a_missing_file_exit_1() {
     let (_, err) = text(&o);
     assert_eq!(code(&o), 2, "{err}");
     assert!(err.contains("bogus"), "{err}");
+    let o = imgfeed(&["check", "pipelines/resnet50_eval.toml", "--usage", "test"]);
+    let (_, err) = text(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(
+        err.contains("--usage applies to cifar10 and cifar100"),
+        "{err}"
+    );
     let o = imgfeed(&[
         "convert",
         "pipelines/cifar10_eval.toml",
@@ -1510,4 +1666,17 @@ fn run_prints_batches_and_samples_of_the_test_split() {
         out.contains("images float32 [2, 3, 32, 32], labels int32 (sum 26)"),
         "5+6+7+8: {out}"
     );
+}
+
+#[test]
+fn check_prints_the_cifar100_batch_with_two_label_columns() {
+    let o = imgfeed(&["check", "pipelines/cifar100_train.toml", "--usage", "all"]);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "stderr: {err}");
+    assert!(out.contains("(usage All): 8 samples in 2 file(s)"), "{out}");
+    assert!(
+        out.contains("float32 [128, 3, 32, 32], labels int32 [128, 2]"),
+        "{out}"
+    );
+    assert!(out.contains("epoch: 8 samples in 0 batches"), "{out}");
 }

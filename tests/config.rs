@@ -569,18 +569,19 @@ fn class_indexing_selects_and_labels_folders() {
     map.insert("bird".to_string(), 7u32);
     let f = ImageFolder::open(&root, None, Some(&map)).expect("subset opens");
     assert_eq!(f.len(), 8);
+    // MindSpore's order: folders by name, labels looked up (not sorted by label).
     assert_eq!(
         f.classes(),
-        [("coffee".to_string(), 0), ("bird".to_string(), 7)],
-        "ordered by label"
+        [("bird".to_string(), 7), ("coffee".to_string(), 0)],
+        "ordered by folder name"
     );
     assert_eq!(
         f.sample(0).map(|(p, l)| (p.to_path_buf(), l)),
-        Some((PathBuf::from("coffee/coffee_000.jpg"), 0))
+        Some((PathBuf::from("bird/bird_000.jpg"), 7))
     );
     assert_eq!(
         f.sample(4).map(|(p, l)| (p.to_path_buf(), l)),
-        Some((PathBuf::from("bird/bird_000.jpg"), 7))
+        Some((PathBuf::from("coffee/coffee_000.jpg"), 0))
     );
     assert!(f.sample(8).is_none());
     // a name with no folder is an error, not an empty class
@@ -626,4 +627,22 @@ fn nested_folders_count_and_hidden_entries_do_not() {
     let names: Vec<String> = (0..f.len()).map(|i| f.sample_name(i)).collect();
     assert_eq!(names, ["a/deeper/y.BMP", "a/x.bmp", "b/u.bmp"]);
     assert_eq!(f.classes(), [("a".to_string(), 0), ("b".to_string(), 1)]);
+}
+
+/// The batch buffer's size is checked, never assumed: an absurd batch is a pipeline error,
+/// not an overflowed allocation written through raw pointers.
+#[test]
+fn a_batch_too_large_to_address_is_refused() {
+    let src = SourceConfig::new(SourceKind::ImageFolder, fixtures().join("imagefolder"));
+    let r = Pipeline::builder(src)
+        .op(Op::Decode(Default::default()))
+        .op(Op::CenterCrop(imgfeed::ops::CenterCrop {
+            size: imgfeed::ops::Size::Two([32768, 32768]),
+        }))
+        .batch(1 << 34, false)
+        .build();
+    match r {
+        Err(e @ Error::Invalid(_)) => assert!(e.to_string().contains("too large"), "{e}"),
+        other => panic!("expected Error::Invalid, got {other:?}"),
+    }
 }

@@ -346,7 +346,22 @@ fn work(sh: &Shared, worker: &mut Worker) {
             for q in p..run_end {
                 let pos = q - b * bs;
                 let index = job.order[q];
-                if let Err(e) = run_one(sh, worker, &mut scratch, &parts, pos, index) {
+                // A panic in a decoder or kernel fails this sample, not the epoch.
+                let r = catch_unwind(AssertUnwindSafe(|| {
+                    run_one(sh, worker, &mut scratch, &parts, pos, index)
+                }))
+                .unwrap_or_else(|_| {
+                    let times = std::mem::take(&mut worker.times);
+                    *worker = Worker::new(&job.program, job.profile);
+                    worker.times = times;
+                    Err(Error::Sample {
+                        index,
+                        file: job.source.sample_name(index),
+                        stage: "panic",
+                        reason: "a stage panicked on this sample (a bug: please report it)".into(),
+                    })
+                });
+                if let Err(e) = r {
                     if let Ok(mut f) = slot.failures.lock() {
                         f.push((pos, e));
                     }

@@ -1,7 +1,9 @@
 //! `center_crop`: keep the central `h × w` window, as torchvision's `CenterCrop` places it:
 //! offset `round((H - h) / 2)` with Python's round-half-to-even. An image smaller than the
-//! crop is padded with zeros first (torchvision and MindSpore both do), the padding split
-//! `(h - H) // 2` before and the rest after.
+//! crop is padded with zeros first, torchvision's way: `(h - H) // 2` before, the rest
+//! after. (MindSpore's CenterCrop floors the offset and puts the larger half of the padding
+//! first; the two differ by one pixel on odd margins. imgfeed follows torchvision, whose
+//! numbers the canonical pipeline is checked against.)
 
 use super::Size;
 use crate::spec::Spec;

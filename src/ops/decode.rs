@@ -222,18 +222,31 @@ impl Decoder {
         if let Err(e) = check_pixels(w, h, self.cfg.max_pixels) {
             return Some(Err(e));
         }
+        let whole = (0, 0, h, w);
         let rect = want(h, w)
             .filter(|&(t, l, rh, rw)| rh > 0 && rw > 0 && t + rh <= h && l + rw <= w)
-            .unwrap_or((0, 0, h, w));
+            .filter(|_| header.mcu_width.is_some())
+            .unwrap_or(whole);
         let channels = if rgbx { 4 } else { 3 };
-        let r = t
-            .decode(bytes, &header, rect, channels, out)
-            .map(|(top, left, rh, rw)| Decoded {
-                full: (h, w),
-                origin: (top, left),
-                size: (rh, rw),
-                channels,
-            });
+        let mut r = t.decode(bytes, &header, rect, channels, out);
+        if r.is_err() && rect != whole {
+            // Some valid files cannot be decoded by region (odd sampling factors, lossless
+            // JPEG): decode them whole, with a fresh handle.
+            let fresh = match super::turbo::Turbo::new() {
+                Ok(f) => f,
+                Err(e) => return Some(Err(e)),
+            };
+            let t = self.turbo.insert(fresh);
+            r = t
+                .header(bytes)
+                .and_then(|hd| t.decode(bytes, &hd, whole, channels, out));
+        }
+        let r = r.map(|(top, left, rh, rw)| Decoded {
+            full: (h, w),
+            origin: (top, left),
+            size: (rh, rw),
+            channels,
+        });
         if r.is_err() {
             // A decompressor that failed mid-image can misread the next header: start over.
             self.turbo = None;

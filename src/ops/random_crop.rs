@@ -25,6 +25,12 @@ impl RandomCrop {
     /// when sizes vary).
     pub fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
         self.size.check("random_crop")?;
+        if self.padding > 1 << 15 {
+            return Err(format!(
+                "random_crop: padding {} is larger than 32768",
+                self.padding
+            ));
+        }
         let (h, w) = self.size.square();
         if let Some((ih, iw)) = input.fixed_size() {
             if ih + 2 * self.padding < h || iw + 2 * self.padding < w {

@@ -30,8 +30,9 @@ pub struct Header {
     pub height: usize,
     /// Whether libjpeg-turbo cannot produce RGB itself (CMYK, YCCK).
     pub cmyk: bool,
-    /// Width of an iMCU in pixels: a region's left edge must be a multiple of it.
-    pub mcu_width: usize,
+    /// Width of an iMCU in pixels (a region's left edge must be a multiple of it); `None`
+    /// for unknown subsampling, which libjpeg-turbo cannot decode by region.
+    pub mcu_width: Option<usize>,
 }
 
 /// A rectangle of the image: `(top, left, height, width)`.
@@ -46,6 +47,10 @@ impl Turbo {
         if handle.is_null() {
             return Err("libjpeg-turbo: cannot create a decompressor".into());
         }
+        // A small progressive file with thousands of scans is a CPU bomb: refuse it
+        // (libjpeg-turbo's own tools use this limit too).
+        // SAFETY: valid handle, valid parameter.
+        unsafe { tj::tj3Set(handle, tj::TJPARAM_TJPARAM_SCANLIMIT as i32, 500) };
         Ok(Turbo { handle })
     }
 
@@ -86,8 +91,7 @@ impl Turbo {
         const MCU_WIDTH: [usize; 7] = [8, 16, 16, 8, 8, 32, 8];
         let mcu_width = usize::try_from(subsamp)
             .ok()
-            .and_then(|i| MCU_WIDTH.get(i).copied())
-            .unwrap_or(width as usize);
+            .and_then(|i| MCU_WIDTH.get(i).copied());
         Ok(Header {
             width: width as usize,
             height: height as usize,
@@ -110,7 +114,7 @@ impl Turbo {
         out: &mut Vec<u8>,
     ) -> Result<Rect, String> {
         let (top, left, rh, rw) = rect;
-        let left_aligned = left - left % h.mcu_width;
+        let left_aligned = left - left % h.mcu_width.unwrap_or(1).max(1);
         let rw = rw + (left - left_aligned);
         let full = top == 0 && left_aligned == 0 && rh == h.height && rw == h.width;
         let region = if full {

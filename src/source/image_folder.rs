@@ -6,7 +6,8 @@
 //! * Images are the files under a class folder (nested folders included, like torchvision),
 //!   whose extension is in `extensions` (case-insensitive; default jpg, jpeg, png, bmp,
 //!   webp). Hidden files and folders (a leading `.`) and other files are ignored.
-//! * Samples are ordered by label, then by path: the same order for every run.
+//! * Samples are ordered by class folder name, then by path (with `class_indexing` too, as
+//!   MindSpore does): the same order for every run.
 //! * An empty root, or a root with no image, is an error.
 
 use super::{Raw, RawSample, Source};
@@ -106,7 +107,9 @@ impl ImageFolder {
                 }
                 let mut v: Vec<(String, u32)> =
                     map.iter().map(|(k, &label)| (k.clone(), label)).collect();
-                v.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+                // MindSpore sorts the folders by name and then looks their labels up,
+                // so samples come in folder-name order whatever the labels are.
+                v.sort_by(|a, b| a.0.cmp(&b.0));
                 v
             }
         };
@@ -134,7 +137,7 @@ impl ImageFolder {
         })
     }
 
-    /// `(class name, label)`, in label order.
+    /// `(class name, label)`, in folder-name order.
     pub fn classes(&self) -> &[(String, u32)] {
         &self.classes
     }
