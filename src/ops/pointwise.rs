@@ -110,10 +110,10 @@ pub fn write(
     Ok(())
 }
 
-/// Like [`write`] for 8-bit RGBX pixels (4 bytes each, X ignored) into floats — what a
+/// Like [`write()`] for 8-bit RGBX pixels (4 bytes each, X ignored) into floats — what a
 /// region decode and the fused resize produce on the ImageNet path, so the 4th byte never
 /// needs a pass of its own. Returns false (writing nothing) for a combination it does not
-/// handle: the caller then packs the pixels to RGB and uses [`write`].
+/// handle: the caller then packs the pixels to RGB and uses [`write()`].
 pub fn write_rgbx(
     src: &[u8],
     height: usize,
