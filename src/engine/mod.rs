@@ -80,7 +80,7 @@ struct RawParts {
 }
 
 struct Slot {
-    /// The buffer being filled; touched by the coordinator only while no worker can
+    /// The buffer being filled; touched under the emit lock only while no worker can
     /// reach this slot (before it is published as open, after `remaining` hits zero).
     buf: UnsafeCell<Option<BatchBuf>>,
     parts: UnsafeCell<RawParts>,
@@ -90,9 +90,10 @@ struct Slot {
 
 // SAFETY: workers write through `parts` only into the slot positions they claimed (each
 // position is claimed exactly once through `next_unit`), so writes never overlap; `buf`
-// and `parts` are written by the coordinator only before the batch is published through
+// and `parts` are written under the emit lock only before the batch is published through
 // `opened` (Release/Acquire) and read back after every worker reported the batch done
-// through `remaining` (AcqRel) and the done channel.
+// through `remaining` (AcqRel: the worker whose decrement reaches zero has seen every
+// other worker's writes, and it alone takes the buffer back out in `complete`).
 unsafe impl Sync for Slot {}
 unsafe impl Send for Slot {}
 
@@ -157,7 +158,7 @@ impl Shared {
         self.wake.notify_all();
     }
 
-    /// Put a fresh buffer into the slot of batch `b` (coordinator only).
+    /// Put a fresh buffer into the slot of batch `b` (under the emit lock).
     fn open(&self, b: usize) {
         let slot = &self.slots[b % self.slots.len()];
         let mut buf = self.job.pool.take();
