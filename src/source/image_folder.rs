@@ -18,6 +18,10 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+thread_local! {
+    static PATH: std::cell::RefCell<PathBuf> = const { std::cell::RefCell::new(PathBuf::new()) };
+}
+
 /// Extensions read when none are given.
 pub const DEFAULT_EXTENSIONS: [&str; 5] = ["jpg", "jpeg", "png", "bmp", "webp"];
 
@@ -211,16 +215,22 @@ impl Source for ImageFolder {
             stage: "read",
             reason: "index out of range".into(),
         })?;
-        let path = self.root.join(rel);
         let fail = |e: std::io::Error| Error::Sample {
             index,
             file: rel.to_string_lossy().into_owned(),
             stage: "read",
             reason: e.to_string(),
         };
+        // The full path is built in a per-thread buffer: no allocation per sample.
+        let file = PATH.with_borrow_mut(|path| {
+            path.clear();
+            path.push(&self.root);
+            path.push(rel);
+            fs::File::open(&*path)
+        });
         scratch.clear();
-        let mut f = fs::File::open(&path).map_err(fail)?;
-        f.read_to_end(scratch).map_err(fail)?;
+        file.and_then(|mut f| f.read_to_end(scratch))
+            .map_err(fail)?;
         Ok(RawSample {
             raw: Raw::Encoded(scratch),
             labels: [*label, 0],
