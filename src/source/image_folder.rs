@@ -19,7 +19,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 thread_local! {
-    static PATH: std::cell::RefCell<PathBuf> = const { std::cell::RefCell::new(PathBuf::new()) };
+    static PATH: std::cell::RefCell<PathBuf> = std::cell::RefCell::new(PathBuf::new());
 }
 
 /// Extensions read when none are given.
