@@ -394,6 +394,7 @@ fn resnet50_eval_parses_to_the_canonical_values() {
         Op::Resize(Resize {
             size: Size::One(256),
             filter: Filter::Bilinear,
+            exact: false,
         }),
         Op::CenterCrop(CenterCrop {
             size: Size::One(224),

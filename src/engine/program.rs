@@ -372,6 +372,7 @@ impl Worker {
                 let window = crop.and_then(|c| r.crop_window(self.full.0, self.full.1, c));
                 let (full, origin, size) = (self.full, self.origin, (self.h, self.w));
                 self.resizer.rgbx = self.stride == 4 && self.dtype == DType::U8;
+                self.resizer.exact = r.exact;
                 let (oh, ow) = match self.dtype {
                     DType::U8 => self.resizer.resize(
                         &self.a8,

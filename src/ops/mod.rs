@@ -19,6 +19,7 @@ pub mod decode;
 pub mod geometry;
 pub mod hwc_to_chw;
 pub mod normalize;
+pub mod pillow_bilinear;
 pub mod pointwise;
 pub mod random_crop;
 pub mod random_horizontal_flip;

@@ -219,6 +219,7 @@ pub fn resize_short(s: usize, filter: Filter) -> Op {
     Op::Resize(Resize {
         size: Size::One(s),
         filter,
+        exact: false,
     })
 }
 
@@ -227,6 +228,7 @@ pub fn resize_exact(h: usize, w: usize, filter: Filter) -> Op {
     Op::Resize(Resize {
         size: Size::Two([h, w]),
         filter,
+        exact: false,
     })
 }
 
