@@ -647,3 +647,24 @@ fn a_batch_too_large_to_address_is_refused() {
         other => panic!("expected Error::Invalid, got {other:?}"),
     }
 }
+
+/// `exact` is Pillow's bilinear arithmetic: asking for it with another filter is refused.
+#[test]
+fn exact_resize_needs_the_bilinear_filter() {
+    let src = SourceConfig::new(SourceKind::ImageFolder, fixtures().join("imagefolder"));
+    let r = Pipeline::builder(src)
+        .op(Op::Decode(Default::default()))
+        .op(Op::Resize(Resize {
+            size: imgfeed::ops::Size::One(64),
+            filter: Filter::Bicubic,
+            exact: true,
+        }))
+        .op(Op::CenterCrop(imgfeed::ops::CenterCrop {
+            size: imgfeed::ops::Size::One(32),
+        }))
+        .build();
+    match r {
+        Err(e @ Error::Invalid(_)) => assert!(e.to_string().contains("exact"), "{e}"),
+        other => panic!("expected Error::Invalid, got {other:?}"),
+    }
+}
