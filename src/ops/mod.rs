@@ -14,6 +14,9 @@
 use crate::spec::Spec;
 use serde::{Deserialize, Serialize};
 
+#[macro_use]
+mod simd;
+
 pub mod center_crop;
 pub mod decode;
 pub mod geometry;

@@ -19,6 +19,8 @@ struct Axis {
     len: Vec<usize>,
     weights: Vec<i32>,
     ksize: usize,
+    /// Per-output double-precision weights, reused.
+    scratch: Vec<f64>,
 }
 
 impl Axis {
@@ -43,7 +45,9 @@ impl Axis {
         self.weights.resize(count * ksize, 0);
         self.ksize = ksize;
         let ss = 1.0 / filterscale;
-        let mut k = vec![0f64; ksize];
+        let mut k = std::mem::take(&mut self.scratch);
+        k.clear();
+        k.resize(ksize, 0.0);
         for (j, xx) in (start..start + count).enumerate() {
             let center = (xx as f64 + 0.5) * scale;
             let xmin = ((center - support + 0.5) as i64).max(0) as usize;
@@ -79,6 +83,7 @@ impl Axis {
             self.first.push(xmin - origin);
             self.len.push(n);
         }
+        self.scratch = k;
         Ok(())
     }
 }
@@ -161,26 +166,6 @@ impl PillowBilinear {
         }
         Ok(())
     }
-}
-
-/// Runs `$generic` compiled for AVX2 when the CPU has it (32-bit multiplies need SSE4.1 or
-/// AVX2; the baseline x86-64 target has neither), plain otherwise. Integer arithmetic, so
-/// both give the same bytes.
-macro_rules! dispatch {
-    ($generic:path, ($($arg:ident: $ty:ty),*)) => {{
-        #[cfg(target_arch = "x86_64")]
-        {
-            #[target_feature(enable = "avx2")]
-            unsafe fn avx2($($arg: $ty),*) {
-                $generic($($arg),*)
-            }
-            if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU supports AVX2 (checked just above).
-                return unsafe { avx2($($arg),*) };
-            }
-        }
-        $generic($($arg),*)
-    }};
 }
 
 /// The horizontal pass over a band of rows, `CH` bytes a pixel.
@@ -285,19 +270,7 @@ unsafe fn horizontal4_sse41(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn horizontal3(
-    src: &[u8],
-    cols: usize,
-    first: &[usize],
-    len: &[usize],
-    weights: &[i32],
-    ksize: usize,
-    mid: &mut [u8],
-    ww: usize,
-) {
-    dispatch!(horizontal_generic::<3>, (src: &[u8], cols: usize, first: &[usize], len: &[usize], weights: &[i32], ksize: usize, mid: &mut [u8], ww: usize))
-}
+multiversion!(horizontal3, horizontal_generic::<3>, (src: &[u8], cols: usize, first: &[usize], len: &[usize], weights: &[i32], ksize: usize, mid: &mut [u8], ww: usize));
 
 /// One output row of the vertical pass: a weighted sum of whole rows (vectorises fully).
 #[inline(always)]
@@ -313,6 +286,4 @@ fn vertical_row_generic(rows: &[u8], row_bytes: usize, k: &[i32], acc: &mut [i32
     }
 }
 
-fn vertical_row(rows: &[u8], row_bytes: usize, k: &[i32], acc: &mut [i32], dst: &mut [u8]) {
-    dispatch!(vertical_row_generic, (rows: &[u8], row_bytes: usize, k: &[i32], acc: &mut [i32], dst: &mut [u8]))
-}
+multiversion!(vertical_row, vertical_row_generic, (rows: &[u8], row_bytes: usize, k: &[i32], acc: &mut [i32], dst: &mut [u8]));

@@ -165,28 +165,6 @@ fn index(layout: Layout, h: usize, w: usize, c: usize, y: usize, x: usize) -> us
     }
 }
 
-/// Runs `$body` compiled for AVX2 when the CPU has it (the default target is baseline
-/// x86-64, whose SSE2 converts u8 to f32 four at a time), plain otherwise. Without FMA, so
-/// both versions round exactly alike.
-macro_rules! multiversion {
-    ($name:ident, $generic:ident, ($($arg:ident: $ty:ty),*)) => {
-        fn $name($($arg: $ty),*) {
-            #[cfg(target_arch = "x86_64")]
-            {
-                #[target_feature(enable = "avx2")]
-                unsafe fn avx2($($arg: $ty),*) {
-                    $generic($($arg),*)
-                }
-                if std::arch::is_x86_feature_detected!("avx2") {
-                    // SAFETY: the CPU supports AVX2 (checked just above).
-                    return unsafe { avx2($($arg),*) };
-                }
-            }
-            $generic($($arg),*)
-        }
-    };
-}
-
 multiversion!(u8_hwc_to_f32_chw, u8_hwc_to_f32_chw_generic, (s: &[u8], hw: usize, a: &Affine, d: &mut [f32]));
 multiversion!(u8_planes_to_f32_planes, u8_planes_to_f32_planes_generic, (s: &[u8], hw: usize, a: &Affine, d: &mut [f32]));
 multiversion!(u8_rgbx_to_f32_chw, u8_rgbx_to_f32_chw_generic, (s: &[u8], hw: usize, a: &Affine, d: &mut [f32]));
