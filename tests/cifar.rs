@@ -12,7 +12,6 @@ use imgfeed::{
     SourceConfig, SourceKind,
 };
 use std::path::Path;
-use std::process::{Command, Output};
 
 // ---- the fixtures' formulas ----------------------------------------------------------------
 
@@ -1476,34 +1475,6 @@ fn two_shards_split_cifar_all_with_wrap_around_padding() {
 }
 
 // ---- 8. the binary --------------------------------------------------------------------------------
-
-fn imgfeed(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_imgfeed"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("run the imgfeed binary")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("exited normally (not by a signal)")
-}
-
-/// `(header dict, data bytes)` of a version-1.0 `.npy` file.
-fn read_npy(path: &Path) -> (String, Vec<u8>) {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert_eq!(&bytes[..8], b"\x93NUMPY\x01\x00", "{}", path.display());
-    let hlen = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
-    let header = String::from_utf8(bytes[10..10 + hlen].to_vec()).expect("ascii header");
-    (header.trim_end().to_string(), bytes[10 + hlen..].to_vec())
-}
 
 #[test]
 fn convert_writes_the_cifar10_train_split() {

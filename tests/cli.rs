@@ -4,46 +4,8 @@
 mod common;
 
 use common::*;
-use std::path::Path;
-use std::process::{Command, Output};
 
 const CANONICAL: &str = "pipelines/resnet50_eval.toml";
-
-fn imgfeed(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_imgfeed"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("run the imgfeed binary")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("exited normally (not by a signal)")
-}
-
-/// `(header dict, data bytes)` of a `.npy` file, checking the version-1.0 framing.
-fn read_npy(path: &Path) -> (String, Vec<u8>) {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert_eq!(
-        &bytes[..8],
-        b"\x93NUMPY\x01\x00",
-        "{}: npy magic and version",
-        path.display()
-    );
-    let hlen = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
-    let data_at = 10 + hlen;
-    assert_eq!(data_at % 64, 0, "npy data must start 64-byte aligned");
-    let header = String::from_utf8(bytes[10..data_at].to_vec()).expect("ascii header");
-    assert!(header.ends_with('\n'));
-    (header.trim_end().to_string(), bytes[data_at..].to_vec())
-}
 
 /// FNV-1a 64 as `imgfeed run` prints it.
 fn fnv(mut h: u64, bytes: &[u8]) -> u64 {

@@ -5,6 +5,7 @@
 
 use imgfeed::{Batch, EngineConfig, Labels, OnError, Pipeline, SourceConfig, SourceKind};
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 /// The repository's `fixtures/` folder.
 pub fn fixtures() -> PathBuf {
@@ -287,4 +288,43 @@ pub fn engine_with(workers: usize, prefetch: usize, queue: usize) -> EngineConfi
     imgfeed::PipelineConfig::parse(&text, Path::new("engine.toml"))
         .expect("engine table parses")
         .engine
+}
+
+// ---- running the binary and reading what `convert` writes ----
+
+/// Run the `imgfeed` binary from the repository root.
+pub fn imgfeed(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_imgfeed"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("run the imgfeed binary")
+}
+
+pub fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+pub fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited normally (not by a signal)")
+}
+
+/// `(header dict, data bytes)` of a `.npy` file, checking the version-1.0 framing.
+pub fn read_npy(path: &Path) -> (String, Vec<u8>) {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(
+        &bytes[..8],
+        b"\x93NUMPY\x01\x00",
+        "{}: npy magic and version",
+        path.display()
+    );
+    let hlen = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let data_at = 10 + hlen;
+    assert_eq!(data_at % 64, 0, "npy data must start 64-byte aligned");
+    let header = String::from_utf8(bytes[10..data_at].to_vec()).expect("ascii header");
+    assert!(header.ends_with('\n'));
+    (header.trim_end().to_string(), bytes[data_at..].to_vec())
 }
