@@ -1,8 +1,9 @@
-//! Command-line interface: `check`, `run`, `convert`, `bench`.
+//! Command-line interface: `check`, `run`, `convert`, `merge-index`, `bench`.
 
 mod bench;
 mod check;
 mod convert;
+mod merge_index;
 mod run;
 
 use anyhow::Result;
@@ -42,6 +43,19 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Npy)]
         format: Format,
+        /// shards: bytes per shard file (1GB, 512MB, ...), overriding `store.shard_size`
+        /// (default 1GB).
+        #[arg(long)]
+        shard_size: Option<String>,
+        /// shards: how samples are stored (jpeg, raw, original), overriding `store.mode`.
+        #[arg(long)]
+        store: Option<String>,
+    },
+    /// Join the slice manifests of a split shards conversion (`convert --format shards
+    /// --num-shards K --shard-id I --out DIR`, one per slice) into DIR/manifest.json.
+    MergeIndex {
+        /// The folder the slices were written to.
+        dir: PathBuf,
     },
     /// Measure throughput: images/s, MB/s, CPU time, peak RSS, time per stage.
     Bench {
@@ -63,6 +77,8 @@ enum Command {
 enum Format {
     /// images.npy, labels.npy, samples.txt
     Npy,
+    /// shard files + index + manifest.json, read back by pointing --data at the folder
+    Shards,
 }
 
 /// Options every command takes.
@@ -85,6 +101,13 @@ struct Common {
     /// Samples a worker claims at once, overriding `engine.work_unit`.
     #[arg(long)]
     work_unit: Option<usize>,
+    /// Data-parallel shards, overriding `source.num_shards` (convert --format shards:
+    /// slices converted separately and joined by merge-index).
+    #[arg(long)]
+    num_shards: Option<usize>,
+    /// This process's shard, overriding `source.shard_id`.
+    #[arg(long)]
+    shard_id: Option<usize>,
 }
 
 impl Common {
@@ -101,6 +124,12 @@ impl Common {
         }
         if let Some(u) = self.work_unit {
             cfg.engine.work_unit = Some(u);
+        }
+        if let Some(n) = self.num_shards {
+            cfg.source.num_shards = n;
+        }
+        if let Some(i) = self.shard_id {
+            cfg.source.shard_id = i;
         }
         if let Some(u) = self.usage {
             if cfg.source.kind == imgfeed::SourceKind::ImageFolder {
@@ -145,7 +174,16 @@ pub fn main() -> i32 {
             common,
             out,
             format: Format::Npy,
+            ..
         } => convert::convert(&common, &out),
+        Command::Convert {
+            common,
+            out,
+            format: Format::Shards,
+            shard_size,
+            store,
+        } => convert::convert_shards(&common, &out, shard_size, store),
+        Command::MergeIndex { dir } => merge_index::merge_index(&dir),
         Command::Bench {
             common,
             epochs,

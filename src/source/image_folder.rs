@@ -201,6 +201,10 @@ impl Source for ImageFolder {
         Spec::encoded()
     }
 
+    fn classes(&self) -> Vec<(String, u32)> {
+        self.classes.clone()
+    }
+
     fn sample_name(&self, index: usize) -> String {
         match self.samples.get(index) {
             Some((p, _)) => p.to_string_lossy().into_owned(),
