@@ -293,6 +293,7 @@ impl Source for Shards {
                 layout: Layout::Hwc,
                 dtype: DType::U8,
                 label_columns,
+                source_pixels: true,
                 ..Spec::encoded()
             },
         }
