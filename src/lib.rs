@@ -35,9 +35,11 @@ pub mod sink;
 pub mod source;
 pub mod spec;
 
-pub use engine::{Batch, Epoch, Labels, OnError, StageTimes};
+pub use engine::{Batch, Epoch, Labels, OnError, StageTimes, State};
 pub use error::{Error, Result};
 pub use pipeline::{
-    BatchConfig, EngineConfig, Pipeline, PipelineBuilder, PipelineConfig, SourceConfig, SourceKind,
+    BatchConfig, EngineConfig, Pipeline, PipelineBuilder, PipelineConfig, ShardFrom, SourceConfig,
+    SourceKind,
 };
+pub use plan::Uneven;
 pub use spec::{DType, LabelType, Layout, Spec};
