@@ -255,6 +255,14 @@ pub struct EngineConfig {
     /// image files, 64 for CIFAR records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work_unit: Option<usize>,
+    /// Apply the geometric fusions (resize + center_crop in one call, decoding only the
+    /// region a crop reads). `false` runs each op on its own: to check and measure them.
+    #[serde(default = "yes")]
+    pub fuse: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Default for EngineConfig {
@@ -266,6 +274,7 @@ impl Default for EngineConfig {
             on_error: OnError::Error,
             profile: false,
             work_unit: None,
+            fuse: true,
         }
     }
 }
@@ -460,7 +469,7 @@ impl Pipeline {
                 config.batch.size
             )));
         }
-        let program = Program::compile(&source.spec(), &config.ops, &spec);
+        let program = Program::compile(&source.spec(), &config.ops, &spec, config.engine.fuse);
         let shape = BufShape {
             batch_size: config.batch.size,
             sample_elems: elems,
@@ -551,7 +560,7 @@ impl Pipeline {
         let skip = e.on_error == OnError::Skip;
         let start = match state.sample {
             Some(s) if skip => s,
-            _ => state.batch * bs,
+            _ => (state.batch * bs).min(order.len()),
         };
         if start > order.len() {
             return Err(Error::Invalid(format!(

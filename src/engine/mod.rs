@@ -472,6 +472,15 @@ impl Iterator for Epoch {
     }
 }
 
+impl std::fmt::Debug for Epoch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Epoch")
+            .field("state", &self.state)
+            .field("batches", &self.batches)
+            .finish()
+    }
+}
+
 impl Drop for Epoch {
     fn drop(&mut self) {
         self.shutdown();
