@@ -1,6 +1,6 @@
 //! `imgfeed bench`: throughput of a pipeline on real data, with what it cost.
 
-use super::{progress, Common};
+use super::{epoch_range, open_epoch, progress, Common};
 use anyhow::Result;
 use std::time::Instant;
 
@@ -15,7 +15,7 @@ fn rusage() -> (f64, u64) {
     (t(ru.ru_utime) + t(ru.ru_stime), ru.ru_maxrss as u64 * 1024)
 }
 
-pub fn bench(c: &Common, epochs: u64, json: bool, profile: bool) -> Result<i32> {
+pub fn bench(c: &Common, epochs: Option<u64>, json: bool, profile: bool) -> Result<i32> {
     let mut cfg = c.config()?;
     cfg.engine.profile = profile;
     let p = imgfeed::Pipeline::new(cfg)?;
@@ -25,9 +25,9 @@ pub fn bench(c: &Common, epochs: u64, json: bool, profile: bool) -> Result<i32> 
     let mut batches = 0usize;
     let mut out_bytes = 0usize;
     let mut times = imgfeed::StageTimes::default();
-    for e in 0..epochs {
+    for e in epoch_range(c, &p, epochs)? {
         let bar = progress(p.batches_per_epoch() as u64, "batches");
-        let mut epoch = p.epoch(e);
+        let mut epoch = open_epoch(c, &p, e)?;
         for batch in &mut epoch {
             let batch = batch?;
             images += batch.len();

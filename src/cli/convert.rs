@@ -15,7 +15,7 @@ pub fn convert(c: &Common, out: &Path) -> Result<i32> {
     let p = Pipeline::new(cfg)?;
     let bar = progress(p.samples_per_epoch() as u64, "samples");
     let report = write_npy_dir(
-        p.epoch(0),
+        p.resume(c.start())?,
         &p,
         out,
         |n| bar.inc(n as u64),

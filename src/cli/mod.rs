@@ -8,7 +8,7 @@ mod run;
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use imgfeed::source::Usage;
-use imgfeed::{Pipeline, PipelineConfig};
+use imgfeed::{OnError, Pipeline, PipelineConfig, State, Uneven};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::PathBuf;
 
@@ -28,9 +28,13 @@ enum Command {
     Run {
         #[command(flatten)]
         common: Common,
-        /// Epochs to run.
-        #[arg(long, default_value_t = 1)]
-        epochs: u64,
+        /// Epochs of the run (default `source.num_epochs`); with `--start-epoch`, the run
+        /// covers epochs start..epochs.
+        #[arg(long)]
+        epochs: Option<u64>,
+        /// Stop after this many batches and print the state to resume from.
+        #[arg(long)]
+        max_batches: Option<usize>,
     },
     /// Write every sample (nothing dropped) to files.
     Convert {
@@ -47,9 +51,9 @@ enum Command {
     Bench {
         #[command(flatten)]
         common: Common,
-        /// Epochs to run.
-        #[arg(long, default_value_t = 1)]
-        epochs: u64,
+        /// Epochs of the run (default `source.num_epochs`).
+        #[arg(long)]
+        epochs: Option<u64>,
         /// Print one JSON line instead of a table.
         #[arg(long)]
         json: bool,
@@ -85,6 +89,34 @@ struct Common {
     /// Samples a worker claims at once, overriding `engine.work_unit`.
     #[arg(long)]
     work_unit: Option<usize>,
+    /// Seed of the shuffle and the random ops, overriding `source.seed`.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Shuffle every epoch (overrides `source.shuffle`).
+    #[arg(long, overrides_with = "no_shuffle")]
+    shuffle: bool,
+    /// Keep the source order (overrides `source.shuffle`).
+    #[arg(long, overrides_with = "shuffle")]
+    no_shuffle: bool,
+    /// Data-parallel shards, overriding `source.num_shards` (and `shard = "env"`).
+    #[arg(long)]
+    num_shards: Option<usize>,
+    /// This process's shard, overriding `source.shard_id` (and `shard = "env"`).
+    #[arg(long)]
+    shard_id: Option<usize>,
+    /// When the shards do not divide the dataset: pad, drop or exact.
+    #[arg(long)]
+    uneven: Option<Uneven>,
+    /// Bad samples: error (stop), skip (leave out, report) or replace (fill from the same
+    /// shard, report), overriding `engine.on_error`.
+    #[arg(long)]
+    on_error: Option<OnError>,
+    /// Start at this epoch (resume).
+    #[arg(long, default_value_t = 0)]
+    start_epoch: u64,
+    /// Start at this batch of the start epoch (resume).
+    #[arg(long, default_value_t = 0)]
+    start_batch: usize,
 }
 
 impl Common {
@@ -102,6 +134,30 @@ impl Common {
         if let Some(u) = self.work_unit {
             cfg.engine.work_unit = Some(u);
         }
+        if let Some(seed) = self.seed {
+            cfg.source.seed = seed;
+        }
+        if self.shuffle {
+            cfg.source.shuffle = true;
+        }
+        if self.no_shuffle {
+            cfg.source.shuffle = false;
+        }
+        if self.num_shards.is_some() || self.shard_id.is_some() {
+            cfg.source.shard = imgfeed::ShardFrom::Config;
+        }
+        if let Some(n) = self.num_shards {
+            cfg.source.num_shards = n;
+        }
+        if let Some(id) = self.shard_id {
+            cfg.source.shard_id = id;
+        }
+        if let Some(u) = self.uneven {
+            cfg.source.uneven = u;
+        }
+        if let Some(o) = self.on_error {
+            cfg.engine.on_error = o;
+        }
         if let Some(u) = self.usage {
             if cfg.source.kind == imgfeed::SourceKind::ImageFolder {
                 return Err(imgfeed::Error::Invalid(
@@ -115,6 +171,40 @@ impl Common {
 
     fn pipeline(&self) -> imgfeed::Result<Pipeline> {
         Pipeline::new(self.config()?)
+    }
+
+    /// Where `--start-epoch` and `--start-batch` say to start.
+    fn start(&self) -> State {
+        State {
+            epoch: self.start_epoch,
+            batch: self.start_batch,
+            sample: None,
+        }
+    }
+}
+
+/// The epochs a run makes: from `--start-epoch` up to `--epochs` (or `source.num_epochs`).
+fn epoch_range(
+    c: &Common,
+    p: &Pipeline,
+    epochs: Option<u64>,
+) -> imgfeed::Result<std::ops::Range<u64>> {
+    let end = epochs.unwrap_or(p.config().source.num_epochs);
+    if c.start_epoch >= end {
+        return Err(imgfeed::Error::Invalid(format!(
+            "--start-epoch {} is not below the {end} epochs of the run",
+            c.start_epoch
+        )));
+    }
+    Ok(c.start_epoch..end)
+}
+
+/// Epoch `e` of a run: the first one starts where `--start-batch` says.
+fn open_epoch(c: &Common, p: &Pipeline, e: u64) -> imgfeed::Result<imgfeed::Epoch> {
+    if e == c.start_epoch {
+        p.resume(c.start())
+    } else {
+        Ok(p.epoch(e))
     }
 }
 
@@ -140,7 +230,11 @@ pub fn main() -> i32 {
     let cli = Cli::parse();
     let r: Result<i32> = match cli.command {
         Command::Check(c) => check::check(&c),
-        Command::Run { common, epochs } => run::run(&common, epochs),
+        Command::Run {
+            common,
+            epochs,
+            max_batches,
+        } => run::run(&common, epochs, max_batches),
         Command::Convert {
             common,
             out,

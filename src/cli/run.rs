@@ -1,7 +1,7 @@
 //! `imgfeed run`: iterate epochs and print what came out, with a digest of every byte so
 //! that two runs (say, with different worker counts) can be compared.
 
-use super::{progress, Common};
+use super::{epoch_range, open_epoch, progress, Common};
 use anyhow::Result;
 use std::time::Instant;
 
@@ -14,10 +14,13 @@ pub fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
     h
 }
 
-pub fn run(c: &Common, epochs: u64) -> Result<i32> {
+pub fn run(c: &Common, epochs: Option<u64>, max_batches: Option<usize>) -> Result<i32> {
     let p = c.pipeline()?;
     println!("{}", p.source().describe());
-    for e in 0..epochs {
+    let mut left = max_batches.unwrap_or(usize::MAX);
+    let range = epoch_range(c, &p, epochs)?;
+    let last = range.end - 1;
+    for e in range {
         let t0 = Instant::now();
         let bar = progress(p.batches_per_epoch() as u64, "batches");
         let mut samples = 0usize;
@@ -25,7 +28,10 @@ pub fn run(c: &Common, epochs: u64) -> Result<i32> {
         let mut digest = 0xcbf2_9ce4_8422_2325u64;
         let mut shape = [0usize; 4];
         let mut label_sum = 0i64;
-        for batch in p.epoch(e) {
+        let mut epoch = open_epoch(c, &p, e)?;
+        while left > 0 {
+            let Some(batch) = epoch.next() else { break };
+            left -= 1;
             let batch = batch?;
             digest = fnv(digest, batch.image_bytes());
             digest = fnv(digest, batch.label_bytes());
@@ -39,6 +45,9 @@ pub fn run(c: &Common, epochs: u64) -> Result<i32> {
             batches += 1;
             bar.inc(1);
         }
+        // Out of batches before the end of the epoch: where to resume.
+        let stopped =
+            (left == 0 && epoch.state().batch < p.batches_per_epoch()).then(|| epoch.state());
         bar.finish_and_clear();
         let secs = t0.elapsed().as_secs_f64();
         let spec = p.output_spec();
@@ -49,6 +58,20 @@ pub fn run(c: &Common, epochs: u64) -> Result<i32> {
             spec.label.name(),
             samples as f64 / secs.max(1e-9)
         );
+        if let Some(s) = stopped {
+            println!(
+                "stopped at epoch {} batch {}: resume with --start-epoch {} --start-batch {}",
+                s.epoch, s.batch, s.epoch, s.batch
+            );
+            return Ok(0);
+        }
+        if left == 0 && e < last {
+            println!(
+                "stopped after epoch {e}: resume with --start-epoch {}",
+                e + 1
+            );
+            return Ok(0);
+        }
     }
     Ok(0)
 }

@@ -63,6 +63,18 @@ pub enum OnError {
     Replace,
 }
 
+impl std::str::FromStr for OnError {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<OnError, String> {
+        match s {
+            "error" | "fail" => Ok(OnError::Error),
+            "skip" => Ok(OnError::Skip),
+            "replace" => Ok(OnError::Replace),
+            _ => Err(format!("unknown policy `{s}` (error, skip or replace)")),
+        }
+    }
+}
+
 /// Attempts at finding a good replacement for a bad sample before the batch fails.
 pub const REPLACE_ATTEMPTS: u64 = 16;
 
