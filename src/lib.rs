@@ -36,7 +36,7 @@ pub mod source;
 pub mod spec;
 
 pub use engine::{Batch, Epoch, Labels, OnError, StageTimes};
-pub use error::{Error, Result};
+pub use error::{Error, Fault, Result, SampleErrorKind};
 pub use pipeline::{
     BatchConfig, EngineConfig, Pipeline, PipelineBuilder, PipelineConfig, SourceConfig, SourceKind,
 };

@@ -85,6 +85,10 @@ pub struct SourceConfig {
     /// This process's shard.
     #[serde(default)]
     pub shard_id: usize,
+    /// image_folder: largest file read, in bytes (default 256 MiB); a larger file fails its
+    /// sample (kind `file_too_large`) before it is read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_file_bytes: Option<u64>,
 }
 
 impl SourceConfig {
@@ -102,6 +106,7 @@ impl SourceConfig {
             seed: 0,
             num_shards: 1,
             shard_id: 0,
+            max_file_bytes: None,
         }
     }
 
@@ -136,6 +141,15 @@ impl SourceConfig {
                     self.extensions.as_deref(),
                     self.class_indexing.as_ref(),
                 )?;
+                let f = match self.max_file_bytes {
+                    Some(0) => {
+                        return Err(Error::Invalid(
+                            "source: max_file_bytes must be positive".into(),
+                        ))
+                    }
+                    Some(n) => f.with_max_file_bytes(n),
+                    None => f,
+                };
                 Ok(Arc::new(f))
             }
             SourceKind::Cifar10 | SourceKind::Cifar100 => {
@@ -144,6 +158,9 @@ impl SourceConfig {
                 }
                 if self.class_indexing.is_some() {
                     return misplaced("class_indexing");
+                }
+                if self.max_file_bytes.is_some() {
+                    return misplaced("max_file_bytes");
                 }
                 let kind = if self.kind == SourceKind::Cifar10 {
                     if self.label.is_some() {

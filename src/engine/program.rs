@@ -9,6 +9,7 @@
 //!
 //! A [`Worker`] runs the program on one sample at a time with buffers it keeps.
 
+use crate::error::{Fault, SampleErrorKind};
 use crate::ops::center_crop::offset;
 use crate::ops::decode::Decoder;
 use crate::ops::geometry::{copy_window, flip_horizontal};
@@ -215,7 +216,7 @@ pub(crate) struct Worker {
 }
 
 /// A failed step: its name and why.
-pub(crate) type StepError = (&'static str, String);
+pub(crate) type StepError = (&'static str, Fault);
 
 impl Worker {
     pub fn new(program: &Program, profile: bool) -> Worker {
@@ -293,9 +294,12 @@ impl Worker {
         if (self.h, self.w) != (eh, ew) {
             return Err((
                 WRITE_STAGE,
-                format!(
-                    "sample is {}x{} but the batch holds {eh}x{ew} images",
-                    self.h, self.w
+                Fault::new(
+                    SampleErrorKind::Shape,
+                    format!(
+                        "sample is {}x{} but the batch holds {eh}x{ew} images",
+                        self.h, self.w
+                    ),
                 ),
             ));
         }
@@ -333,7 +337,7 @@ impl Worker {
             program.tail_layout,
             dst,
         )
-        .map_err(|e| (WRITE_STAGE, e))?;
+        .map_err(|e| (WRITE_STAGE, Fault::from(e)))?;
         if let Some(t0) = t0 {
             self.times.add(WRITE_STAGE, t0.elapsed().as_nanos() as u64);
         }
@@ -345,7 +349,7 @@ impl Worker {
         step: &Step,
         encoded: Option<&[u8]>,
         rng: &mut SplitMix64,
-    ) -> Result<(), String> {
+    ) -> Result<(), Fault> {
         if self.stride == 4 && !matches!(step, Step::Decode(..) | Step::Resize(..)) {
             self.pack_rgb();
         }

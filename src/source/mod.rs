@@ -11,7 +11,7 @@ pub mod cifar;
 pub mod image_folder;
 
 pub use cifar::{Cifar, CifarKind, CifarLabel, Usage};
-pub use image_folder::ImageFolder;
+pub use image_folder::{Ignored, ImageFolder};
 
 /// Most label columns a source can produce (CIFAR-100: coarse and fine).
 pub const MAX_LABELS: usize = 2;
