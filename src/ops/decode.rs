@@ -261,12 +261,14 @@ impl Decoder {
     }
 }
 
-/// libjpeg-turbo reports errors as text: a premature end is a truncated file, an
+/// libjpeg-turbo reports errors as text: a premature end is a truncated file (so is a
+/// missing SOS: at the end of the data libjpeg inserts an EOI, then finds no scan), an
 /// unsupported process is unsupported, everything else is damaged data.
 #[cfg(feature = "turbojpeg")]
 fn libjpeg_fault(msg: String) -> Fault {
     let m = msg.to_ascii_lowercase();
-    let kind = if m.contains("premature end") || m.contains("input file ended") {
+    let short = ["premature end", "input file ended", "missing sos marker"];
+    let kind = if short.iter().any(|w| m.contains(w)) {
         Kind::Truncated
     } else if m.contains("unsupported") || m.contains("not supported") {
         Kind::Unsupported
@@ -398,7 +400,16 @@ fn image_fault(format: &str, e: image::ImageError) -> Fault {
         E::IoError(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => Kind::Truncated,
         _ => {
             let t = text.to_ascii_lowercase();
-            if t.contains("eof") || t.contains("end of") || t.contains("no more data") {
+            // The png crate's words for data that ends early: a cut file, a zlib stream
+            // without its end, a complete stream with too few rows.
+            let short = [
+                "eof",
+                "end of",
+                "no more data",
+                "insufficientinput",
+                "not have enough data",
+            ];
+            if short.iter().any(|w| t.contains(w)) {
                 Kind::Truncated
             } else {
                 Kind::Corrupt
