@@ -28,12 +28,14 @@
 
 pub mod engine;
 pub mod error;
+pub mod inspect;
 pub mod ops;
 pub mod pipeline;
 pub mod plan;
 pub mod sink;
 pub mod source;
 pub mod spec;
+pub mod validate;
 
 pub use engine::{Batch, Epoch, Labels, OnError, StageTimes};
 pub use error::{Error, Fault, Result, SampleErrorKind};

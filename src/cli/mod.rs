@@ -1,9 +1,12 @@
-//! Command-line interface: `check`, `run`, `convert`, `bench`.
+//! Command-line interface: `check`, `run`, `convert`, `bench`, `validate`.
 
 mod bench;
 mod check;
 mod convert;
+mod interrupt;
+mod report;
 mod run;
+mod validate;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
@@ -31,6 +34,9 @@ enum Command {
         /// Epochs to run.
         #[arg(long, default_value_t = 1)]
         epochs: u64,
+        /// Write every bad (skipped) sample to FILE as JSON lines.
+        #[arg(long)]
+        report: Option<PathBuf>,
     },
     /// Write every sample (nothing dropped) to files.
     Convert {
@@ -42,6 +48,9 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Npy)]
         format: Format,
+        /// Write every bad (skipped) sample to FILE as JSON lines.
+        #[arg(long)]
+        report: Option<PathBuf>,
     },
     /// Measure throughput: images/s, MB/s, CPU time, peak RSS, time per stage.
     Bench {
@@ -56,7 +65,12 @@ enum Command {
         /// Do not time each stage (removes the timer calls from the hot loop).
         #[arg(long)]
         no_profile: bool,
+        /// Write every bad (skipped) sample to FILE as JSON lines.
+        #[arg(long)]
+        report: Option<PathBuf>,
     },
+    /// Read and decode every sample once: bad files by kind, classes, sizes, formats.
+    Validate(validate::ValidateArgs),
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -138,20 +152,28 @@ fn exit_code(e: &anyhow::Error) -> i32 {
 
 pub fn main() -> i32 {
     let cli = Cli::parse();
+    interrupt::install();
     let r: Result<i32> = match cli.command {
         Command::Check(c) => check::check(&c),
-        Command::Run { common, epochs } => run::run(&common, epochs),
+        Command::Run {
+            common,
+            epochs,
+            report,
+        } => run::run(&common, epochs, report.as_deref()),
         Command::Convert {
             common,
             out,
             format: Format::Npy,
-        } => convert::convert(&common, &out),
+            report,
+        } => convert::convert(&common, &out, report.as_deref()),
         Command::Bench {
             common,
             epochs,
             json,
             no_profile,
-        } => bench::bench(&common, epochs, json, !no_profile),
+            report,
+        } => bench::bench(&common, epochs, json, !no_profile, report.as_deref()),
+        Command::Validate(v) => validate::run(&v),
     };
     match r {
         Ok(code) => code,

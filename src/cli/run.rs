@@ -1,8 +1,10 @@
 //! `imgfeed run`: iterate epochs and print what came out, with a digest of every byte so
 //! that two runs (say, with different worker counts) can be compared.
 
-use super::{progress, Common};
+use super::report::Reporter;
+use super::{interrupt, progress, Common};
 use anyhow::Result;
+use std::path::Path;
 use std::time::Instant;
 
 /// FNV-1a, 64 bit: a stable digest of the output bytes.
@@ -14,8 +16,9 @@ pub fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
     h
 }
 
-pub fn run(c: &Common, epochs: u64) -> Result<i32> {
+pub fn run(c: &Common, epochs: u64, report: Option<&Path>) -> Result<i32> {
     let p = c.pipeline()?;
+    let mut bad = Reporter::new(report)?;
     println!("{}", p.source().describe());
     for e in 0..epochs {
         let t0 = Instant::now();
@@ -26,7 +29,13 @@ pub fn run(c: &Common, epochs: u64) -> Result<i32> {
         let mut shape = [0usize; 4];
         let mut label_sum = 0i64;
         for batch in p.epoch(e) {
+            if interrupt::requested() {
+                break; // dropping the epoch stops its workers
+            }
             let batch = batch?;
+            for err in batch.skipped() {
+                bar.suspend(|| bad.add(err))?;
+            }
             digest = fnv(digest, batch.image_bytes());
             digest = fnv(digest, batch.label_bytes());
             for i in 0..batch.len() * batch.label_columns() {
@@ -41,6 +50,14 @@ pub fn run(c: &Common, epochs: u64) -> Result<i32> {
         }
         bar.finish_and_clear();
         let secs = t0.elapsed().as_secs_f64();
+        if interrupt::requested() {
+            bad.finish()?;
+            bad.print("skipped");
+            eprintln!(
+                "interrupted in epoch {e} after {batches} batches ({samples} samples, {secs:.3} s)"
+            );
+            return Ok(interrupt::EXIT);
+        }
         let spec = p.output_spec();
         println!(
             "epoch {e}: {batches} batches, {samples} samples; images {} {:?}, labels {} (sum {label_sum}); digest {digest:016x}; {secs:.3} s, {:.1} images/s",
@@ -50,5 +67,7 @@ pub fn run(c: &Common, epochs: u64) -> Result<i32> {
             samples as f64 / secs.max(1e-9)
         );
     }
+    bad.finish()?;
+    bad.print("skipped");
     Ok(0)
 }

@@ -306,7 +306,8 @@ fn zune_fault(e: zune_jpeg::errors::DecodeErrors) -> Fault {
         E::LargeDimensions(_) => Kind::TooManyPixels,
         _ => Kind::Corrupt,
     };
-    Fault::new(kind, format!("invalid JPEG: {e:?}"))
+    let text = e.to_string();
+    Fault::new(kind, format!("invalid JPEG: {}", text.trim().trim_matches('"')))
 }
 
 fn decode_zune(bytes: &[u8], max_pixels: u64, out: &mut Vec<u8>) -> Result<(usize, usize), Fault> {

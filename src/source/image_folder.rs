@@ -199,16 +199,6 @@ impl ImageFolder {
         self
     }
 
-    /// Entries under the root that are not samples, with why (root-relative, sorted).
-    pub fn ignored(&self) -> &[(PathBuf, Ignored)] {
-        &self.ignored
-    }
-
-    /// `(class name, label)`, in folder-name order.
-    pub fn classes(&self) -> &[(String, u32)] {
-        &self.classes
-    }
-
     /// Root-relative path and label of sample `index`.
     pub fn sample(&self, index: usize) -> Option<(&Path, u32)> {
         self.samples.get(index).map(|(p, l)| (p.as_path(), *l))
@@ -271,6 +261,16 @@ impl Source for ImageFolder {
 
     fn spec(&self) -> Spec {
         Spec::encoded()
+    }
+
+    /// `(class name, label)`, in folder-name order.
+    fn classes(&self) -> &[(String, u32)] {
+        &self.classes
+    }
+
+    /// Entries under the root that are not samples, with why (root-relative, sorted).
+    fn ignored(&self) -> &[(PathBuf, Ignored)] {
+        &self.ignored
     }
 
     fn sample_name(&self, index: usize) -> String {

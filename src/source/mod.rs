@@ -66,4 +66,12 @@ pub trait Source: Send + Sync {
     fn work_unit(&self) -> usize {
         1
     }
+    /// `(class name, label)` when the source names its classes (ImageFolder).
+    fn classes(&self) -> &[(String, u32)] {
+        &[]
+    }
+    /// Entries found while listing that are not samples, with why (ImageFolder).
+    fn ignored(&self) -> &[(std::path::PathBuf, Ignored)] {
+        &[]
+    }
 }
