@@ -28,15 +28,17 @@
 
 pub mod engine;
 pub mod error;
+pub mod inspect;
 pub mod ops;
 pub mod pipeline;
 pub mod plan;
 pub mod sink;
 pub mod source;
 pub mod spec;
+pub mod validate;
 
 pub use engine::{Batch, Epoch, Labels, OnError, StageTimes, State};
-pub use error::{Error, Result};
+pub use error::{Error, Fault, Result, SampleErrorKind};
 pub use pipeline::{
     BatchConfig, EngineConfig, Pipeline, PipelineBuilder, PipelineConfig, ShardFrom, SourceConfig,
     SourceKind,

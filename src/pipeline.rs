@@ -115,6 +115,10 @@ pub struct SourceConfig {
     /// Epochs a run makes (the permutation is reseeded every epoch).
     #[serde(default = "one_epoch", skip_serializing_if = "is_one_epoch")]
     pub num_epochs: u64,
+    /// image_folder: largest file read, in bytes (default 256 MiB); a larger file fails its
+    /// sample (kind `file_too_large`) before it is read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_file_bytes: Option<u64>,
 }
 
 impl SourceConfig {
@@ -135,6 +139,7 @@ impl SourceConfig {
             shard: ShardFrom::Config,
             uneven: Uneven::Pad,
             num_epochs: 1,
+            max_file_bytes: None,
         }
     }
 
@@ -182,6 +187,15 @@ impl SourceConfig {
                     self.extensions.as_deref(),
                     self.class_indexing.as_ref(),
                 )?;
+                let f = match self.max_file_bytes {
+                    Some(0) => {
+                        return Err(Error::Invalid(
+                            "source: max_file_bytes must be positive".into(),
+                        ))
+                    }
+                    Some(n) => f.with_max_file_bytes(n),
+                    None => f,
+                };
                 Ok(Arc::new(f))
             }
             SourceKind::Cifar10 | SourceKind::Cifar100 => {
@@ -190,6 +204,9 @@ impl SourceConfig {
                 }
                 if self.class_indexing.is_some() {
                     return misplaced("class_indexing");
+                }
+                if self.max_file_bytes.is_some() {
+                    return misplaced("max_file_bytes");
                 }
                 let kind = if self.kind == SourceKind::Cifar10 {
                     if self.label.is_some() {

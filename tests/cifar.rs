@@ -9,7 +9,7 @@ use common::*;
 use imgfeed::source::{Cifar, CifarKind, CifarLabel, Raw, Source, Usage};
 use imgfeed::{
     BatchConfig, EngineConfig, Error, LabelType, Labels, Layout, OnError, Pipeline, PipelineConfig,
-    SourceConfig, SourceKind,
+    SampleErrorKind, SourceConfig, SourceKind,
 };
 use std::path::Path;
 
@@ -1193,6 +1193,7 @@ fn a_cifar10_label_out_of_range_fails_its_sample_or_is_skipped() {
                 index: i,
                 file,
                 stage,
+                kind: SampleErrorKind::BadLabel,
                 reason,
             } => {
                 assert_eq!(
@@ -1266,6 +1267,7 @@ fn cifar100_coarse_and_fine_labels_out_of_range_fail_with_the_record() {
                 index: 2,
                 file,
                 stage: "read",
+                kind: SampleErrorKind::BadLabel,
                 reason,
             } => {
                 assert_eq!(file, "train.bin:2");
@@ -1286,6 +1288,7 @@ fn cifar100_coarse_and_fine_labels_out_of_range_fail_with_the_record() {
                 index: 0,
                 file,
                 stage: "read",
+                kind: SampleErrorKind::BadLabel,
                 reason,
             } => {
                 assert_eq!(file, "test.bin:0");

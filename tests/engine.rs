@@ -430,15 +430,21 @@ fn dropping_an_epoch_early_returns_promptly_and_the_pipeline_still_works() {
 
 // ---- bad files ----------------------------------------------------------------------------
 
-const BAD: [&str; 8] = [
+const BAD: [&str; 14] = [
     "bomb.jpg",
     "bomb.png",
+    "corrupt_entropy.jpg",
     "empty.jpg",
     "garbage.jpg",
     "header_only.jpg",
+    "png_bad_crc.png",
+    "png_cut_zlib.png",
+    "png_missing_rows.png",
+    "text.jpg",
     "text.png",
     "truncated.jpg",
     "truncated.png",
+    "zlib_bomb.png",
 ];
 
 #[test]
@@ -508,13 +514,19 @@ fn each_bad_file_fails_its_batch_with_file_and_stage() {
             !err.is_usage(),
             "a bad file is a data error, not a usage error"
         );
-        if bad.starts_with("bomb") {
+        let claimed = match bad {
+            "bomb.jpg" => Some("65000x65000"),
+            "bomb.png" => Some("60000x60000"),
+            "zlib_bomb.png" => Some("16000x16000"),
+            _ => None,
+        };
+        if let Some(size) = claimed {
             assert!(
                 text.contains("pixel limit"),
                 "{bad}: expected the pixel-limit error, got: {text}"
             );
             assert!(
-                text.contains("60000x60000"),
+                text.contains(size),
                 "{bad}: the error should give the claimed size: {text}"
             );
         }

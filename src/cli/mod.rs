@@ -1,9 +1,12 @@
-//! Command-line interface: `check`, `run`, `convert`, `bench`.
+//! Command-line interface: `check`, `run`, `convert`, `bench`, `validate`.
 
 mod bench;
 mod check;
 mod convert;
+mod interrupt;
+mod report;
 mod run;
+mod validate;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
@@ -35,6 +38,9 @@ enum Command {
         /// Stop after this many batches and print the state to resume from.
         #[arg(long)]
         max_batches: Option<usize>,
+        /// Write every bad (skipped or replaced) sample to FILE as JSON lines.
+        #[arg(long)]
+        report: Option<PathBuf>,
     },
     /// Write every sample (nothing dropped) to files.
     Convert {
@@ -46,6 +52,9 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Npy)]
         format: Format,
+        /// Write every bad (skipped) sample to FILE as JSON lines.
+        #[arg(long)]
+        report: Option<PathBuf>,
     },
     /// Measure throughput: images/s, MB/s, CPU time, peak RSS, time per stage.
     Bench {
@@ -60,7 +69,12 @@ enum Command {
         /// Do not time each stage (removes the timer calls from the hot loop).
         #[arg(long)]
         no_profile: bool,
+        /// Write every bad (skipped) sample to FILE as JSON lines.
+        #[arg(long)]
+        report: Option<PathBuf>,
     },
+    /// Read and decode every sample once: bad files by kind, classes, sizes, formats.
+    Validate(validate::ValidateArgs),
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -228,24 +242,29 @@ fn exit_code(e: &anyhow::Error) -> i32 {
 
 pub fn main() -> i32 {
     let cli = Cli::parse();
+    interrupt::install();
     let r: Result<i32> = match cli.command {
         Command::Check(c) => check::check(&c),
         Command::Run {
             common,
             epochs,
             max_batches,
-        } => run::run(&common, epochs, max_batches),
+            report,
+        } => run::run(&common, epochs, max_batches, report.as_deref()),
         Command::Convert {
             common,
             out,
             format: Format::Npy,
-        } => convert::convert(&common, &out),
+            report,
+        } => convert::convert(&common, &out, report.as_deref()),
         Command::Bench {
             common,
             epochs,
             json,
             no_profile,
-        } => bench::bench(&common, epochs, json, !no_profile),
+            report,
+        } => bench::bench(&common, epochs, json, !no_profile, report.as_deref()),
+        Command::Validate(v) => validate::run(&v),
     };
     match r {
         Ok(code) => code,

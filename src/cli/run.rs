@@ -1,8 +1,10 @@
 //! `imgfeed run`: iterate epochs and print what came out, with a digest of every byte so
 //! that two runs (say, with different worker counts) can be compared.
 
-use super::{epoch_range, open_epoch, progress, Common};
+use super::report::Reporter;
+use super::{epoch_range, interrupt, open_epoch, progress, Common};
 use anyhow::Result;
+use std::path::Path;
 use std::time::Instant;
 
 /// FNV-1a, 64 bit: a stable digest of the output bytes.
@@ -14,8 +16,14 @@ pub fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
     h
 }
 
-pub fn run(c: &Common, epochs: Option<u64>, max_batches: Option<usize>) -> Result<i32> {
+pub fn run(
+    c: &Common,
+    epochs: Option<u64>,
+    max_batches: Option<usize>,
+    report: Option<&Path>,
+) -> Result<i32> {
     let p = c.pipeline()?;
+    let mut bad = Reporter::new(report)?;
     println!("{}", p.source().describe());
     let mut left = max_batches.unwrap_or(usize::MAX);
     let range = epoch_range(c, &p, epochs)?;
@@ -30,9 +38,15 @@ pub fn run(c: &Common, epochs: Option<u64>, max_batches: Option<usize>) -> Resul
         let mut label_sum = 0i64;
         let mut epoch = open_epoch(c, &p, e)?;
         while left > 0 {
+            if interrupt::requested() {
+                break; // dropping the epoch stops its workers
+            }
             let Some(batch) = epoch.next() else { break };
             left -= 1;
             let batch = batch?;
+            for err in batch.skipped() {
+                bar.suspend(|| bad.add(err))?;
+            }
             digest = fnv(digest, batch.image_bytes());
             digest = fnv(digest, batch.label_bytes());
             for i in 0..batch.len() * batch.label_columns() {
@@ -45,11 +59,25 @@ pub fn run(c: &Common, epochs: Option<u64>, max_batches: Option<usize>) -> Resul
             batches += 1;
             bar.inc(1);
         }
+        for err in epoch.dropped_tail_errors() {
+            bar.suspend(|| bad.add(&err))?;
+        }
         // Out of batches before the end of the epoch: where to resume.
         let stopped =
             (left == 0 && epoch.state().batch < p.batches_per_epoch()).then(|| epoch.state());
         bar.finish_and_clear();
         let secs = t0.elapsed().as_secs_f64();
+        if interrupt::requested() {
+            bad.finish()?;
+            bad.print("skipped");
+            let s = epoch.state();
+            eprintln!(
+                "interrupted in epoch {e} after {batches} batches ({samples} samples, {secs:.3} s): \
+                 resume with --start-epoch {} --start-batch {}",
+                s.epoch, s.batch
+            );
+            return Ok(interrupt::EXIT);
+        }
         let spec = p.output_spec();
         println!(
             "epoch {e}: {batches} batches, {samples} samples; images {} {:?}, labels {} (sum {label_sum}); digest {digest:016x}; {secs:.3} s, {:.1} images/s",
@@ -63,15 +91,17 @@ pub fn run(c: &Common, epochs: Option<u64>, max_batches: Option<usize>) -> Resul
                 "stopped at epoch {} batch {}: resume with --start-epoch {} --start-batch {}",
                 s.epoch, s.batch, s.epoch, s.batch
             );
-            return Ok(0);
+            break;
         }
         if left == 0 && e < last {
             println!(
                 "stopped after epoch {e}: resume with --start-epoch {}",
                 e + 1
             );
-            return Ok(0);
+            break;
         }
     }
+    bad.finish()?;
+    bad.print("skipped");
     Ok(0)
 }

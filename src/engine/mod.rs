@@ -581,6 +581,7 @@ fn try_one(
             index,
             file: job.source.sample_name(index),
             stage: "panic",
+            kind: crate::error::SampleErrorKind::Panic,
             reason: "a stage panicked on this sample (a bug: please report it)".into(),
         })
     })
@@ -641,11 +642,12 @@ fn run_one(
     };
     worker
         .run(&job.program, sample.raw, &mut rng, dst)
-        .map_err(|(stage, reason)| Error::Sample {
+        .map_err(|(stage, fault)| Error::Sample {
             index,
             file: job.source.sample_name(index),
             stage,
-            reason,
+            kind: fault.kind,
+            reason: fault.reason,
         })?;
     for c in 0..shape.label_cols {
         write_label(

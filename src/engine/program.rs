@@ -9,6 +9,7 @@
 //!
 //! A [`Worker`] runs the program on one sample at a time with buffers it keeps.
 
+use crate::error::{Fault, SampleErrorKind};
 use crate::ops::center_crop::offset;
 use crate::ops::decode::Decoder;
 use crate::ops::decode::Rect;
@@ -266,7 +267,7 @@ pub(crate) struct Worker {
 }
 
 /// A failed step: its name and why.
-pub(crate) type StepError = (&'static str, String);
+pub(crate) type StepError = (&'static str, Fault);
 
 impl Worker {
     pub fn new(program: &Program, profile: bool) -> Worker {
@@ -345,9 +346,12 @@ impl Worker {
         if (self.h, self.w) != (eh, ew) {
             return Err((
                 WRITE_STAGE,
-                format!(
-                    "sample is {}x{} but the batch holds {eh}x{ew} images",
-                    self.h, self.w
+                Fault::new(
+                    SampleErrorKind::Shape,
+                    format!(
+                        "sample is {}x{} but the batch holds {eh}x{ew} images",
+                        self.h, self.w
+                    ),
                 ),
             ));
         }
@@ -385,7 +389,7 @@ impl Worker {
             program.tail_layout,
             dst,
         )
-        .map_err(|e| (WRITE_STAGE, e))?;
+        .map_err(|e| (WRITE_STAGE, Fault::from(e)))?;
         if let Some(t0) = t0 {
             self.times.add(WRITE_STAGE, t0.elapsed().as_nanos() as u64);
         }
@@ -397,7 +401,7 @@ impl Worker {
         step: &Step,
         encoded: Option<&[u8]>,
         rng: &mut SplitMix64,
-    ) -> Result<(), String> {
+    ) -> Result<(), Fault> {
         if self.stride == 4
             && !matches!(
                 step,
@@ -485,11 +489,11 @@ impl Worker {
                 );
                 if top < 0 || left < 0 || top as usize + bh > self.h || left as usize + bw > self.w
                 {
-                    return Err(format!(
+                    return Err(Fault::from(format!(
                         "random_resized_crop: box {bh}x{bw} at ({top}, {left}) is outside the \
                          decoded {}x{} pixels",
                         self.h, self.w
-                    ));
+                    )));
                 }
                 self.crop(top, left, bh, bw, 0);
                 let out = rrc.size.square();

@@ -12,7 +12,7 @@
 //! checked when a record is read, so a bad one fails that sample, naming `FILE:RECORD`.
 
 use super::{Raw, RawSample, Source};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SampleErrorKind};
 use crate::spec::Spec;
 use memmap2::Mmap;
 use serde::{Deserialize, Serialize};
@@ -270,6 +270,7 @@ impl Source for Cifar {
             index,
             file: self.sample_name(index),
             stage: "read",
+            kind: SampleErrorKind::Other,
             reason: "index out of range".into(),
         })?;
         let rs = self.kind.record_size();
@@ -278,6 +279,7 @@ impl Source for Cifar {
             index,
             file: format!("{}:{r}", f.name),
             stage: "read",
+            kind: SampleErrorKind::BadLabel,
             reason: format!("{what} label byte {v} out of range (0..{})", n - 1),
         };
         let labels = match self.kind {

@@ -11,7 +11,7 @@ pub mod cifar;
 pub mod image_folder;
 
 pub use cifar::{Cifar, CifarKind, CifarLabel, Usage};
-pub use image_folder::ImageFolder;
+pub use image_folder::{Ignored, ImageFolder};
 
 /// Most label columns a source can produce (CIFAR-100: coarse and fine).
 pub const MAX_LABELS: usize = 2;
@@ -65,5 +65,13 @@ pub trait Source: Send + Sync {
     /// Samples a worker should claim at once so that scheduling does not dominate.
     fn work_unit(&self) -> usize {
         1
+    }
+    /// `(class name, label)` when the source names its classes (ImageFolder).
+    fn classes(&self) -> &[(String, u32)] {
+        &[]
+    }
+    /// Entries found while listing that are not samples, with why (ImageFolder).
+    fn ignored(&self) -> &[(std::path::PathBuf, Ignored)] {
+        &[]
     }
 }
