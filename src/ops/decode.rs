@@ -307,7 +307,10 @@ fn zune_fault(e: zune_jpeg::errors::DecodeErrors) -> Fault {
         _ => Kind::Corrupt,
     };
     let text = e.to_string();
-    Fault::new(kind, format!("invalid JPEG: {}", text.trim().trim_matches('"')))
+    Fault::new(
+        kind,
+        format!("invalid JPEG: {}", text.trim().trim_matches('"')),
+    )
 }
 
 fn decode_zune(bytes: &[u8], max_pixels: u64, out: &mut Vec<u8>) -> Result<(usize, usize), Fault> {
