@@ -10,7 +10,7 @@ use std::path::Path;
 pub mod cifar;
 pub mod image_folder;
 
-pub use cifar::{Cifar, CifarKind, CifarLabel, Usage};
+pub use cifar::{parse_record, Cifar, CifarKind, CifarLabel, Usage, PIXELS as PIXELS_PER_RECORD};
 pub use image_folder::{Ignored, ImageFolder};
 
 /// Most label columns a source can produce (CIFAR-100: coarse and fine).
