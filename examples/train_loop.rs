@@ -1,6 +1,7 @@
 //! A training loop fed by imgfeed: build the canonical pipeline in code (the same as
 //! `pipelines/resnet50_eval.toml`), consume batches, and stop early — dropping the epoch
-//! stops every worker thread at once.
+//! stops every worker thread at once — then resume the interrupted epoch from the state it
+//! reported, as a trainer restarting from a checkpoint would.
 //!
 //!   cargo run --release --example train_loop [DATA_ROOT] [STEPS]
 
@@ -44,10 +45,13 @@ fn main() -> Result<(), imgfeed::Error> {
         .build()?;
     println!("{}", pipeline.source().describe());
 
+    let mut checkpoint = None;
     for epoch in 0..2 {
         let t0 = Instant::now();
-        // `take(steps)` stops early: the rest of the epoch is never decoded.
-        for batch in pipeline.epoch(epoch).take(steps) {
+        let mut batches = pipeline.epoch(epoch);
+        // Stopping early: the rest of the epoch is never decoded.
+        for _ in 0..steps {
+            let Some(batch) = batches.next() else { break };
             let batch = batch?;
             let images = batch.images_f32().unwrap_or_default(); // [n, 3, 224, 224]
             let labels = batch.labels_i32().unwrap_or_default(); // [n]
@@ -59,10 +63,26 @@ fn main() -> Result<(), imgfeed::Error> {
                 batch.shape()
             );
         }
+        // What a checkpoint would save next to the weights.
+        checkpoint = Some(batches.state());
+        drop(batches);
         println!(
             "epoch {epoch}: stopped after {steps} steps in {:.3} s",
             t0.elapsed().as_secs_f64()
         );
+    }
+    // Restart: the same batches the interrupted epoch would have yielded next.
+    if let Some(state) = checkpoint {
+        println!("resuming at epoch {} batch {}", state.epoch, state.batch);
+        for batch in pipeline.resume(state)? {
+            let batch = batch?;
+            println!(
+                "epoch {} step {}: {:?}",
+                state.epoch,
+                batch.number(),
+                batch.indices()
+            );
+        }
     }
     Ok(())
 }

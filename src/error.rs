@@ -35,6 +35,8 @@ pub enum Error {
         file: String,
         /// The stage that failed: read, decode, resize, ...
         stage: &'static str,
+        /// What kind of failure, for programs (the reason is for people).
+        kind: SampleErrorKind,
         /// Why.
         reason: String,
     },
@@ -53,10 +55,131 @@ pub enum Error {
 }
 
 impl Error {
+    /// The kind of a sample failure; `None` for every other error.
+    pub fn sample_kind(&self) -> Option<SampleErrorKind> {
+        match self {
+            Error::Sample { kind, .. } => Some(*kind),
+            _ => None,
+        }
+    }
+
     /// True for errors in the pipeline description or the command line (exit code 2),
     /// false for errors in the data (exit code 1).
     pub fn is_usage(&self) -> bool {
         matches!(self, Error::Config { .. } | Error::Invalid(_))
+    }
+}
+
+/// Why one sample failed, as a closed set a program can match on (tests, `--report`,
+/// `imgfeed validate`'s table). The `reason` string next to it says the same for people.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SampleErrorKind {
+    /// The file could not be read (missing, permissions, an I/O error).
+    Io,
+    /// The file is empty (0 bytes).
+    Empty,
+    /// The file is larger than `max_file_bytes`; it was not read.
+    FileTooLarge,
+    /// The bytes are not a JPEG, PNG, BMP or WebP file (unrecognised signature).
+    UnknownFormat,
+    /// A recognised format using a feature the decoder does not support.
+    Unsupported,
+    /// The header declares more than `max_pixels` pixels; nothing was allocated.
+    TooManyPixels,
+    /// The data ends before the image does (a cut download).
+    Truncated,
+    /// The data is damaged: bad markers, bad Huffman codes, bad CRC, bad zlib stream.
+    Corrupt,
+    /// A record's label is outside the dataset's range (CIFAR).
+    BadLabel,
+    /// The decoded image does not fit the pipeline (its size is not the batch's).
+    Shape,
+    /// A stage panicked on the sample (a bug in imgfeed or a dependency), caught.
+    Panic,
+    /// Any other failure of an op.
+    Other,
+}
+
+impl SampleErrorKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [SampleErrorKind; 12] = [
+        SampleErrorKind::Io,
+        SampleErrorKind::Empty,
+        SampleErrorKind::FileTooLarge,
+        SampleErrorKind::UnknownFormat,
+        SampleErrorKind::Unsupported,
+        SampleErrorKind::TooManyPixels,
+        SampleErrorKind::Truncated,
+        SampleErrorKind::Corrupt,
+        SampleErrorKind::BadLabel,
+        SampleErrorKind::Shape,
+        SampleErrorKind::Panic,
+        SampleErrorKind::Other,
+    ];
+
+    /// A stable snake_case name (JSON reports, tables).
+    pub fn name(self) -> &'static str {
+        match self {
+            SampleErrorKind::Io => "io",
+            SampleErrorKind::Empty => "empty",
+            SampleErrorKind::FileTooLarge => "file_too_large",
+            SampleErrorKind::UnknownFormat => "unknown_format",
+            SampleErrorKind::Unsupported => "unsupported",
+            SampleErrorKind::TooManyPixels => "too_many_pixels",
+            SampleErrorKind::Truncated => "truncated",
+            SampleErrorKind::Corrupt => "corrupt",
+            SampleErrorKind::BadLabel => "bad_label",
+            SampleErrorKind::Shape => "shape",
+            SampleErrorKind::Panic => "panic",
+            SampleErrorKind::Other => "other",
+        }
+    }
+}
+
+impl std::fmt::Display for SampleErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A sample's failure before the engine knows which sample it is: what a decoder or an op
+/// returns. The engine turns it into [`Error::Sample`] with the file, index and stage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fault {
+    /// What kind of failure.
+    pub kind: SampleErrorKind,
+    /// Why, for people.
+    pub reason: String,
+}
+
+impl Fault {
+    /// A fault of `kind`.
+    pub fn new(kind: SampleErrorKind, reason: impl Into<String>) -> Fault {
+        Fault {
+            kind,
+            reason: reason.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+impl std::error::Error for Fault {}
+
+/// Op errors without a kind of their own are [`SampleErrorKind::Other`].
+impl From<String> for Fault {
+    fn from(reason: String) -> Fault {
+        Fault::new(SampleErrorKind::Other, reason)
+    }
+}
+
+impl From<&str> for Fault {
+    fn from(reason: &str) -> Fault {
+        Fault::new(SampleErrorKind::Other, reason)
     }
 }
 

@@ -29,6 +29,7 @@
 
 pub mod engine;
 pub mod error;
+pub mod inspect;
 pub mod ops;
 pub mod pipeline;
 pub mod plan;
@@ -36,10 +37,13 @@ pub mod shards;
 pub mod sink;
 pub mod source;
 pub mod spec;
+pub mod validate;
 
-pub use engine::{Batch, Epoch, Labels, OnError, StageTimes};
-pub use error::{Error, Result};
+pub use engine::{Batch, Epoch, Labels, OnError, StageTimes, State};
+pub use error::{Error, Fault, Result, SampleErrorKind};
 pub use pipeline::{
-    BatchConfig, EngineConfig, Pipeline, PipelineBuilder, PipelineConfig, SourceConfig, SourceKind,
+    BatchConfig, EngineConfig, Pipeline, PipelineBuilder, PipelineConfig, ShardFrom, SourceConfig,
+    SourceKind,
 };
+pub use plan::Uneven;
 pub use spec::{DType, LabelType, Layout, Spec};

@@ -22,10 +22,10 @@
 
 use crate::engine::batch::{BufShape, Pool};
 use crate::engine::program::Program;
-use crate::engine::{Epoch, Job, OnError};
+use crate::engine::{Epoch, Job, OnError, State};
 use crate::error::{Error, Result};
 use crate::ops::Op;
-use crate::plan::{batch_count, Sampling};
+use crate::plan::{batch_count, shard_from_env, Sampling, Uneven};
 use crate::shards::StoreConfig;
 use crate::source::{Cifar, CifarKind, CifarLabel, ImageFolder, Shards, Source, Usage};
 use crate::spec::Spec;
@@ -52,6 +52,26 @@ pub enum SourceKind {
 
 fn one() -> usize {
     1
+}
+
+fn one_epoch() -> u64 {
+    1
+}
+
+fn is_one_epoch(n: &u64) -> bool {
+    *n == 1
+}
+
+/// Where `num_shards` and `shard_id` come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ShardFrom {
+    /// The `num_shards` and `shard_id` fields (or the command line).
+    #[default]
+    Config,
+    /// The launcher's environment: `WORLD_SIZE`/`RANK` (torchrun) or `RANK_SIZE`/`RANK_ID`
+    /// (MindSpore), read when the pipeline is built.
+    Env,
 }
 
 /// The `[source]` table: where the samples come from and which ones an epoch reads
@@ -90,6 +110,20 @@ pub struct SourceConfig {
     /// This process's shard.
     #[serde(default)]
     pub shard_id: usize,
+    /// `"env"`: take `num_shards`/`shard_id` from the launcher's environment.
+    #[serde(default)]
+    pub shard: ShardFrom,
+    /// When `num_shards` does not divide the dataset: `pad` (default, MindSpore's
+    /// DistributedSampler), `drop` or `exact`.
+    #[serde(default)]
+    pub uneven: Uneven,
+    /// Epochs a run makes (the permutation is reseeded every epoch).
+    #[serde(default = "one_epoch", skip_serializing_if = "is_one_epoch")]
+    pub num_epochs: u64,
+    /// image_folder: largest file read, in bytes (default 256 MiB); a larger file fails its
+    /// sample (kind `file_too_large`) before it is read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_file_bytes: Option<u64>,
 }
 
 impl SourceConfig {
@@ -107,17 +141,34 @@ impl SourceConfig {
             seed: 0,
             num_shards: 1,
             shard_id: 0,
+            shard: ShardFrom::Config,
+            uneven: Uneven::Pad,
+            num_epochs: 1,
+            max_file_bytes: None,
         }
     }
 
-    fn sampling(&self) -> Sampling {
+    /// The sampling this table describes.
+    pub fn sampling(&self) -> Sampling {
         Sampling {
             shuffle: self.shuffle,
             seed: self.seed,
             num_samples: self.num_samples,
             num_shards: self.num_shards,
             shard_id: self.shard_id,
+            uneven: self.uneven,
         }
+    }
+
+    /// With `shard = "env"`, fill `num_shards`/`shard_id` from the variables `get` reads.
+    pub fn resolve_shard(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<()> {
+        if self.shard == ShardFrom::Env {
+            let (n, id) =
+                shard_from_env(get).map_err(|e| Error::Invalid(format!("source: {e}")))?;
+            self.num_shards = n;
+            self.shard_id = id;
+        }
+        Ok(())
     }
 
     /// Open the dataset (lists or maps files; reads no sample).
@@ -144,6 +195,15 @@ impl SourceConfig {
                     self.extensions.as_deref(),
                     self.class_indexing.as_ref(),
                 )?;
+                let f = match self.max_file_bytes {
+                    Some(0) => {
+                        return Err(Error::Invalid(
+                            "source: max_file_bytes must be positive".into(),
+                        ))
+                    }
+                    Some(n) => f.with_max_file_bytes(n),
+                    None => f,
+                };
                 Ok(Arc::new(f))
             }
             SourceKind::Shards => self.open_shards(),
@@ -153,6 +213,9 @@ impl SourceConfig {
                 }
                 if self.class_indexing.is_some() {
                     return misplaced("class_indexing");
+                }
+                if self.max_file_bytes.is_some() {
+                    return misplaced("max_file_bytes");
                 }
                 let kind = if self.kind == SourceKind::Cifar10 {
                     if self.label.is_some() {
@@ -264,7 +327,7 @@ pub struct EngineConfig {
     /// Ready batches waiting for the trainer (the device queue).
     #[serde(default = "two")]
     pub queue: usize,
-    /// `fail` (default) or `skip` bad samples.
+    /// `error` (default), `skip` or `replace` bad samples.
     #[serde(default)]
     pub on_error: OnError,
     /// Time every stage of every sample (for `imgfeed bench`).
@@ -274,6 +337,14 @@ pub struct EngineConfig {
     /// image files, 64 for CIFAR records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work_unit: Option<usize>,
+    /// Apply the geometric fusions (resize + center_crop in one call, decoding only the
+    /// region a crop reads). `false` runs each op on its own: to check and measure them.
+    #[serde(default = "yes")]
+    pub fuse: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Default for EngineConfig {
@@ -282,9 +353,10 @@ impl Default for EngineConfig {
             workers: default_workers(),
             prefetch: None,
             queue: 2,
-            on_error: OnError::Fail,
+            on_error: OnError::Error,
             profile: false,
             work_unit: None,
+            fuse: true,
         }
     }
 }
@@ -441,7 +513,13 @@ impl Pipeline {
     }
 
     /// Check a configuration against its source and build it.
-    pub fn new(config: PipelineConfig) -> Result<Pipeline> {
+    pub fn new(mut config: PipelineConfig) -> Result<Pipeline> {
+        config.source.resolve_shard(|k| std::env::var(k).ok())?;
+        if config.source.num_epochs == 0 {
+            return Err(Error::Invalid(
+                "source.num_epochs must be at least 1".into(),
+            ));
+        }
         let sampling = config.source.sampling();
         sampling
             .validate()
@@ -488,7 +566,13 @@ impl Pipeline {
                 config.batch.size
             )));
         }
-        let program = Program::compile(&source.spec(), source.stored_layout(), &config.ops, &spec);
+        let program = Program::compile(
+            &source.spec(),
+            source.stored_layout(),
+            &config.ops,
+            &spec,
+            config.engine.fuse,
+        );
         let shape = BufShape {
             batch_size: config.batch.size,
             sample_elems: elems,
@@ -554,17 +638,60 @@ impl Pipeline {
 
     /// Start epoch `epoch` (it seeds the shuffle and the random ops).
     pub fn epoch(&self, epoch: u64) -> Epoch {
+        // The start of an epoch is always inside it.
+        match self.resume(State::epoch_start(epoch)) {
+            Ok(e) => e,
+            Err(_) => unreachable!("batch 0 is inside every epoch"),
+        }
+    }
+
+    /// Start where `state` says: the batches a run that stopped at `state` would have
+    /// yielded next, with any worker count (the order and every random choice depend
+    /// only on the seed, the epoch and the sample).
+    pub fn resume(&self, state: State) -> Result<Epoch> {
         let sampling = self.config.source.sampling();
-        let order = sampling.order(self.source.len(), epoch);
+        let order = sampling.order(self.source.len(), state.epoch);
         let e = &self.config.engine;
-        Epoch::start(Job {
+        let (bs, drop) = (self.config.batch.size, self.config.batch.drop_remainder);
+        let batches = batch_count(order.len(), bs, drop);
+        if state.batch > batches {
+            return Err(Error::Invalid(format!(
+                "cannot start at batch {} of epoch {}: it has {batches} batches",
+                state.batch, state.epoch
+            )));
+        }
+        let skip = e.on_error == OnError::Skip;
+        let start = match state.sample {
+            Some(s) if skip => s,
+            _ => (state.batch * bs).min(order.len()),
+        };
+        if start > order.len() {
+            return Err(Error::Invalid(format!(
+                "cannot start at sample {start} of epoch {}: this shard has {} samples",
+                state.epoch,
+                order.len()
+            )));
+        }
+        // Skip mode reads to the end of the order (later samples fill in for skipped
+        // ones); the others read exactly the announced batches.
+        let end = if skip {
+            order.len()
+        } else {
+            (batches * bs).min(order.len())
+        };
+        let total = end.saturating_sub(start);
+        Ok(Epoch::start(Job {
             source: Arc::clone(&self.source),
             program: Arc::clone(&self.program),
             pool: Arc::clone(&self.pool),
             order,
-            batches: self.batches_per_epoch(),
+            start,
+            total,
+            first_batch: state.batch,
+            batches: total.div_ceil(bs),
+            drop_remainder: drop,
             seed: sampling.seed,
-            epoch,
+            epoch: state.epoch,
             workers: e.workers,
             prefetch: self.prefetch,
             queue: e.queue,
@@ -574,6 +701,6 @@ impl Pipeline {
                 .work_unit
                 .unwrap_or_else(|| self.source.work_unit())
                 .max(1),
-        })
+        }))
     }
 }

@@ -3,15 +3,48 @@
 //! Semantics follow MindSpore's samplers:
 //! * `shuffle`: one permutation of all samples per epoch, seeded by `(seed, epoch)`, shared
 //!   by every shard (so shards stay disjoint).
-//! * sharding (`DistributedSampler`): every shard gets `ceil(N / num_shards)` samples; shard
-//!   `s` takes positions `s, s + num_shards, …` of the (shuffled) order, wrapping around to
-//!   the start to pad the last round, so all shards have the same length.
+//! * sharding (`DistributedSampler`): shard `s` takes positions `s, s + num_shards, …` of
+//!   the (shuffled) order. What happens when `num_shards` does not divide `N` is the
+//!   [`Uneven`] policy: `pad` (MindSpore's and PyTorch's default: every shard gets
+//!   `ceil(N / num_shards)`, wrapping around to the start of the order), `drop` (every shard
+//!   gets `floor(N / num_shards)`; the last `N mod num_shards` of this epoch's order are left
+//!   out) or `exact` (shard `s` keeps the positions below `N`: nothing repeated or dropped,
+//!   shards differ by at most one sample — for evaluation).
 //! * `num_samples`: keep the first `num_samples` of this shard's order.
 //! * batches: `ceil(len / size)`, or `floor` with `drop_remainder`.
 //!
 //! The generator is SplitMix64 with a Fisher–Yates shuffle, written out here so that a
 //! seed gives the same order forever, whatever a dependency upgrade does to its own
 //! sequences.
+
+use serde::{Deserialize, Serialize};
+
+/// What sharding does with the `N mod num_shards` samples left over.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Uneven {
+    /// Every shard gets `ceil(N / num_shards)`: the last round wraps around to the start of
+    /// the order (MindSpore's `DistributedSampler`, PyTorch's default).
+    #[default]
+    Pad,
+    /// Every shard gets `floor(N / num_shards)`; the leftovers sit this epoch out (a
+    /// shuffled order leaves out different samples each epoch).
+    Drop,
+    /// No sample repeated or dropped; shards differ by at most one sample (evaluation).
+    Exact,
+}
+
+impl std::str::FromStr for Uneven {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Uneven, String> {
+        match s {
+            "pad" => Ok(Uneven::Pad),
+            "drop" => Ok(Uneven::Drop),
+            "exact" => Ok(Uneven::Exact),
+            _ => Err(format!("unknown uneven policy `{s}` (pad, drop or exact)")),
+        }
+    }
+}
 
 /// How an epoch's samples are chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,6 +59,8 @@ pub struct Sampling {
     pub num_shards: usize,
     /// This shard.
     pub shard_id: usize,
+    /// What to do when `num_shards` does not divide the dataset.
+    pub uneven: Uneven,
 }
 
 impl Default for Sampling {
@@ -36,6 +71,7 @@ impl Default for Sampling {
             num_samples: None,
             num_shards: 1,
             shard_id: 0,
+            uneven: Uneven::Pad,
         }
     }
 }
@@ -93,6 +129,11 @@ pub fn sample_rng(seed: u64, epoch: u64, index: usize) -> SplitMix64 {
     SplitMix64::new(mix(&[seed, epoch, index as u64, 0x5A4D]))
 }
 
+/// The stream that picks replacements for bad sample `index` (`on_error = "replace"`).
+pub fn replacement_rng(seed: u64, epoch: u64, index: usize) -> SplitMix64 {
+    SplitMix64::new(mix(&[seed, epoch, index as u64, 0x5245_504C]))
+}
+
 impl Sampling {
     /// Checks the shard parameters.
     pub fn validate(&self) -> Result<(), String> {
@@ -111,9 +152,19 @@ impl Sampling {
         Ok(())
     }
 
+    /// Samples this shard takes from a source of `n`, before `num_samples`.
+    fn shard_len(&self, n: usize) -> usize {
+        let k = self.num_shards.max(1);
+        match self.uneven {
+            Uneven::Pad => n.div_ceil(k),
+            Uneven::Drop => n / k,
+            Uneven::Exact => n.saturating_sub(self.shard_id).div_ceil(k),
+        }
+    }
+
     /// Number of samples this shard yields per epoch for a source of `n`.
     pub fn len(&self, n: usize) -> usize {
-        let per_shard = n.div_ceil(self.num_shards.max(1));
+        let per_shard = self.shard_len(n);
         self.num_samples.map_or(per_shard, |m| m.min(per_shard))
     }
 
@@ -132,10 +183,46 @@ impl Sampling {
             all.truncate(len);
             return all;
         }
+        // Under every policy position k of this shard is `shard_id + k * num_shards` of the
+        // epoch's order; only pad reaches past the end (and wraps).
         (0..len)
             .map(|k| all[(self.shard_id + k * self.num_shards) % n])
             .collect()
     }
+}
+
+/// `(num_shards, shard_id)` from the variables a launcher sets: `WORLD_SIZE`/`RANK`
+/// (torchrun, and most PyTorch launchers) or else `RANK_SIZE`/`RANK_ID` (MindSpore's
+/// scripts). `get` reads a variable (`std::env::var(..).ok()` in the binary).
+pub fn shard_from_env(get: impl Fn(&str) -> Option<String>) -> Result<(usize, usize), String> {
+    let pairs = [("WORLD_SIZE", "RANK"), ("RANK_SIZE", "RANK_ID")];
+    for (size_var, rank_var) in pairs {
+        let (size, rank) = (get(size_var), get(rank_var));
+        if size.is_none() && rank.is_none() {
+            continue;
+        }
+        let parse = |name: &str, v: Option<String>| -> Result<usize, String> {
+            let v = v.ok_or_else(|| {
+                format!("shard = \"env\": {size_var} and {rank_var} must be set together, but {name} is not set")
+            })?;
+            v.trim()
+                .parse::<usize>()
+                .map_err(|_| format!("shard = \"env\": {name}={v:?} is not a whole number"))
+        };
+        let size = parse(size_var, size)?;
+        let rank = parse(rank_var, rank)?;
+        if size == 0 || rank >= size {
+            return Err(format!(
+                "shard = \"env\": {rank_var}={rank} must be below {size_var}={size}"
+            ));
+        }
+        return Ok((size, rank));
+    }
+    Err(
+        "shard = \"env\" but neither WORLD_SIZE/RANK (torchrun) nor RANK_SIZE/RANK_ID \
+         (MindSpore) is set"
+            .into(),
+    )
 }
 
 /// Number of batches for `len` samples.
@@ -199,6 +286,154 @@ mod tests {
         // shard 0: 0 2 4, shard 1: 1 3 0 (wrapped)
         assert_eq!(sampling(false, 2, 0).order(5, 0), vec![0, 2, 4]);
         assert_eq!(sampling(false, 2, 1).order(5, 0), vec![1, 3, 0]);
+    }
+
+    fn policy(uneven: Uneven, shuffle: bool, shards: usize, id: usize) -> Sampling {
+        Sampling {
+            uneven,
+            ..sampling(shuffle, shards, id)
+        }
+    }
+
+    #[test]
+    fn n110_over_4_shards_under_each_policy() {
+        for (uneven, lens) in [
+            (Uneven::Pad, [28, 28, 28, 28]),
+            (Uneven::Drop, [27, 27, 27, 27]),
+            (Uneven::Exact, [28, 28, 27, 27]),
+        ] {
+            let mut seen = vec![0usize; 110];
+            for (id, &want) in lens.iter().enumerate() {
+                let s = policy(uneven, true, 4, id);
+                assert_eq!(s.len(110), want, "{uneven:?} shard {id}");
+                let o = s.order(110, 1);
+                assert_eq!(o.len(), want);
+                for i in o {
+                    seen[i] += 1;
+                }
+            }
+            let covered = seen.iter().filter(|&&c| c > 0).count();
+            match uneven {
+                // pad: all 110 plus two repeats; exact: each once
+                Uneven::Pad => assert_eq!(covered, 110),
+                Uneven::Exact => assert!(seen.iter().all(|&c| c == 1)),
+                // drop: 108 distinct, two left out this epoch
+                Uneven::Drop => {
+                    assert_eq!(covered, 108);
+                    assert!(seen.iter().all(|&c| c <= 1));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shard_from_env_reads_torchrun_then_mindspore_variables() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert_eq!(
+            shard_from_env(env(&[("WORLD_SIZE", "8"), ("RANK", "3")])),
+            Ok((8, 3))
+        );
+        assert_eq!(
+            shard_from_env(env(&[("RANK_SIZE", "4"), ("RANK_ID", "1")])),
+            Ok((4, 1))
+        );
+        let e = shard_from_env(env(&[("WORLD_SIZE", "8")])).unwrap_err();
+        assert!(e.contains("RANK is not set"), "{e}");
+        let e = shard_from_env(env(&[("WORLD_SIZE", "2"), ("RANK", "2")])).unwrap_err();
+        assert!(e.contains("must be below"), "{e}");
+        let e = shard_from_env(env(&[("RANK_SIZE", "x"), ("RANK_ID", "0")])).unwrap_err();
+        assert!(e.contains("not a whole number"), "{e}");
+        assert!(shard_from_env(env(&[])).is_err());
+    }
+
+    mod props {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        fn uneven() -> impl Strategy<Value = Uneven> {
+            prop_oneof![Just(Uneven::Pad), Just(Uneven::Drop), Just(Uneven::Exact)]
+        }
+
+        proptest! {
+            #[test]
+            fn every_epoch_is_a_permutation_fixed_by_seed_and_epoch(
+                n in 1usize..500, seed in any::<u64>(), epoch in 0u64..1000
+            ) {
+                let s = Sampling { shuffle: true, seed, ..Sampling::default() };
+                let o = s.order(n, epoch);
+                prop_assert_eq!(&o, &s.order(n, epoch));
+                let mut sorted = o.clone();
+                sorted.sort_unstable();
+                prop_assert_eq!(sorted, (0..n).collect::<Vec<_>>());
+                if n >= 8 {
+                    // 8! orders: a collision between two epochs is a 1-in-40320 event at
+                    // worst, and these seeds are fixed by proptest's own seed.
+                    prop_assert_ne!(o, s.order(n, epoch + 1));
+                }
+            }
+
+            #[test]
+            fn shards_are_disjoint_and_cover_under_each_policy(
+                n in 1usize..300, shards in 1usize..9, seed in any::<u64>(),
+                epoch in 0u64..50, uneven in uneven(), shuffle in any::<bool>()
+            ) {
+                let mut seen = vec![0usize; n];
+                let mut lens = Vec::new();
+                for id in 0..shards {
+                    let s = Sampling { shuffle, seed, num_shards: shards, shard_id: id, uneven,
+                                       ..Sampling::default() };
+                    let o = s.order(n, epoch);
+                    prop_assert_eq!(o.len(), s.len(n));
+                    lens.push(o.len());
+                    for i in o { seen[i] += 1; }
+                }
+                let total: usize = lens.iter().sum();
+                let max = *lens.iter().max().unwrap_or(&0);
+                let min = *lens.iter().min().unwrap_or(&0);
+                match uneven {
+                    Uneven::Pad => {
+                        prop_assert!(seen.iter().all(|&c| c >= 1));
+                        prop_assert_eq!(min, max);
+                        prop_assert_eq!(total, n.div_ceil(shards) * shards);
+                        // wrapping spreads the padding evenly: no sample comes up more
+                        // than ceil(total / n) times
+                        prop_assert!(seen.iter().all(|&c| c <= total.div_ceil(n)));
+                    }
+                    Uneven::Drop => {
+                        prop_assert!(seen.iter().all(|&c| c <= 1));
+                        prop_assert_eq!(min, max);
+                        prop_assert_eq!(total, n / shards * shards);
+                    }
+                    Uneven::Exact => {
+                        prop_assert!(seen.iter().all(|&c| c == 1));
+                        prop_assert!(max - min <= 1);
+                    }
+                }
+            }
+
+            #[test]
+            fn batch_counts_are_equal_across_shards_under_pad_and_drop(
+                n in 1usize..300, shards in 1usize..9, bs in 1usize..40,
+                drop_remainder in any::<bool>(), pad in any::<bool>()
+            ) {
+                let uneven = if pad { Uneven::Pad } else { Uneven::Drop };
+                let counts: Vec<usize> = (0..shards).map(|id| {
+                    let s = Sampling { num_shards: shards, shard_id: id, uneven,
+                                       ..Sampling::default() };
+                    batch_count(s.len(n), bs, drop_remainder)
+                }).collect();
+                prop_assert!(counts.iter().all(|&c| c == counts[0]));
+                let len = Sampling { num_shards: shards, uneven, ..Sampling::default() }.len(n);
+                let want = if drop_remainder { len / bs } else { len.div_ceil(bs) };
+                prop_assert_eq!(counts[0], want);
+            }
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use common::*;
 use imgfeed::source::{Cifar, CifarKind, CifarLabel, Raw, Source, Usage};
 use imgfeed::{
     BatchConfig, EngineConfig, Error, LabelType, Labels, Layout, OnError, Pipeline, PipelineConfig,
-    SourceConfig, SourceKind,
+    SampleErrorKind, SourceConfig, SourceKind,
 };
 use std::path::Path;
 
@@ -169,7 +169,7 @@ fn pipeline_file(name: &str, batch: usize, workers: usize) -> PipelineConfig {
         size: batch,
         drop_remainder: false,
     };
-    cfg.engine = eng(workers, Some(1), OnError::Fail);
+    cfg.engine = eng(workers, Some(1), OnError::Error);
     cfg
 }
 
@@ -262,7 +262,7 @@ fn cifar10_without_ops_gives_every_pixel_hwc_with_labels_indices_and_names() {
             c10(Some(Usage::All)),
             vec![],
             4,
-            eng(workers, Some(1), OnError::Fail),
+            eng(workers, Some(1), OnError::Error),
         );
         let spec = p.output_spec();
         assert_eq!(
@@ -296,7 +296,7 @@ fn cifar10_without_ops_gives_every_pixel_hwc_with_labels_indices_and_names() {
         c10(Some(Usage::Test)),
         vec![],
         4,
-        eng(2, None, OnError::Fail),
+        eng(2, None, OnError::Error),
     );
     let b = batches(&p, 0);
     assert_eq!(b.len(), 1);
@@ -308,7 +308,7 @@ fn cifar10_without_ops_gives_every_pixel_hwc_with_labels_indices_and_names() {
         c10(Some(Usage::All)),
         vec![],
         4,
-        eng(1, None, OnError::Fail),
+        eng(1, None, OnError::Error),
     );
     let got: Vec<String> = (0..19).map(|i| p.source().sample_name(i)).collect();
     assert_eq!(got, names(&C10_FILES, &recs));
@@ -336,7 +336,7 @@ fn cifar10_hwc_to_chw_gives_every_pixel_in_record_order() {
             c10(Some(Usage::All)),
             vec![hwc_to_chw()],
             5,
-            eng(workers, Some(1), OnError::Fail),
+            eng(workers, Some(1), OnError::Error),
         );
         assert_eq!(p.output_spec().dims(), [Some(3), Some(32), Some(32)]);
         let r = run(&p, 0);
@@ -358,7 +358,7 @@ fn cifar10_hwc_to_chw_gives_every_pixel_in_record_order() {
         c10(None),
         vec![hwc_to_chw()],
         16,
-        eng(1, None, OnError::Fail),
+        eng(1, None, OnError::Error),
     );
     let r = run(&p, 0);
     assert_eq!(
@@ -375,7 +375,7 @@ fn cifar100_round_trip_hwc_and_chw() {
         c100(Some(Usage::All), None),
         vec![],
         3,
-        eng(2, Some(1), OnError::Fail),
+        eng(2, Some(1), OnError::Error),
     );
     let r = run(&p, 0);
     assert_eq!(r.lens, vec![3, 3, 2]);
@@ -389,7 +389,7 @@ fn cifar100_round_trip_hwc_and_chw() {
         c100(Some(Usage::All), None),
         vec![hwc_to_chw()],
         8,
-        eng(1, None, OnError::Fail),
+        eng(1, None, OnError::Error),
     );
     let r = run(&p, 0);
     assert_eq!(r.shapes, vec![[8, 3, 32, 32]]);
@@ -454,7 +454,7 @@ fn usage_train_test_all_counts_and_order() {
         (Some(Usage::Test), 4),
         (Some(Usage::All), 19),
     ] {
-        let p = pipe(c10(usage), vec![], 64, eng(2, None, OnError::Fail));
+        let p = pipe(c10(usage), vec![], 64, eng(2, None, OnError::Error));
         assert_eq!(
             (p.source().len(), p.samples_per_epoch()),
             (n, n),
@@ -478,7 +478,7 @@ fn usage_train_test_all_counts_and_order() {
         (Some(Usage::Test), 3),
         (Some(Usage::All), 8),
     ] {
-        let p = pipe(c100(usage, None), vec![], 64, eng(2, None, OnError::Fail));
+        let p = pipe(c100(usage, None), vec![], 64, eng(2, None, OnError::Error));
         assert_eq!(
             (p.source().len(), p.samples_per_epoch()),
             (n, n),
@@ -498,7 +498,7 @@ fn usage_train_test_all_counts_and_order() {
             c10(Some(Usage::All)),
             vec![],
             19,
-            eng(1, None, OnError::Fail),
+            eng(1, None, OnError::Error),
         ),
         0,
     );
@@ -507,7 +507,7 @@ fn usage_train_test_all_counts_and_order() {
             c10(Some(Usage::Test)),
             vec![],
             4,
-            eng(1, None, OnError::Fail),
+            eng(1, None, OnError::Error),
         ),
         0,
     );
@@ -516,7 +516,7 @@ fn usage_train_test_all_counts_and_order() {
             c10(Some(Usage::Train)),
             vec![],
             15,
-            eng(1, None, OnError::Fail),
+            eng(1, None, OnError::Error),
         ),
         0,
     );
@@ -567,7 +567,7 @@ fn cifar100_label_fine_coarse_both() {
             c100(Some(Usage::All), label),
             vec![],
             8,
-            eng(2, None, OnError::Fail),
+            eng(2, None, OnError::Error),
         );
         let b = batches(&p, 0);
         assert_eq!(b.len(), 1);
@@ -591,7 +591,7 @@ fn cifar100_label_fine_coarse_both() {
         c100(Some(Usage::All), Some(CifarLabel::Both)),
         vec![hwc_to_chw(), type_cast(LabelType::I32)],
         3,
-        eng(3, Some(1), OnError::Fail),
+        eng(3, Some(1), OnError::Error),
     );
     let mut got = Vec::new();
     for b in batches(&p, 0) {
@@ -609,7 +609,7 @@ fn cifar100_label_fine_coarse_both() {
                 c100(Some(Usage::All), label),
                 vec![],
                 8,
-                eng(1, None, OnError::Fail),
+                eng(1, None, OnError::Error),
             ),
             0,
         )
@@ -727,7 +727,7 @@ fn normalize_without_hwc_to_chw_gives_hwc_floats_exactly() {
         c10(Some(Usage::All)),
         vec![rescale(1.0 / 255.0, 0.0), normalize(mean, std)],
         7,
-        eng(2, Some(1), OnError::Fail),
+        eng(2, Some(1), OnError::Error),
     );
     assert_eq!(p.output_spec().dims(), [Some(32), Some(32), Some(3)]);
     let r = run(&p, 0);
@@ -923,7 +923,7 @@ fn random_ops_draw_the_same_windows_in_hwc_and_chw_and_before_or_after_normalize
     };
     let geo = || vec![random_crop(32, 32, 4, 0), flip(0.5)];
     let hwc_run = run(
-        &pipe(src.clone(), geo(), 5, eng(2, Some(1), OnError::Fail)),
+        &pipe(src.clone(), geo(), 5, eng(2, Some(1), OnError::Error)),
         2,
     );
     let chw_run = run(
@@ -931,7 +931,7 @@ fn random_ops_draw_the_same_windows_in_hwc_and_chw_and_before_or_after_normalize
             src.clone(),
             [geo(), vec![hwc_to_chw()]].concat(),
             5,
-            eng(3, Some(1), OnError::Fail),
+            eng(3, Some(1), OnError::Error),
         ),
         2,
     );
@@ -971,7 +971,7 @@ fn random_ops_draw_the_same_windows_in_hwc_and_chw_and_before_or_after_normalize
             ]
             .concat(),
             5,
-            eng(2, Some(1), OnError::Fail),
+            eng(2, Some(1), OnError::Error),
         ),
         2,
     );
@@ -1054,7 +1054,7 @@ fn a_missing_train_file_is_named_but_the_test_split_still_opens() {
         c10_at(dir.path(), Some(Usage::Test)),
         vec![],
         4,
-        eng(1, None, OnError::Fail),
+        eng(1, None, OnError::Error),
     );
     let r = run(&p, 0);
     assert_eq!(r.indices, seq(4));
@@ -1084,7 +1084,7 @@ fn a_file_that_is_not_whole_records_is_named_with_the_record_size() {
         c10_at(dir.path(), Some(Usage::Test)),
         vec![],
         4,
-        eng(1, None, OnError::Fail),
+        eng(1, None, OnError::Error),
     );
     assert_eq!(p.source().len(), 4);
 
@@ -1184,7 +1184,7 @@ fn a_cifar10_label_out_of_range_fails_its_sample_or_is_skipped() {
             c10_at(dir.path(), Some(usage)),
             vec![],
             64,
-            eng(2, Some(1), OnError::Fail),
+            eng(2, Some(1), OnError::Error),
         );
         let e = first_batch_error(&p);
         let text = e.to_string();
@@ -1193,6 +1193,7 @@ fn a_cifar10_label_out_of_range_fails_its_sample_or_is_skipped() {
                 index: i,
                 file,
                 stage,
+                kind: SampleErrorKind::BadLabel,
                 reason,
             } => {
                 assert_eq!(
@@ -1216,12 +1217,12 @@ fn a_cifar10_label_out_of_range_fails_its_sample_or_is_skipped() {
             c10_at(dir.path(), None),
             vec![],
             64,
-            eng(1, None, OnError::Fail),
+            eng(1, None, OnError::Error),
         ),
         0,
     );
     assert_eq!(r.indices, seq(15));
-    // skip: left out, reported, the rest kept in order
+    // skip: left out, reported, the rest kept in order and moved up to fill the batch
     let p = pipe(
         c10_at(dir.path(), Some(Usage::Test)),
         vec![hwc_to_chw()],
@@ -1230,20 +1231,21 @@ fn a_cifar10_label_out_of_range_fails_its_sample_or_is_skipped() {
     );
     let b = batches(&p, 0);
     assert_eq!(b.len(), 2);
-    assert_eq!((b[0].len(), b[0].indices()), (1, &[0u64][..]));
-    assert_eq!(b[0].labels(), Labels::U32(&[5]));
-    assert_eq!(b[0].images_u8().expect("u8"), &chw(Rec { f: 5, k: 0 })[..]);
+    assert_eq!((b[0].len(), b[0].indices()), (2, &[0u64, 2][..]));
+    assert_eq!(b[0].labels(), Labels::U32(&[5, 7]));
+    let imgs = b[0].images_u8().expect("u8");
+    assert!(
+        imgs[..PER] == chw(Rec { f: 5, k: 0 })[..] && imgs[PER..] == chw(Rec { f: 5, k: 2 })[..]
+    );
     assert_eq!(b[0].skipped().len(), 1);
     match &b[0].skipped()[0] {
         Error::Sample { index: 1, file, .. } => assert_eq!(file, "test_batch.bin:1"),
         other => panic!("skipped error: {other:?}"),
     }
-    assert_eq!((b[1].indices(), b[1].skipped().len()), (&[2u64, 3][..], 0));
-    assert_eq!(b[1].labels(), Labels::U32(&[7, 8]));
-    let imgs = b[1].images_u8().expect("u8");
-    assert!(
-        imgs[..PER] == chw(Rec { f: 5, k: 2 })[..] && imgs[PER..] == chw(Rec { f: 5, k: 3 })[..]
-    );
+    assert_eq!((b[1].indices(), b[1].skipped().len()), (&[3u64][..], 0));
+    assert_eq!(b[1].labels(), Labels::U32(&[8]));
+    assert_eq!(b[1].images_u8().expect("u8"), &chw(Rec { f: 5, k: 3 })[..]);
+    assert_eq!((b[0].number(), b[1].number()), (0, 1));
 }
 
 #[test]
@@ -1256,7 +1258,7 @@ fn cifar100_coarse_and_fine_labels_out_of_range_fail_with_the_record() {
             c100_at(dir.path(), Some(Usage::Train), label),
             vec![],
             8,
-            eng(1, None, OnError::Fail),
+            eng(1, None, OnError::Error),
         );
         let e = first_batch_error(&p);
         let text = e.to_string();
@@ -1265,6 +1267,7 @@ fn cifar100_coarse_and_fine_labels_out_of_range_fail_with_the_record() {
                 index: 2,
                 file,
                 stage: "read",
+                kind: SampleErrorKind::BadLabel,
                 reason,
             } => {
                 assert_eq!(file, "train.bin:2");
@@ -1276,7 +1279,7 @@ fn cifar100_coarse_and_fine_labels_out_of_range_fail_with_the_record() {
             c100_at(dir.path(), Some(Usage::Test), label),
             vec![],
             8,
-            eng(1, None, OnError::Fail),
+            eng(1, None, OnError::Error),
         );
         let e = first_batch_error(&p);
         let text = e.to_string();
@@ -1285,6 +1288,7 @@ fn cifar100_coarse_and_fine_labels_out_of_range_fail_with_the_record() {
                 index: 0,
                 file,
                 stage: "read",
+                kind: SampleErrorKind::BadLabel,
                 reason,
             } => {
                 assert_eq!(file, "test.bin:0");
@@ -1338,7 +1342,7 @@ fn the_largest_valid_labels_are_accepted() {
         c100_at(dir.path(), Some(Usage::Test), Some(CifarLabel::Both)),
         vec![],
         8,
-        eng(1, None, OnError::Fail),
+        eng(1, None, OnError::Error),
     );
     let b = batches(&p, 0);
     assert_eq!(b[0].labels(), Labels::U32(&[19, 99, 2, 4, 3, 7]));
@@ -1348,7 +1352,7 @@ fn the_largest_valid_labels_are_accepted() {
         c10_at(dir.path(), Some(Usage::Test)),
         vec![],
         8,
-        eng(1, None, OnError::Fail),
+        eng(1, None, OnError::Error),
     );
     assert_eq!(batches(&p, 0)[0].labels(), Labels::U32(&[9, 6, 7, 8]));
 }
@@ -1361,7 +1365,7 @@ fn num_samples_limits_a_cifar_epoch() {
         num_samples: Some(5),
         ..c10(Some(Usage::All))
     };
-    let p = pipe(src, vec![], 2, eng(2, Some(1), OnError::Fail));
+    let p = pipe(src, vec![], 2, eng(2, Some(1), OnError::Error));
     assert_eq!((p.samples_per_epoch(), p.batches_per_epoch()), (5, 3));
     let r = run(&p, 0);
     assert_eq!(r.lens, vec![2, 2, 1]);
@@ -1373,7 +1377,7 @@ fn num_samples_limits_a_cifar_epoch() {
         ..c10(Some(Usage::All))
     };
     assert_eq!(
-        pipe(src, vec![], 2, eng(1, None, OnError::Fail)).samples_per_epoch(),
+        pipe(src, vec![], 2, eng(1, None, OnError::Error)).samples_per_epoch(),
         19
     );
     let src = SourceConfig {
@@ -1395,11 +1399,11 @@ fn shuffle_is_a_worker_independent_permutation_of_cifar_samples() {
         ..c10(Some(Usage::All))
     };
     let one = run(
-        &pipe(src.clone(), vec![], 4, eng(1, Some(1), OnError::Fail)),
+        &pipe(src.clone(), vec![], 4, eng(1, Some(1), OnError::Error)),
         0,
     );
     let two = run(
-        &pipe(src.clone(), vec![], 4, eng(2, Some(1), OnError::Fail)),
+        &pipe(src.clone(), vec![], 4, eng(2, Some(1), OnError::Error)),
         0,
     );
     assert!(one == two, "2 workers shuffle otherwise than 1");
@@ -1416,7 +1420,7 @@ fn shuffle_is_a_worker_independent_permutation_of_cifar_samples() {
         assert_eq!(one.labels[pos], c10_label(rec) as i64);
     }
     let next = run(
-        &pipe(src.clone(), vec![], 4, eng(2, Some(1), OnError::Fail)),
+        &pipe(src.clone(), vec![], 4, eng(2, Some(1), OnError::Error)),
         1,
     );
     assert_ne!(next.indices, one.indices, "epoch 1 reshuffles");
@@ -1425,7 +1429,10 @@ fn shuffle_is_a_worker_independent_permutation_of_cifar_samples() {
         num_samples: Some(6),
         ..src
     };
-    let l = run(&pipe(limited, vec![], 4, eng(2, Some(1), OnError::Fail)), 0);
+    let l = run(
+        &pipe(limited, vec![], 4, eng(2, Some(1), OnError::Error)),
+        0,
+    );
     assert_eq!(l.indices, one.indices[..6].to_vec());
 }
 
@@ -1440,7 +1447,7 @@ fn two_shards_split_cifar_all_with_wrap_around_padding() {
             seed: 5,
             ..c10(Some(Usage::All))
         };
-        let p = pipe(src, vec![], 4, eng(2, Some(1), OnError::Fail));
+        let p = pipe(src, vec![], 4, eng(2, Some(1), OnError::Error));
         assert_eq!((p.samples_per_epoch(), p.batches_per_epoch()), (10, 3));
         let r = run(&p, 0);
         assert_eq!(r.lens, vec![4, 4, 2]);

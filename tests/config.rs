@@ -411,7 +411,7 @@ fn resnet50_eval_parses_to_the_canonical_values() {
     ];
     assert_eq!(cfg.ops, expected);
     assert_eq!((cfg.batch.size, cfg.batch.drop_remainder), (32, true));
-    assert_eq!(cfg.engine.on_error, imgfeed::OnError::Fail);
+    assert_eq!(cfg.engine.on_error, imgfeed::OnError::Error);
     assert!(!cfg.engine.profile);
 
     let p = Pipeline::new(cfg.clone()).expect("canonical pipeline builds");

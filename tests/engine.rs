@@ -430,15 +430,21 @@ fn dropping_an_epoch_early_returns_promptly_and_the_pipeline_still_works() {
 
 // ---- bad files ----------------------------------------------------------------------------
 
-const BAD: [&str; 8] = [
+const BAD: [&str; 14] = [
     "bomb.jpg",
     "bomb.png",
+    "corrupt_entropy.jpg",
     "empty.jpg",
     "garbage.jpg",
     "header_only.jpg",
+    "png_bad_crc.png",
+    "png_cut_zlib.png",
+    "png_missing_rows.png",
+    "text.jpg",
     "text.png",
     "truncated.jpg",
     "truncated.png",
+    "zlib_bomb.png",
 ];
 
 #[test]
@@ -508,13 +514,19 @@ fn each_bad_file_fails_its_batch_with_file_and_stage() {
             !err.is_usage(),
             "a bad file is a data error, not a usage error"
         );
-        if bad.starts_with("bomb") {
+        let claimed = match bad {
+            "bomb.jpg" => Some("65000x65000"),
+            "bomb.png" => Some("60000x60000"),
+            "zlib_bomb.png" => Some("16000x16000"),
+            _ => None,
+        };
+        if let Some(size) = claimed {
             assert!(
                 text.contains("pixel limit"),
                 "{bad}: expected the pixel-limit error, got: {text}"
             );
             assert!(
-                text.contains("60000x60000"),
+                text.contains(size),
                 "{bad}: the error should give the claimed size: {text}"
             );
         }
@@ -554,11 +566,11 @@ fn skip_mode_leaves_bad_files_out_and_reports_each() {
         "a/10_good.jpg",
         &fixtures().join("formats/rgb.jpg"),
     );
-    let make = |on_error| {
+    let make_with = |on_error, drop_remainder| {
         Pipeline::builder(folder_source(dir.path()))
             .op(decode())
             .op(center_crop(8, 8))
-            .batch(4, false)
+            .batch(2, drop_remainder)
             .engine(EngineConfig {
                 workers: 2,
                 on_error,
@@ -567,38 +579,44 @@ fn skip_mode_leaves_bad_files_out_and_reports_each() {
             .build()
             .expect("pipeline builds")
     };
-    let p = make(OnError::Skip);
-    let all = batches(&p, 0);
-    assert_eq!(all.len(), 3);
-    // batch 0: 00 good, 01 bad, 02 bad, 03 good
-    assert_eq!((all[0].len(), all[0].indices()), (2, &[0u64, 3][..]));
-    let imgs = all[0].images_u8().expect("uint8");
-    assert_eq!(&imgs[..192], &g0.rgb[..], "first kept sample is 00_good");
-    assert_eq!(
-        &imgs[192..384],
-        &g1.rgb[..],
-        "second kept sample is 03_good, moved up"
-    );
-    assert_eq!(all[0].labels(), Labels::U32(&[0, 0]));
-    // batch 1: four bad files, nothing kept
-    assert!(all[1].is_empty());
-    assert_eq!(
-        (
-            all[1].shape()[0],
-            all[1].indices().len(),
-            all[1].image_bytes().len()
-        ),
-        (0, 0, 0)
-    );
-    // batch 2: 08 bad, 09 bad, 10 good (a JPEG)
-    assert_eq!((all[2].len(), all[2].indices()), (1, &[10u64][..]));
+    let make = |on_error| make_with(on_error, false);
     let jpeg_alone = {
         let d = tempfile::tempdir().expect("tempdir");
         copy_into(d.path(), "a/x.jpg", &fixtures().join("formats/rgb.jpg"));
         samples_u8(&build(d.path(), vec![decode(), center_crop(8, 8)], 1, 1), 0).remove(0)
     };
-    assert_eq!(all[2].images_u8().expect("uint8"), &jpeg_alone[..]);
-    // every bad file reported once, in its batch, as a decode error naming it
+    let p = make(OnError::Skip);
+    let mut epoch = p.epoch(0);
+    let first = epoch.next().expect("a batch").expect("skip mode");
+    // 00 good, 01 bad, 02 bad, 03 good: the batch of two is filled from later samples
+    assert_eq!((first.len(), first.indices()), (2, &[0u64, 3][..]));
+    let imgs = first.images_u8().expect("uint8");
+    assert_eq!(&imgs[..192], &g0.rgb[..], "first kept sample is 00_good");
+    assert_eq!(&imgs[192..384], &g1.rgb[..], "03_good moved up");
+    assert_eq!(first.labels(), Labels::U32(&[0, 0]));
+    assert_eq!(first.number(), 0);
+    // the next batch starts at order position 4 (sample 04)
+    let state = epoch.state();
+    assert_eq!((state.batch, state.sample), (1, Some(4)));
+    let second = epoch.next().expect("a batch").expect("skip mode");
+    assert!(epoch.next().is_none());
+    // 04..09 bad, then 10 good (a JPEG): the last batch holds it alone
+    assert_eq!(
+        (second.len(), second.indices(), second.number()),
+        (1, &[10u64][..], 1)
+    );
+    assert_eq!(second.images_u8().expect("uint8"), &jpeg_alone[..]);
+    // resuming at the state yields the same second batch, with another worker count
+    let resumed: Vec<_> = make(OnError::Skip)
+        .resume(state)
+        .expect("resume")
+        .map(|b| b.expect("skip mode"))
+        .collect();
+    assert_eq!(resumed.len(), 1);
+    assert_eq!(resumed[0].indices(), second.indices());
+    assert_eq!(resumed[0].skipped().len(), 6);
+    // every bad file reported once, with the batch it held up, as a decode error naming it
+    let all = [first, second];
     let mut reported: Vec<(usize, String)> = Vec::new();
     for (b, batch) in all.iter().enumerate() {
         for e in batch.skipped() {
@@ -607,7 +625,7 @@ fn skip_mode_leaves_bad_files_out_and_reports_each() {
                     file, stage, index, ..
                 } => {
                     assert_eq!(*stage, "decode", "{e}");
-                    assert_eq!(b, index / 4, "{file} reported in batch {b}");
+                    assert_eq!(b, usize::from(*index >= 4), "{file} reported in batch {b}");
                     reported.push((*index, file.clone()));
                 }
                 other => panic!("skipped error is not a sample error: {other:?}"),
@@ -620,8 +638,26 @@ fn skip_mode_leaves_bad_files_out_and_reports_each() {
         .map(|(k, bad)| (*k, format!("a/{k:02}_{bad}")))
         .collect();
     assert_eq!(reported, expected);
+    // with drop_remainder the short last batch goes, and its bad samples are still told
+    let p = make_with(OnError::Skip, true);
+    let mut epoch = p.epoch(0);
+    let kept: Vec<Vec<u64>> = epoch
+        .by_ref()
+        .map(|b| b.expect("skip mode").indices().to_vec())
+        .collect();
+    assert_eq!(kept, vec![vec![0, 3]]);
+    let mut tail: Vec<usize> = epoch
+        .dropped_tail_errors()
+        .iter()
+        .filter_map(|e| match e {
+            Error::Sample { index, .. } => Some(*index),
+            _ => None,
+        })
+        .collect();
+    tail.sort();
+    assert_eq!(tail, vec![4, 5, 6, 7, 8, 9]);
     // fail mode on the same tree stops at the first bad file (01_bomb.jpg, in batch 0)
-    let mut failing = make(OnError::Fail).epoch(0);
+    let mut failing = make(OnError::Error).epoch(0);
     match failing.next() {
         Some(Err(Error::Sample { file, index: 1, .. })) => assert_eq!(file, "a/01_bomb.jpg"),
         other => panic!("expected the first bad file to fail batch 0, got {other:?}"),
@@ -756,7 +792,11 @@ fn a_bad_file_does_not_poison_the_next_decode() {
             })
             .build()
             .expect("pipeline builds");
-        let lens: Vec<usize> = p.epoch(0).map(|b| b.expect("skip mode").len()).collect();
-        assert_eq!(lens, vec![0, 1], "{bad}, then a good JPEG");
+        let got: Vec<(Vec<u64>, usize)> = p
+            .epoch(0)
+            .map(|b| b.expect("skip mode"))
+            .map(|b| (b.indices().to_vec(), b.skipped().len()))
+            .collect();
+        assert_eq!(got, vec![(vec![1], 1)], "{bad}, then a good JPEG");
     }
 }

@@ -76,7 +76,7 @@ fn mutated_images_never_panic() {
                         ok += 1;
                     }
                     Err(e) => {
-                        assert!(!e.is_empty());
+                        assert!(!e.reason.is_empty());
                         errors += 1;
                     }
                 }

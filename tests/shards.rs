@@ -148,7 +148,10 @@ fn raw_storage_is_exact_after_the_stored_resize() {
         .build()
         .unwrap_err()
         .to_string();
-    assert!(e.contains("ops[1] (decode)") && e.contains("already pixels"), "{e}");
+    assert!(
+        e.contains("ops[1] (decode)") && e.contains("already pixels"),
+        "{e}"
+    );
     let (sa, sb) = (samples_u8(&a, 0), samples_u8(&b, 0));
     assert_eq!(sa.len(), 12);
     assert_eq!(sa, sb);
@@ -171,6 +174,50 @@ fn raw_storage_is_exact_after_the_stored_resize() {
     );
     let b = pipeline(folder_source(out.path()), more(vec![decode()]), 4);
     assert_eq!(samples_f32(&a, 3), samples_f32(&b, 3));
+}
+
+#[test]
+fn training_ops_on_raw_shards_match_the_tree_after_the_stored_resize() {
+    // random_resized_crop + flip + normalize, shuffled: the same random draws (seeded by
+    // sample index) on the stored pixels as on the tree's pixels after the same resize.
+    let out = tempfile::tempdir().expect("tempdir");
+    let stored = vec![decode(), resize_exact(48, 64, Filter::Bilinear)];
+    convert(
+        folder_source(&folder()),
+        stored.clone(),
+        store(Storage::Raw, 90),
+        out.path(),
+    );
+    let train = |mut ops: Vec<Op>| {
+        ops.extend([
+            Op::RandomResizedCrop(imgfeed::ops::RandomResizedCrop {
+                size: imgfeed::ops::Size::One(24),
+                scale: [0.08, 1.0],
+                ratio: [0.75, 4.0 / 3.0],
+                filter: Filter::Bilinear,
+                exact: false,
+                attempts: 10,
+            }),
+            flip(0.5),
+            normalize([123.675, 116.28, 103.53], [58.395, 57.12, 57.375]),
+            hwc_to_chw(),
+        ]);
+        ops
+    };
+    let shuffled = |root: &Path| {
+        let mut s = folder_source(root);
+        s.shuffle = true;
+        s.seed = 3;
+        s
+    };
+    let a = pipeline(shuffled(&folder()), train(stored), 4);
+    let b = pipeline(shuffled(out.path()), train(vec![decode()]), 4);
+    for epoch in [0, 1] {
+        let (x, y) = (samples_f32(&a, epoch), samples_f32(&b, epoch));
+        assert_eq!(x.len(), 12);
+        assert_eq!(x, y, "epoch {epoch}");
+        assert_eq!(names_labels(&a, epoch), names_labels(&b, epoch));
+    }
 }
 
 #[test]

@@ -1,5 +1,6 @@
 #![no_main]
-//! Any bytes through the image decoders: Ok or an error, never a panic or a huge buffer.
+//! Any bytes through the image decoders (format sniffed from the magic bytes) and the
+//! header inspector: Ok or an error, never a panic or a huge buffer.
 use imgfeed::ops::decode::{Decode, Decoder};
 use libfuzzer_sys::fuzz_target;
 
@@ -13,4 +14,5 @@ fuzz_target!(|data: &[u8]| {
         assert!(h * w <= 1 << 22);
         assert!(out.len() >= h * w * 3);
     }
+    let _ = imgfeed::inspect::inspect(data);
 });

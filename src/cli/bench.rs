@@ -1,7 +1,9 @@
 //! `imgfeed bench`: throughput of a pipeline on real data, with what it cost.
 
-use super::{progress, Common};
+use super::report::Reporter;
+use super::{epoch_range, interrupt, open_epoch, progress, Common};
 use anyhow::Result;
+use std::path::Path;
 use std::time::Instant;
 
 fn rusage() -> (f64, u64) {
@@ -15,7 +17,14 @@ fn rusage() -> (f64, u64) {
     (t(ru.ru_utime) + t(ru.ru_stime), ru.ru_maxrss as u64 * 1024)
 }
 
-pub fn bench(c: &Common, epochs: u64, json: bool, profile: bool) -> Result<i32> {
+pub fn bench(
+    c: &Common,
+    epochs: Option<u64>,
+    json: bool,
+    profile: bool,
+    report: Option<&Path>,
+) -> Result<i32> {
+    let mut bad = Reporter::new(report)?;
     let mut cfg = c.config()?;
     cfg.engine.profile = profile;
     let p = imgfeed::Pipeline::new(cfg)?;
@@ -25,18 +34,39 @@ pub fn bench(c: &Common, epochs: u64, json: bool, profile: bool) -> Result<i32> 
     let mut batches = 0usize;
     let mut out_bytes = 0usize;
     let mut times = imgfeed::StageTimes::default();
-    for e in 0..epochs {
+    for e in epoch_range(c, &p, epochs)? {
         let bar = progress(p.batches_per_epoch() as u64, "batches");
-        let mut epoch = p.epoch(e);
+        let mut epoch = open_epoch(c, &p, e)?;
         for batch in &mut epoch {
+            if interrupt::requested() {
+                break;
+            }
             let batch = batch?;
+            for err in batch.skipped() {
+                bar.suspend(|| bad.add(err))?;
+            }
             images += batch.len();
             out_bytes += batch.image_bytes().len();
             batches += 1;
             bar.inc(1);
         }
+        for err in epoch.dropped_tail_errors() {
+            bar.suspend(|| bad.add(&err))?;
+        }
         bar.finish_and_clear();
         times.merge(&epoch.finish());
+        if interrupt::requested() {
+            break;
+        }
+    }
+    bad.finish()?;
+    bad.print("skipped");
+    if interrupt::requested() {
+        eprintln!(
+            "interrupted after {batches} batches ({images} images, {:.3} s): no figures",
+            t0.elapsed().as_secs_f64()
+        );
+        return Ok(interrupt::EXIT);
     }
     let wall = t0.elapsed().as_secs_f64();
     let (cpu1, peak_rss) = rusage();

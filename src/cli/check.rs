@@ -34,11 +34,19 @@ pub fn check(c: &Common) -> Result<i32> {
     for f in p.fusions() {
         println!("fused: {f}");
     }
+    let src = &cfg.source;
     println!(
-        "epoch: {} samples in {} batches, {} workers",
+        "epoch: {} samples in {} batches, {} workers; shard {} of {} (uneven {:?}); shuffle {}, seed {}; {} epoch(s); on_error {:?}",
         p.samples_per_epoch(),
         p.batches_per_epoch(),
-        cfg.engine.workers
+        cfg.engine.workers,
+        src.shard_id,
+        src.num_shards,
+        src.uneven,
+        src.shuffle,
+        src.seed,
+        src.num_epochs,
+        cfg.engine.on_error,
     );
     Ok(0)
 }

@@ -1,28 +1,49 @@
 //! `imgfeed convert`: write every sample of one epoch to files. Nothing is dropped: the
 //! last batch is kept whatever `drop_remainder` says, and a bad sample is reported (file and
-//! reason) and left out while the rest is written; the exit code is then 1.
+//! reason) and left out while the rest is written; the exit code is then 1. The files are
+//! renamed into place at the end: Ctrl-C (exit 130) or an error leaves no complete-looking
+//! file.
 
-use super::{progress, Common};
+use super::report::Reporter;
+use super::{interrupt, progress, Common};
 use anyhow::Result;
 use imgfeed::sink::shards::convert_to_shards;
 use imgfeed::sink::write_npy_dir;
 use imgfeed::{OnError, Pipeline};
 use std::path::Path;
 
-pub fn convert(c: &Common, out: &Path) -> Result<i32> {
+pub fn convert(c: &Common, out: &Path, report: Option<&Path>) -> Result<i32> {
+    let mut bad = Reporter::new(report)?;
     let mut cfg = c.config()?;
     cfg.batch.drop_remainder = false;
     cfg.engine.on_error = OnError::Skip;
     let p = Pipeline::new(cfg)?;
     let bar = progress(p.samples_per_epoch() as u64, "samples");
+    let mut report_err = Ok(());
     let report = write_npy_dir(
-        p.epoch(0),
+        p.resume(c.start())?,
         &p,
         out,
+        interrupt::flag(),
         |n| bar.inc(n as u64),
-        |e| bar.suspend(|| eprintln!("skipped: {e}")),
+        |e| {
+            if let Err(w) = bad.add(e) {
+                report_err = Err(w);
+            }
+        },
     )?;
     bar.finish_and_clear();
+    report_err?;
+    bad.finish()?;
+    bad.print("skipped");
+    if report.interrupted {
+        eprintln!(
+            "interrupted after {} samples: nothing written to {} (partial files removed)",
+            report.samples,
+            out.display()
+        );
+        return Ok(interrupt::EXIT);
+    }
     let spec = p.output_spec();
     let d = spec.dims();
     println!(

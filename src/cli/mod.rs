@@ -1,15 +1,18 @@
-//! Command-line interface: `check`, `run`, `convert`, `merge-index`, `bench`.
+//! Command-line interface: `check`, `run`, `convert`, `merge-index`, `bench`, `validate`.
 
 mod bench;
 mod check;
 mod convert;
+mod interrupt;
 mod merge_index;
+mod report;
 mod run;
+mod validate;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use imgfeed::source::Usage;
-use imgfeed::{Pipeline, PipelineConfig};
+use imgfeed::{OnError, Pipeline, PipelineConfig, State, Uneven};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::PathBuf;
 
@@ -29,9 +32,16 @@ enum Command {
     Run {
         #[command(flatten)]
         common: Common,
-        /// Epochs to run.
-        #[arg(long, default_value_t = 1)]
-        epochs: u64,
+        /// Epochs of the run (default `source.num_epochs`); with `--start-epoch`, the run
+        /// covers epochs start..epochs.
+        #[arg(long)]
+        epochs: Option<u64>,
+        /// Stop after this many batches and print the state to resume from.
+        #[arg(long)]
+        max_batches: Option<usize>,
+        /// Write every bad (skipped or replaced) sample to FILE as JSON lines.
+        #[arg(long)]
+        report: Option<PathBuf>,
     },
     /// Write every sample (nothing dropped) to files.
     Convert {
@@ -43,6 +53,9 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Npy)]
         format: Format,
+        /// Write every bad (skipped) sample to FILE as JSON lines.
+        #[arg(long)]
+        report: Option<PathBuf>,
         /// shards: bytes per shard file (1GB, 512MB, ...), overriding `store.shard_size`
         /// (default 1GB).
         #[arg(long)]
@@ -61,16 +74,21 @@ enum Command {
     Bench {
         #[command(flatten)]
         common: Common,
-        /// Epochs to run.
-        #[arg(long, default_value_t = 1)]
-        epochs: u64,
+        /// Epochs of the run (default `source.num_epochs`).
+        #[arg(long)]
+        epochs: Option<u64>,
         /// Print one JSON line instead of a table.
         #[arg(long)]
         json: bool,
         /// Do not time each stage (removes the timer calls from the hot loop).
         #[arg(long)]
         no_profile: bool,
+        /// Write every bad (skipped) sample to FILE as JSON lines.
+        #[arg(long)]
+        report: Option<PathBuf>,
     },
+    /// Read and decode every sample once: bad files by kind, classes, sizes, formats.
+    Validate(validate::ValidateArgs),
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -101,13 +119,34 @@ struct Common {
     /// Samples a worker claims at once, overriding `engine.work_unit`.
     #[arg(long)]
     work_unit: Option<usize>,
-    /// Data-parallel shards, overriding `source.num_shards` (convert --format shards:
-    /// slices converted separately and joined by merge-index).
+    /// Seed of the shuffle and the random ops, overriding `source.seed`.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Shuffle every epoch (overrides `source.shuffle`).
+    #[arg(long, overrides_with = "no_shuffle")]
+    shuffle: bool,
+    /// Keep the source order (overrides `source.shuffle`).
+    #[arg(long, overrides_with = "shuffle")]
+    no_shuffle: bool,
+    /// Data-parallel shards, overriding `source.num_shards` (and `shard = "env"`).
     #[arg(long)]
     num_shards: Option<usize>,
-    /// This process's shard, overriding `source.shard_id`.
+    /// This process's shard, overriding `source.shard_id` (and `shard = "env"`).
     #[arg(long)]
     shard_id: Option<usize>,
+    /// When the shards do not divide the dataset: pad, drop or exact.
+    #[arg(long)]
+    uneven: Option<Uneven>,
+    /// Bad samples: error (stop), skip (leave out, report) or replace (fill from the same
+    /// shard, report), overriding `engine.on_error`.
+    #[arg(long)]
+    on_error: Option<OnError>,
+    /// Start at this epoch (resume).
+    #[arg(long, default_value_t = 0)]
+    start_epoch: u64,
+    /// Start at this batch of the start epoch (resume).
+    #[arg(long, default_value_t = 0)]
+    start_batch: usize,
 }
 
 impl Common {
@@ -125,11 +164,29 @@ impl Common {
         if let Some(u) = self.work_unit {
             cfg.engine.work_unit = Some(u);
         }
+        if let Some(seed) = self.seed {
+            cfg.source.seed = seed;
+        }
+        if self.shuffle {
+            cfg.source.shuffle = true;
+        }
+        if self.no_shuffle {
+            cfg.source.shuffle = false;
+        }
+        if self.num_shards.is_some() || self.shard_id.is_some() {
+            cfg.source.shard = imgfeed::ShardFrom::Config;
+        }
         if let Some(n) = self.num_shards {
             cfg.source.num_shards = n;
         }
-        if let Some(i) = self.shard_id {
-            cfg.source.shard_id = i;
+        if let Some(id) = self.shard_id {
+            cfg.source.shard_id = id;
+        }
+        if let Some(u) = self.uneven {
+            cfg.source.uneven = u;
+        }
+        if let Some(o) = self.on_error {
+            cfg.engine.on_error = o;
         }
         if let Some(u) = self.usage {
             if cfg.source.kind == imgfeed::SourceKind::ImageFolder {
@@ -144,6 +201,40 @@ impl Common {
 
     fn pipeline(&self) -> imgfeed::Result<Pipeline> {
         Pipeline::new(self.config()?)
+    }
+
+    /// Where `--start-epoch` and `--start-batch` say to start.
+    fn start(&self) -> State {
+        State {
+            epoch: self.start_epoch,
+            batch: self.start_batch,
+            sample: None,
+        }
+    }
+}
+
+/// The epochs a run makes: from `--start-epoch` up to `--epochs` (or `source.num_epochs`).
+fn epoch_range(
+    c: &Common,
+    p: &Pipeline,
+    epochs: Option<u64>,
+) -> imgfeed::Result<std::ops::Range<u64>> {
+    let end = epochs.unwrap_or(p.config().source.num_epochs);
+    if c.start_epoch >= end {
+        return Err(imgfeed::Error::Invalid(format!(
+            "--start-epoch {} is not below the {end} epochs of the run",
+            c.start_epoch
+        )));
+    }
+    Ok(c.start_epoch..end)
+}
+
+/// Epoch `e` of a run: the first one starts where `--start-batch` says.
+fn open_epoch(c: &Common, p: &Pipeline, e: u64) -> imgfeed::Result<imgfeed::Epoch> {
+    if e == c.start_epoch {
+        p.resume(c.start())
+    } else {
+        Ok(p.epoch(e))
     }
 }
 
@@ -167,21 +258,29 @@ fn exit_code(e: &anyhow::Error) -> i32 {
 
 pub fn main() -> i32 {
     let cli = Cli::parse();
+    interrupt::install();
     let r: Result<i32> = match cli.command {
         Command::Check(c) => check::check(&c),
-        Command::Run { common, epochs } => run::run(&common, epochs),
+        Command::Run {
+            common,
+            epochs,
+            max_batches,
+            report,
+        } => run::run(&common, epochs, max_batches, report.as_deref()),
         Command::Convert {
             common,
             out,
             format: Format::Npy,
+            report,
             ..
-        } => convert::convert(&common, &out),
+        } => convert::convert(&common, &out, report.as_deref()),
         Command::Convert {
             common,
             out,
             format: Format::Shards,
             shard_size,
             store,
+            ..
         } => convert::convert_shards(&common, &out, shard_size, store),
         Command::MergeIndex { dir } => merge_index::merge_index(&dir),
         Command::Bench {
@@ -189,7 +288,9 @@ pub fn main() -> i32 {
             epochs,
             json,
             no_profile,
-        } => bench::bench(&common, epochs, json, !no_profile),
+            report,
+        } => bench::bench(&common, epochs, json, !no_profile, report.as_deref()),
+        Command::Validate(v) => validate::run(&v),
     };
     match r {
         Ok(code) => code,

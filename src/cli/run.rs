@@ -1,8 +1,10 @@
 //! `imgfeed run`: iterate epochs and print what came out, with a digest of every byte so
 //! that two runs (say, with different worker counts) can be compared.
 
-use super::{progress, Common};
+use super::report::Reporter;
+use super::{epoch_range, interrupt, open_epoch, progress, Common};
 use anyhow::Result;
+use std::path::Path;
 use std::time::Instant;
 
 /// FNV-1a, 64 bit, run on four interleaved lanes of 8-byte little-endian words (32 bytes
@@ -30,10 +32,19 @@ pub fn fnv(h: u64, bytes: &[u8]) -> u64 {
     h
 }
 
-pub fn run(c: &Common, epochs: u64) -> Result<i32> {
+pub fn run(
+    c: &Common,
+    epochs: Option<u64>,
+    max_batches: Option<usize>,
+    report: Option<&Path>,
+) -> Result<i32> {
     let p = c.pipeline()?;
+    let mut bad = Reporter::new(report)?;
     println!("{}", p.source().describe());
-    for e in 0..epochs {
+    let mut left = max_batches.unwrap_or(usize::MAX);
+    let range = epoch_range(c, &p, epochs)?;
+    let last = range.end - 1;
+    for e in range {
         let t0 = Instant::now();
         let bar = progress(p.batches_per_epoch() as u64, "batches");
         let mut samples = 0usize;
@@ -41,8 +52,17 @@ pub fn run(c: &Common, epochs: u64) -> Result<i32> {
         let mut digest = 0xcbf2_9ce4_8422_2325u64;
         let mut shape = [0usize; 4];
         let mut label_sum = 0i64;
-        for batch in p.epoch(e) {
+        let mut epoch = open_epoch(c, &p, e)?;
+        while left > 0 {
+            if interrupt::requested() {
+                break; // dropping the epoch stops its workers
+            }
+            let Some(batch) = epoch.next() else { break };
+            left -= 1;
             let batch = batch?;
+            for err in batch.skipped() {
+                bar.suspend(|| bad.add(err))?;
+            }
             digest = fnv(digest, batch.image_bytes());
             digest = fnv(digest, batch.label_bytes());
             for i in 0..batch.len() * batch.label_columns() {
@@ -55,8 +75,25 @@ pub fn run(c: &Common, epochs: u64) -> Result<i32> {
             batches += 1;
             bar.inc(1);
         }
+        for err in epoch.dropped_tail_errors() {
+            bar.suspend(|| bad.add(&err))?;
+        }
+        // Out of batches before the end of the epoch: where to resume.
+        let stopped =
+            (left == 0 && epoch.state().batch < p.batches_per_epoch()).then(|| epoch.state());
         bar.finish_and_clear();
         let secs = t0.elapsed().as_secs_f64();
+        if interrupt::requested() {
+            bad.finish()?;
+            bad.print("skipped");
+            let s = epoch.state();
+            eprintln!(
+                "interrupted in epoch {e} after {batches} batches ({samples} samples, {secs:.3} s): \
+                 resume with --start-epoch {} --start-batch {}",
+                s.epoch, s.batch
+            );
+            return Ok(interrupt::EXIT);
+        }
         let spec = p.output_spec();
         println!(
             "epoch {e}: {batches} batches, {samples} samples; images {} {:?}, labels {} (sum {label_sum}); digest {digest:016x}; {secs:.3} s, {:.1} images/s",
@@ -65,6 +102,22 @@ pub fn run(c: &Common, epochs: u64) -> Result<i32> {
             spec.label.name(),
             samples as f64 / secs.max(1e-9)
         );
+        if let Some(s) = stopped {
+            println!(
+                "stopped at epoch {} batch {}: resume with --start-epoch {} --start-batch {}",
+                s.epoch, s.batch, s.epoch, s.batch
+            );
+            break;
+        }
+        if left == 0 && e < last {
+            println!(
+                "stopped after epoch {e}: resume with --start-epoch {}",
+                e + 1
+            );
+            break;
+        }
     }
+    bad.finish()?;
+    bad.print("skipped");
     Ok(0)
 }

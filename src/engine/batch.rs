@@ -158,6 +158,8 @@ pub struct Batch {
     pub(crate) label_cols: usize,
     pub(crate) pool: Arc<Pool>,
     pub(crate) skipped: Vec<Error>,
+    /// Skip mode: positions (in the engine's batch) of the samples left out, ascending.
+    pub(crate) lost: Vec<usize>,
 }
 
 impl Batch {
@@ -255,9 +257,80 @@ impl Batch {
         self.buf.as_ref().map_or(&[], |b| &b.indices[..self.len])
     }
 
-    /// Samples that failed and were left out (`on_error = "skip"`), with their errors.
+    /// The bad samples met while making this batch, with their errors: left out
+    /// (`on_error = "skip"`) or replaced by another sample (`on_error = "replace"`).
     pub fn skipped(&self) -> &[Error] {
         &self.skipped
+    }
+
+    /// Order position of this batch's sample `k`, when the engine batch it came from
+    /// started at position `pos0` and lost the samples in `lost`.
+    pub(crate) fn position_of(&self, k: usize, pos0: usize) -> usize {
+        let mut p = k;
+        for &l in &self.lost {
+            if l <= p {
+                p += 1;
+            } else {
+                break;
+            }
+        }
+        pos0 + p
+    }
+
+    /// Append the first `k` samples of `other` (same pipeline) after this batch's own.
+    pub(crate) fn append_front_of(&mut self, other: &Batch, k: usize) {
+        fn app<T: Copy>(dst: &mut [T], at: usize, src: &[T], n: usize, width: usize) {
+            dst[at * width..(at + n) * width].copy_from_slice(&src[..n * width]);
+        }
+        let (Some(dst), Some(src)) = (self.buf.as_mut(), other.buf.as_ref()) else {
+            return;
+        };
+        let (at, e, c) = (
+            self.len,
+            self.dims.iter().product::<usize>(),
+            self.label_cols,
+        );
+        match (&mut dst.images, &src.images) {
+            (ImageBuf::U8(d), ImageBuf::U8(s)) => app(d, at, s, k, e),
+            (ImageBuf::F32(d), ImageBuf::F32(s)) => app(d, at, s, k, e),
+            _ => return,
+        }
+        match (&mut dst.labels, &src.labels) {
+            (LabelBuf::U32(d), LabelBuf::U32(s)) => app(d, at, s, k, c),
+            (LabelBuf::I32(d), LabelBuf::I32(s)) => app(d, at, s, k, c),
+            (LabelBuf::I64(d), LabelBuf::I64(s)) => app(d, at, s, k, c),
+            (LabelBuf::F32(d), LabelBuf::F32(s)) => app(d, at, s, k, c),
+            _ => return,
+        }
+        app(&mut dst.indices, at, &src.indices, k, 1);
+        self.len += k;
+    }
+
+    /// Remove the first `k` samples (the rest move to the front).
+    pub(crate) fn drop_front(&mut self, k: usize) {
+        fn shift<T: Copy>(v: &mut [T], k: usize, n: usize, width: usize) {
+            v.copy_within(k * width..n * width, 0);
+        }
+        let (n, e, c) = (
+            self.len,
+            self.dims.iter().product::<usize>(),
+            self.label_cols,
+        );
+        let Some(buf) = self.buf.as_mut() else { return };
+        match &mut buf.images {
+            ImageBuf::U8(v) => shift(v, k, n, e),
+            ImageBuf::F32(v) => shift(v, k, n, e),
+        }
+        match &mut buf.labels {
+            LabelBuf::U32(v) => shift(v, k, n, c),
+            LabelBuf::I32(v) => shift(v, k, n, c),
+            LabelBuf::I64(v) => shift(v, k, n, c),
+            LabelBuf::F32(v) => shift(v, k, n, c),
+        }
+        shift(&mut buf.indices, k, n, 1);
+        self.len -= k;
+        // positions of the remaining samples are tracked by the caller
+        self.lost.clear();
     }
 }
 

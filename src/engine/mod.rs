@@ -29,7 +29,7 @@ pub use program::StageTimes;
 
 use crate::error::{Error, Result};
 use crate::ops::pointwise::Dst;
-use crate::plan::sample_rng;
+use crate::plan::{replacement_rng, sample_rng};
 use crate::source::Source;
 use crate::spec::{DType, LabelType};
 use batch::{BatchBuf, ImageBuf, LabelBuf, Pool};
@@ -47,12 +47,63 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OnError {
-    /// The batch holding it is delivered as `Err`, and the epoch ends.
+    /// The batch holding it is delivered as `Err` (naming the file, stage and reason),
+    /// and the epoch ends. `fail` is accepted as another name.
     #[default]
-    Fail,
-    /// Leave it out of its batch (which comes out shorter) and report it in
-    /// [`Batch::skipped`]; the rest of the data is not lost.
+    #[serde(alias = "fail")]
+    Error,
+    /// Leave it out and report it in [`Batch::skipped`]; the following samples fill the
+    /// batch, so batches stay full, but the epoch may come out shorter than announced
+    /// (with `drop_remainder`, a short last batch is dropped as usual).
     Skip,
+    /// Fill its slot with another sample of the same shard, chosen from the seed, the
+    /// epoch and the failed sample's index (so every worker count picks the same one), and
+    /// report it in [`Batch::skipped`]. Every shard yields exactly the batches announced
+    /// before the epoch: the distributed-safe mode.
+    Replace,
+}
+
+impl std::str::FromStr for OnError {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<OnError, String> {
+        match s {
+            "error" | "fail" => Ok(OnError::Error),
+            "skip" => Ok(OnError::Skip),
+            "replace" => Ok(OnError::Replace),
+            _ => Err(format!("unknown policy `{s}` (error, skip or replace)")),
+        }
+    }
+}
+
+/// Attempts at finding a good replacement for a bad sample before the batch fails.
+pub const REPLACE_ATTEMPTS: u64 = 16;
+
+/// Where a run stands: the epoch and the next batch it will yield.
+///
+/// [`Epoch::state`] reads it; [`crate::Pipeline::resume`] starts there and yields exactly
+/// the batches the first run would have yielded next, with any worker count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct State {
+    /// The epoch.
+    pub epoch: u64,
+    /// The next batch's number in the epoch.
+    pub batch: usize,
+    /// Position in this shard's order of the next batch's first sample. It is
+    /// `batch × batch_size` unless `on_error = "skip"` left samples out earlier in the
+    /// epoch; `None` (a state typed in by hand) means `batch × batch_size`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<usize>,
+}
+
+impl State {
+    /// The start of `epoch`.
+    pub fn epoch_start(epoch: u64) -> State {
+        State {
+            epoch,
+            batch: 0,
+            sample: Some(0),
+        }
+    }
 }
 
 /// Everything one epoch needs.
@@ -60,8 +111,17 @@ pub(crate) struct Job {
     pub source: Arc<dyn Source>,
     pub program: Arc<Program>,
     pub pool: Arc<Pool>,
+    /// This shard's whole order for the epoch (replacements are drawn from all of it).
     pub order: Vec<usize>,
+    /// Position in `order` of the first sample to read.
+    pub start: usize,
+    /// Samples to read from `start`.
+    pub total: usize,
+    /// Number of the first batch yielded.
+    pub first_batch: usize,
+    /// Batches the engine fills (`ceil(total / batch_size)`).
     pub batches: usize,
+    pub drop_remainder: bool,
     pub seed: u64,
     pub epoch: u64,
     pub workers: usize,
@@ -85,7 +145,8 @@ struct Slot {
     buf: UnsafeCell<Option<BatchBuf>>,
     parts: UnsafeCell<RawParts>,
     remaining: AtomicUsize,
-    failures: Mutex<Vec<(usize, Error)>>,
+    /// `(position in batch, error, replaced)` of the samples that failed.
+    failures: Mutex<Vec<(usize, Error, bool)>>,
 }
 
 // SAFETY: workers write through `parts` only into the slot positions they claimed (each
@@ -192,16 +253,40 @@ pub struct Epoch {
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
     batches: usize,
+    state: State,
+    start: usize,
+    batch_size: usize,
+    /// `on_error = "skip"`: refills batches that lost samples.
+    repack: Option<Repack>,
+}
+
+/// Skip mode's refilling of short batches from the samples that follow.
+struct Repack {
+    /// A batch being filled, and the position of its first sample in the shard's order.
+    carry: Option<Batch>,
+    carry_first: usize,
+    /// Engine batches received.
+    pulled: usize,
+    /// Bad samples of a dropped last batch.
+    tail: Vec<Error>,
 }
 
 impl Epoch {
     pub(crate) fn start(job: Job) -> Epoch {
         let shape = job.pool.shape;
-        let total = if job.batches * shape.batch_size < job.order.len() {
-            job.batches * shape.batch_size
-        } else {
-            job.order.len()
+        let repack = (job.on_error == OnError::Skip).then(|| Repack {
+            carry: None,
+            carry_first: 0,
+            pulled: 0,
+            tail: Vec::new(),
+        });
+        let state = State {
+            epoch: job.epoch,
+            batch: job.first_batch,
+            sample: Some(job.start),
         };
+        let (start, bs) = (job.start, shape.batch_size);
+        let total = job.total.min(job.batches * shape.batch_size);
         let window = job.prefetch.max(1).min(job.batches.max(1));
         let slots = (0..window)
             .map(|_| Slot {
@@ -266,12 +351,32 @@ impl Epoch {
             shared,
             threads,
             batches,
+            state,
+            start,
+            batch_size: bs,
+            repack,
         }
     }
 
-    /// Batches this epoch yields (fewer if it stops on an error).
+    /// Batches this epoch yields from where it started (fewer if it stops on an error;
+    /// with `on_error = "skip"`, fewer when samples are skipped).
     pub fn batches(&self) -> usize {
         self.batches
+    }
+
+    /// Where the run stands: this epoch and the batch the next call to `next` yields.
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// With `on_error = "skip"` and `drop_remainder`: the bad samples found among the
+    /// samples of the dropped last batch (every other bad sample comes with a batch). Call
+    /// it once the iteration has ended.
+    pub fn dropped_tail_errors(&mut self) -> Vec<Error> {
+        self.repack
+            .as_mut()
+            .map(|r| std::mem::take(&mut r.tail))
+            .unwrap_or_default()
     }
 
     /// Stop (if still running), join every thread and return the summed per-stage times.
@@ -293,10 +398,98 @@ impl Epoch {
     }
 }
 
+impl Epoch {
+    fn pull(&mut self) -> Option<Result<Batch>> {
+        self.rx.as_ref()?.recv().ok()
+    }
+
+    /// The next batch in skip mode: full batches, filled from the samples that follow a
+    /// skipped one.
+    fn next_repacked(&mut self) -> Option<Result<Batch>> {
+        let bs = self.batch_size;
+        let drop_remainder = self.shared.job.drop_remainder;
+        loop {
+            let pulled = self.pull();
+            let r = self.repack.as_mut()?;
+            let mut b = match pulled {
+                Some(Ok(b)) => b,
+                Some(Err(e)) => return Some(Err(e)),
+                None => {
+                    let carry = r.carry.take()?;
+                    if drop_remainder && carry.len < bs {
+                        let mut carry = carry;
+                        r.tail.append(&mut carry.skipped);
+                        return None;
+                    }
+                    return Some(Ok(carry));
+                }
+            };
+            let pos0 = self.start + r.pulled * bs;
+            r.pulled += 1;
+            let Some(mut carry) = r.carry.take() else {
+                if b.len == bs {
+                    return Some(Ok(b));
+                }
+                r.carry_first = b.position_of(0, pos0);
+                r.carry = Some(b);
+                continue;
+            };
+            let take = (bs - carry.len).min(b.len);
+            carry.append_front_of(&b, take);
+            carry.skipped.append(&mut b.skipped);
+            if carry.len < bs {
+                r.carry = Some(carry);
+                continue;
+            }
+            if take < b.len {
+                r.carry_first = b.position_of(take, pos0);
+                b.drop_front(take);
+                r.carry = Some(b);
+            }
+            return Some(Ok(carry));
+        }
+    }
+
+    /// Position of the next batch's first sample (skip mode).
+    fn next_first_sample(&self) -> usize {
+        match &self.repack {
+            Some(r) if r.carry.is_some() => r.carry_first,
+            Some(r) => self.start + r.pulled * self.batch_size,
+            None => self.start,
+        }
+    }
+}
+
 impl Iterator for Epoch {
     type Item = Result<Batch>;
     fn next(&mut self) -> Option<Result<Batch>> {
-        self.rx.as_ref()?.recv().ok()
+        let item = if self.repack.is_some() {
+            self.next_repacked()
+        } else {
+            self.pull()
+        };
+        match item {
+            Some(Ok(mut b)) => {
+                b.number = self.state.batch;
+                self.state.batch += 1;
+                let done = self.state.batch - self.shared.job.first_batch;
+                self.state.sample = Some(match self.repack {
+                    Some(_) => self.next_first_sample(),
+                    None => self.start + done * self.batch_size,
+                });
+                Some(Ok(b))
+            }
+            other => other,
+        }
+    }
+}
+
+impl std::fmt::Debug for Epoch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Epoch")
+            .field("state", &self.state)
+            .field("batches", &self.batches)
+            .finish()
     }
 }
 
@@ -346,25 +539,12 @@ fn work(sh: &Shared, worker: &mut Worker) {
             let parts = unsafe { *slot.parts.get() };
             for q in p..run_end {
                 let pos = q - b * bs;
-                let index = job.order[q];
-                // A panic in a decoder or kernel fails this sample, not the epoch.
-                let r = catch_unwind(AssertUnwindSafe(|| {
-                    run_one(sh, worker, &mut scratch, &parts, pos, index)
-                }))
-                .unwrap_or_else(|_| {
-                    let times = std::mem::take(&mut worker.times);
-                    *worker = Worker::new(&job.program, job.profile);
-                    worker.times = times;
-                    Err(Error::Sample {
-                        index,
-                        file: job.source.sample_name(index),
-                        stage: "panic",
-                        reason: "a stage panicked on this sample (a bug: please report it)".into(),
-                    })
-                });
-                if let Err(e) = r {
+                let index = job.order[job.start + q];
+                if let Err(e) = try_one(sh, worker, &mut scratch, &parts, pos, index) {
+                    let replaced = job.on_error == OnError::Replace
+                        && replace(sh, worker, &mut scratch, &parts, pos, index);
                     if let Ok(mut f) = slot.failures.lock() {
-                        f.push((pos, e));
+                        f.push((pos, e, replaced));
                     }
                 }
                 if sh.stop.load(Ordering::Relaxed) {
@@ -378,6 +558,55 @@ fn work(sh: &Shared, worker: &mut Worker) {
             p = run_end;
         }
     }
+}
+
+/// Run one sample; a panic in a decoder or kernel fails this sample, not the epoch.
+fn try_one(
+    sh: &Shared,
+    worker: &mut Worker,
+    scratch: &mut Vec<u8>,
+    parts: &RawParts,
+    pos: usize,
+    index: usize,
+) -> Result<()> {
+    let job = &sh.job;
+    catch_unwind(AssertUnwindSafe(|| {
+        run_one(sh, worker, scratch, parts, pos, index)
+    }))
+    .unwrap_or_else(|_| {
+        let times = std::mem::take(&mut worker.times);
+        *worker = Worker::new(&job.program, job.profile);
+        worker.times = times;
+        Err(Error::Sample {
+            index,
+            file: job.source.sample_name(index),
+            stage: "panic",
+            kind: crate::error::SampleErrorKind::Panic,
+            reason: "a stage panicked on this sample (a bug: please report it)".into(),
+        })
+    })
+}
+
+/// `on_error = "replace"`: fill position `pos` with another sample of this shard, drawn
+/// from `(seed, epoch, index, attempt)`; false when every attempt failed too.
+fn replace(
+    sh: &Shared,
+    worker: &mut Worker,
+    scratch: &mut Vec<u8>,
+    parts: &RawParts,
+    pos: usize,
+    index: usize,
+) -> bool {
+    let job = &sh.job;
+    let n = job.order.len() as u64;
+    let mut g = replacement_rng(job.seed, job.epoch, index);
+    for _ in 0..REPLACE_ATTEMPTS {
+        let candidate = job.order[g.below(n) as usize];
+        if candidate != index && try_one(sh, worker, scratch, parts, pos, candidate).is_ok() {
+            return true;
+        }
+    }
+    false
 }
 
 fn run_one(
@@ -413,11 +642,12 @@ fn run_one(
     };
     worker
         .run(&job.program, sample.raw, &mut rng, dst)
-        .map_err(|(stage, reason)| Error::Sample {
+        .map_err(|(stage, fault)| Error::Sample {
             index,
             file: job.source.sample_name(index),
             stage,
-            reason,
+            kind: fault.kind,
+            reason: fault.reason,
         })?;
     for c in 0..shape.label_cols {
         write_label(
@@ -462,31 +692,40 @@ impl Shared {
                 .lock()
                 .map(|mut f| std::mem::take(&mut *f))
                 .unwrap_or_default();
-            failures.sort_by_key(|(p, _)| *p);
+            failures.sort_by_key(|(p, _, _)| *p);
             let len = self.batch_len(next);
-            let item = if failures.is_empty() || self.job.on_error == OnError::Skip {
-                let mut buf = buf;
-                if !failures.is_empty() {
-                    let mut keep = vec![true; len];
-                    for (p, _) in &failures {
-                        keep[*p] = false;
+            let fatal = match self.job.on_error {
+                OnError::Error => failures.iter().position(|_| true),
+                OnError::Replace => failures.iter().position(|f| !f.2),
+                OnError::Skip => None,
+            };
+            let item = match fatal {
+                Some(i) => Err(failures.swap_remove(i).1),
+                None => {
+                    let mut buf = buf;
+                    let mut lost = Vec::new();
+                    if self.job.on_error == OnError::Skip && !failures.is_empty() {
+                        let mut keep = vec![true; len];
+                        for (p, _, _) in &failures {
+                            keep[*p] = false;
+                            lost.push(*p);
+                        }
+                        if let Some(b) = buf.as_mut() {
+                            b.compact(&keep, &shape);
+                        }
                     }
-                    if let Some(b) = buf.as_mut() {
-                        b.compact(&keep, &shape);
-                    }
+                    Ok(Batch {
+                        buf,
+                        len: len - lost.len(),
+                        number: next,
+                        dims,
+                        layout: program.tail_layout,
+                        label_cols: shape.label_cols,
+                        pool: Arc::clone(&self.job.pool),
+                        skipped: failures.into_iter().map(|(_, e, _)| e).collect(),
+                        lost,
+                    })
                 }
-                Ok(Batch {
-                    buf,
-                    len: len - failures.len(),
-                    number: next,
-                    dims,
-                    layout: program.tail_layout,
-                    label_cols: shape.label_cols,
-                    pool: Arc::clone(&self.job.pool),
-                    skipped: failures.into_iter().map(|(_, e)| e).collect(),
-                })
-            } else {
-                Err(failures.swap_remove(0).1)
             };
             let failed = item.is_err();
             let Some(out) = st.out.as_ref() else { return };

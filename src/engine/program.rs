@@ -9,27 +9,39 @@
 //!
 //! A [`Worker`] runs the program on one sample at a time with buffers it keeps.
 
+use crate::error::{Fault, SampleErrorKind};
 use crate::ops::center_crop::offset;
 use crate::ops::decode::Decoder;
+use crate::ops::decode::Rect;
 use crate::ops::geometry::{copy_window, flip_horizontal};
 use crate::ops::pointwise::{write, write_rgbx, Affine, Dst, Pixels, View};
 use crate::ops::resize::Resizer;
-use crate::ops::{Decode, Filter, Op, RandomCrop, Resize};
+use crate::ops::{Decode, Filter, Op, RandomCrop, RandomResizedCrop, Resize};
 use crate::plan::SplitMix64;
 use crate::source::Raw;
 use crate::spec::{DType, Layout, Spec};
 use std::time::Instant;
+
+/// What a decode followed by a geometric op needs of the image.
+#[derive(Clone, Debug)]
+pub(crate) enum Roi {
+    /// A resize and the center crop of that size after it.
+    ResizeCrop(Resize, (usize, usize)),
+    /// A random resized crop's box (drawn from the header's size).
+    RandomBox(RandomResizedCrop),
+}
 
 /// One compiled step.
 #[derive(Clone, Debug)]
 pub(crate) enum Step {
     /// Decode; with the resize and crop that follow, a decoder that can decodes only the
     /// rectangle they read.
-    Decode(Decode, Option<(Resize, (usize, usize))>),
+    Decode(Decode, Option<Roi>),
     /// Resize, with the size of a center crop fused into it.
     Resize(Resize, Option<(usize, usize)>),
     CenterCrop(usize, usize),
     RandomCrop(RandomCrop),
+    RandomResizedCrop(RandomResizedCrop),
     Flip(f64),
     /// Apply pending pointwise ops into a float (or re-laid-out u8) working image.
     Pointwise(Option<Affine>, Layout),
@@ -43,6 +55,7 @@ impl Step {
             Step::Resize(_, None) => "resize",
             Step::CenterCrop(..) => "center_crop",
             Step::RandomCrop(_) => "random_crop",
+            Step::RandomResizedCrop(_) => "random_resized_crop",
             Step::Flip(_) => "flip",
             Step::Pointwise(..) => "pointwise",
         }
@@ -66,7 +79,9 @@ pub(crate) const WRITE_STAGE: &str = "write";
 impl Program {
     /// Compile `ops` for a source producing `input`, whose decoded samples lie in memory as
     /// `stored` (see `Source::stored_layout`); `out` is the checked output spec.
-    pub fn compile(input: &Spec, stored: Layout, ops: &[Op], out: &Spec) -> Program {
+    /// Without `fuse`, the geometric fusions are off (resize + center_crop, and decoding
+    /// only a region): to check and measure them.
+    pub fn compile(input: &Spec, stored: Layout, ops: &[Op], out: &Spec, fuse: bool) -> Program {
         let mut steps = Vec::new();
         let mut fusions = Vec::new();
         let mut pending: Option<Affine> = None;
@@ -80,7 +95,11 @@ impl Program {
             let op = &ops[i];
             let geometric = matches!(
                 op,
-                Op::Resize(_) | Op::CenterCrop(_) | Op::RandomCrop(_) | Op::RandomHorizontalFlip(_)
+                Op::Resize(_)
+                    | Op::CenterCrop(_)
+                    | Op::RandomCrop(_)
+                    | Op::RandomResizedCrop(_)
+                    | Op::RandomHorizontalFlip(_)
             );
             if geometric && pending.is_some() {
                 steps.push(Step::Pointwise(pending.take(), logical));
@@ -110,10 +129,10 @@ impl Program {
                         .position(|o| !matches!(o, Op::TypeCast(_)));
                     let continuous = matches!(r.filter, Filter::Bilinear | Filter::Linear);
                     match next.map(|k| (k, &ops[i + 1 + k])) {
-                        Some((k, Op::CenterCrop(c))) if continuous => {
+                        Some((k, Op::CenterCrop(c))) if continuous && fuse => {
                             let crop = c.size.square();
                             if let Some(Step::Decode(d, roi)) = steps.last_mut() {
-                                *roi = Some((r.clone(), crop));
+                                *roi = Some(Roi::ResizeCrop(r.clone(), crop));
                                 if Decoder::new(d).decodes_regions() {
                                     fusions.push("decode: JPEGs decode only the rectangle resize + center_crop read (libjpeg-turbo region decode)".into());
                                 }
@@ -134,6 +153,19 @@ impl Program {
                     steps.push(Step::CenterCrop(h, w));
                 }
                 Op::RandomCrop(r) => steps.push(Step::RandomCrop(r.clone())),
+                Op::RandomResizedCrop(r) => {
+                    if phys != Layout::Hwc {
+                        steps.push(Step::Pointwise(None, Layout::Hwc));
+                        phys = Layout::Hwc;
+                    }
+                    if let (Some(Step::Decode(d, roi)), true) = (steps.last_mut(), fuse) {
+                        *roi = Some(Roi::RandomBox(r.clone()));
+                        if Decoder::new(d).decodes_regions() {
+                            fusions.push("decode + random_resized_crop: JPEGs decode only the box (libjpeg-turbo region decode)".into());
+                        }
+                    }
+                    steps.push(Step::RandomResizedCrop(r.clone()));
+                }
                 Op::RandomHorizontalFlip(f) => steps.push(Step::Flip(f.prob)),
                 Op::Rescale(r) => {
                     pending = Some(pending.unwrap_or_else(Affine::identity).then(r.affine()));
@@ -165,6 +197,24 @@ impl Program {
             fusions,
         }
     }
+}
+
+/// Pixels decoded around a box beyond what it needs: libjpeg-turbo upsamples chroma at
+/// a region's edges from the edge itself, not from the neighbours outside it, so the
+/// outer pixels of a region can differ from the same pixels of a whole decode. One
+/// iMCU (16 pixels for 4:2:0) keeps them out of the box.
+const REGION_MARGIN: usize = 16;
+
+fn with_margin((t, l, bh, bw): Rect, h: usize, w: usize) -> Rect {
+    let (t0, l0) = (
+        t.saturating_sub(REGION_MARGIN),
+        l.saturating_sub(REGION_MARGIN),
+    );
+    let (t1, l1) = (
+        (t + bh + REGION_MARGIN).min(h),
+        (l + bw + REGION_MARGIN).min(w),
+    );
+    (t0, l0, t1 - t0, l1 - l0)
 }
 
 /// Per-stage time and counts of one worker (or of an epoch, summed).
@@ -213,6 +263,8 @@ pub(crate) struct Worker {
     /// Bytes per pixel of a u8 HWC image: 4 (RGBX) only between a region decode and the
     /// fused resize that follows it.
     stride: usize,
+    /// The random_resized_crop box drawn while decoding, in whole-image coordinates.
+    rrc_box: Option<Rect>,
     phys: Layout,
     dtype: DType,
     pub profile: bool,
@@ -220,7 +272,7 @@ pub(crate) struct Worker {
 }
 
 /// A failed step: its name and why.
-pub(crate) type StepError = (&'static str, String);
+pub(crate) type StepError = (&'static str, Fault);
 
 impl Worker {
     pub fn new(program: &Program, profile: bool) -> Worker {
@@ -240,6 +292,7 @@ impl Worker {
             full: (0, 0),
             origin: (0, 0),
             stride: 3,
+            rrc_box: None,
             phys: Layout::Hwc,
             dtype: DType::U8,
             profile,
@@ -269,9 +322,12 @@ impl Worker {
             .ok_or_else(|| {
                 (
                     "read",
-                    format!(
-                        "{} bytes do not hold {height}x{width} RGB pixels",
-                        data.len()
+                    Fault::new(
+                        SampleErrorKind::Corrupt,
+                        format!(
+                            "{} bytes do not hold {height}x{width} RGB pixels",
+                            data.len()
+                        ),
                     ),
                 )
             })?;
@@ -334,7 +390,10 @@ impl Worker {
             self.pack_rgb();
         }
         if self.dtype != DType::U8 {
-            return Err((WRITE_STAGE, "the samples are float pixels, not u8".into()));
+            return Err((
+                WRITE_STAGE,
+                Fault::from("the samples are float pixels, not u8".to_string()),
+            ));
         }
         let n = self.h * self.w * 3;
         let view = View {
@@ -344,7 +403,8 @@ impl Worker {
             layout: self.phys,
         };
         out.resize(n, 0); // fully overwritten by `write`
-        write(&view, None, Layout::Hwc, Dst::U8(&mut out[..])).map_err(|e| (WRITE_STAGE, e))?;
+        write(&view, None, Layout::Hwc, Dst::U8(&mut out[..]))
+            .map_err(|e| (WRITE_STAGE, Fault::from(e)))?;
         Ok((self.h, self.w))
     }
 
@@ -362,9 +422,12 @@ impl Worker {
         if (self.h, self.w) != (eh, ew) {
             return Err((
                 WRITE_STAGE,
-                format!(
-                    "sample is {}x{} but the batch holds {eh}x{ew} images",
-                    self.h, self.w
+                Fault::new(
+                    SampleErrorKind::Shape,
+                    format!(
+                        "sample is {}x{} but the batch holds {eh}x{ew} images",
+                        self.h, self.w
+                    ),
                 ),
             ));
         }
@@ -402,7 +465,7 @@ impl Worker {
             program.tail_layout,
             dst,
         )
-        .map_err(|e| (WRITE_STAGE, e))?;
+        .map_err(|e| (WRITE_STAGE, Fault::from(e)))?;
         if let Some(t0) = t0 {
             self.times.add(WRITE_STAGE, t0.elapsed().as_nanos() as u64);
         }
@@ -415,20 +478,33 @@ impl Worker {
         encoded: Option<&[u8]>,
         input: &mut Option<&[u8]>,
         rng: &mut SplitMix64,
-    ) -> Result<(), String> {
-        if self.stride == 4 && !matches!(step, Step::Decode(..) | Step::Resize(..)) {
+    ) -> Result<(), Fault> {
+        if self.stride == 4
+            && !matches!(
+                step,
+                Step::Decode(..) | Step::Resize(..) | Step::RandomResizedCrop(..)
+            )
+        {
             self.pack_rgb();
         }
         match step {
             Step::Decode(_, roi) => {
                 let bytes = encoded.ok_or("decode: the sample is not encoded")?;
                 let dec = self.decoder.as_mut().ok_or("decode: no decoder")?;
-                let want = |h: usize, w: usize| {
-                    roi.as_ref()
-                        .and_then(|(r, crop)| r.source_rect(h, w, *crop))
+                let rng_cell = std::cell::RefCell::new(rng);
+                let drawn = std::cell::Cell::new(None);
+                let want = |h: usize, w: usize| match roi {
+                    Some(Roi::ResizeCrop(r, crop)) => r.source_rect(h, w, *crop),
+                    Some(Roi::RandomBox(rrc)) => {
+                        let b = rrc.sample_box(h, w, &mut rng_cell.borrow_mut());
+                        drawn.set(Some(b));
+                        Some(with_margin(b, h, w))
+                    }
+                    None => None,
                 };
-                // RGBX only when the fused resize comes next (it reads 4-byte pixels).
+                // RGBX only when a fused resize comes next (it reads 4-byte pixels).
                 let d = dec.decode_region(bytes, want, roi.is_some(), &mut self.a8)?;
+                self.rrc_box = drawn.get();
                 self.stride = d.channels;
                 (self.h, self.w) = d.size;
                 self.full = d.full;
@@ -477,6 +553,59 @@ impl Worker {
                     // The crop is larger than the resized image: crop (pad) separately.
                     self.crop(offset(oh, *ch), offset(ow, *cw), *ch, *cw, 0);
                 }
+            }
+            Step::RandomResizedCrop(rrc) => {
+                // The box: drawn while decoding (from the header) or now, from the same
+                // stream either way.
+                let (top, left, bh, bw) = match self.rrc_box.take() {
+                    Some(b) => b,
+                    None => rrc.sample_box(self.full.0, self.full.1, rng),
+                };
+                let (top, left) = (
+                    top as isize - self.origin.0 as isize,
+                    left as isize - self.origin.1 as isize,
+                );
+                if top < 0 || left < 0 || top as usize + bh > self.h || left as usize + bw > self.w
+                {
+                    return Err(Fault::from(format!(
+                        "random_resized_crop: box {bh}x{bw} at ({top}, {left}) is outside the \
+                         decoded {}x{} pixels",
+                        self.h, self.w
+                    )));
+                }
+                // From the source's own pixels (raw shards) when no step copied them yet.
+                self.crop_from(input, top, left, bh, bw, 0);
+                let out = rrc.size.square();
+                self.resizer.rgbx = self.stride == 4 && self.dtype == DType::U8;
+                self.resizer.exact = rrc.exact;
+                let whole = (bh, bw);
+                let (oh, ow) = match self.dtype {
+                    DType::U8 => self.resizer.resize(
+                        input.take().unwrap_or(&self.a8),
+                        whole,
+                        (0, 0),
+                        whole,
+                        DType::U8,
+                        rrc.filter,
+                        out,
+                        None,
+                        &mut self.b8,
+                    )?,
+                    DType::F32 => self.resizer.resize(
+                        &self.af,
+                        whole,
+                        (0, 0),
+                        whole,
+                        DType::F32,
+                        rrc.filter,
+                        out,
+                        None,
+                        &mut self.bf,
+                    )?,
+                };
+                self.swap();
+                self.h = oh;
+                self.w = ow;
             }
             Step::CenterCrop(ch, cw) => {
                 let (top, left) = (offset(self.h, *ch), offset(self.w, *cw));
@@ -568,7 +697,7 @@ impl Worker {
                 input.take().unwrap_or(&self.a8),
                 self.h,
                 self.w,
-                3,
+                self.stride,
                 self.phys,
                 top,
                 left,

@@ -15,6 +15,7 @@
 //! zune-jpeg has open panic reports on hostile input; a panic is caught and becomes this
 //! sample's error.
 
+use crate::error::{Fault, SampleErrorKind as Kind};
 use crate::spec::{DType, Layout, Spec};
 use serde::{Deserialize, Serialize};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -165,7 +166,7 @@ impl Decoder {
     }
 
     /// Decode `bytes` into `out` (resized to `h × w × 3`); returns `(height, width)`.
-    pub fn decode(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> Result<(usize, usize), String> {
+    pub fn decode(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> Result<(usize, usize), Fault> {
         self.decode_region(bytes, |_, _| None, false, out)
             .map(|d| d.size)
     }
@@ -180,9 +181,9 @@ impl Decoder {
         want: impl Fn(usize, usize) -> Option<Rect>,
         rgbx: bool,
         out: &mut Vec<u8>,
-    ) -> Result<Decoded, String> {
+    ) -> Result<Decoded, Fault> {
         if bytes.is_empty() {
-            return Err("empty file".into());
+            return Err(Fault::new(Kind::Empty, "empty file (0 bytes)"));
         }
         let whole = |(h, w): (usize, usize)| Decoded {
             full: (h, w),
@@ -202,7 +203,10 @@ impl Decoder {
                 decode_zune(bytes, self.cfg.max_pixels, out).map(whole)
             }
             Some(f) => decode_with_image(bytes, f, self.cfg.max_pixels, out).map(whole),
-            None => Err("not a JPEG, PNG, BMP or WebP file (unrecognised signature)".into()),
+            None => Err(Fault::new(
+                Kind::UnknownFormat,
+                "not a JPEG, PNG, BMP or WebP file (unrecognised signature)",
+            )),
         }
     }
 
@@ -214,11 +218,11 @@ impl Decoder {
         want: &dyn Fn(usize, usize) -> Option<Rect>,
         rgbx: bool,
         out: &mut Vec<u8>,
-    ) -> Option<Result<Decoded, String>> {
+    ) -> Option<Result<Decoded, Fault>> {
         if self.turbo.is_none() {
             match super::turbo::Turbo::new() {
                 Ok(t) => self.turbo = Some(t),
-                Err(e) => return Some(Err(e)),
+                Err(e) => return Some(Err(Fault::new(Kind::Other, e))),
             }
         }
         let t = self.turbo.as_mut()?;
@@ -226,7 +230,7 @@ impl Decoder {
             Ok(h) => h,
             Err(e) => {
                 self.turbo = None;
-                return Some(Err(e));
+                return Some(Err(libjpeg_fault(e)));
             }
         };
         if header.cmyk {
@@ -248,19 +252,21 @@ impl Decoder {
             // JPEG): decode them whole, with a fresh handle.
             let fresh = match super::turbo::Turbo::new() {
                 Ok(f) => f,
-                Err(e) => return Some(Err(e)),
+                Err(e) => return Some(Err(Fault::new(Kind::Other, e))),
             };
             let t = self.turbo.insert(fresh);
             r = t
                 .header(bytes)
                 .and_then(|hd| t.decode(bytes, &hd, whole, channels, out));
         }
-        let r = r.map(|(top, left, rh, rw)| Decoded {
-            full: (h, w),
-            origin: (top, left),
-            size: (rh, rw),
-            channels,
-        });
+        let r = r
+            .map(|(top, left, rh, rw)| Decoded {
+                full: (h, w),
+                origin: (top, left),
+                size: (rh, rw),
+                channels,
+            })
+            .map_err(libjpeg_fault);
         if r.is_err() {
             // A decompressor that failed mid-image can misread the next header: start over.
             self.turbo = None;
@@ -269,19 +275,59 @@ impl Decoder {
     }
 }
 
-fn check_pixels(w: usize, h: usize, max: u64) -> Result<(), String> {
+/// libjpeg-turbo reports errors as text: a premature end is a truncated file (so is a
+/// missing SOS: at the end of the data libjpeg inserts an EOI, then finds no scan), an
+/// unsupported process is unsupported, everything else is damaged data.
+#[cfg(feature = "turbojpeg")]
+fn libjpeg_fault(msg: String) -> Fault {
+    let m = msg.to_ascii_lowercase();
+    let short = ["premature end", "input file ended", "missing sos marker"];
+    let kind = if short.iter().any(|w| m.contains(w)) {
+        Kind::Truncated
+    } else if m.contains("unsupported") || m.contains("not supported") {
+        Kind::Unsupported
+    } else {
+        Kind::Corrupt
+    };
+    Fault::new(kind, msg)
+}
+
+/// Refuse zero-sized images and images over `max` pixels (from the header, before any
+/// pixel buffer exists).
+pub fn check_pixels(w: usize, h: usize, max: u64) -> Result<(), Fault> {
     if w == 0 || h == 0 {
-        return Err(format!("image has a zero dimension ({w}x{h})"));
+        return Err(Fault::new(
+            Kind::Corrupt,
+            format!("image has a zero dimension ({w}x{h})"),
+        ));
     }
     if (w as u64).saturating_mul(h as u64) > max {
-        return Err(format!(
-            "{w}x{h} image exceeds the pixel limit of {max} (max_pixels; a decompression bomb?)"
+        return Err(Fault::new(
+            Kind::TooManyPixels,
+            format!(
+                "{w}x{h} image exceeds the pixel limit of {max} (max_pixels; a decompression bomb?)"
+            ),
         ));
     }
     Ok(())
 }
 
-fn decode_zune(bytes: &[u8], max_pixels: u64, out: &mut Vec<u8>) -> Result<(usize, usize), String> {
+fn zune_fault(e: zune_jpeg::errors::DecodeErrors) -> Fault {
+    use zune_jpeg::errors::DecodeErrors as E;
+    let kind = match &e {
+        E::ExhaustedData | E::IoErrors(_) => Kind::Truncated,
+        E::Unsupported(_) => Kind::Unsupported,
+        E::LargeDimensions(_) => Kind::TooManyPixels,
+        _ => Kind::Corrupt,
+    };
+    let text = e.to_string();
+    Fault::new(
+        kind,
+        format!("invalid JPEG: {}", text.trim().trim_matches('"')),
+    )
+}
+
+fn decode_zune(bytes: &[u8], max_pixels: u64, out: &mut Vec<u8>) -> Result<(usize, usize), Fault> {
     use zune_core::bytestream::ZCursor;
     use zune_core::colorspace::ColorSpace;
     use zune_core::options::DecoderOptions;
@@ -290,26 +336,27 @@ fn decode_zune(bytes: &[u8], max_pixels: u64, out: &mut Vec<u8>) -> Result<(usiz
         .set_max_width(1 << 16)
         .set_max_height(1 << 16)
         .jpeg_set_out_colorspace(ColorSpace::RGB);
-    let run = || -> Result<(usize, usize), String> {
+    let run = || -> Result<(usize, usize), Fault> {
         let mut d = zune_jpeg::JpegDecoder::new_with_options(ZCursor::new(bytes), opts);
-        d.decode_headers()
-            .map_err(|e| format!("invalid JPEG: {e:?}"))?;
-        let info = d.info().ok_or("invalid JPEG: no frame header")?;
+        d.decode_headers().map_err(zune_fault)?;
+        let info = d
+            .info()
+            .ok_or_else(|| Fault::new(Kind::Truncated, "invalid JPEG: no frame header"))?;
         let (w, h) = (info.width as usize, info.height as usize);
         check_pixels(w, h, max_pixels)?;
         let n = d
             .output_buffer_size()
-            .ok_or("invalid JPEG: image size overflows")?;
+            .ok_or_else(|| Fault::new(Kind::Corrupt, "invalid JPEG: image size overflows"))?;
         if n != w * h * 3 {
-            return Err(format!(
-                "JPEG decoder would produce {n} bytes, not RGB {w}x{h}"
+            return Err(Fault::new(
+                Kind::Unsupported,
+                format!("JPEG decoder would produce {n} bytes, not RGB {w}x{h}"),
             ));
         }
         if out.len() < n {
             out.resize(n, 0); // grow only: decode_into overwrites the first n bytes
         }
-        d.decode_into(&mut out[..n])
-            .map_err(|e| format!("invalid JPEG: {e:?}"))?;
+        d.decode_into(&mut out[..n]).map_err(zune_fault)?;
         Ok((h, w))
     };
     match catch_unwind(AssertUnwindSafe(run)) {
@@ -320,7 +367,10 @@ fn decode_zune(bytes: &[u8], max_pixels: u64, out: &mut Vec<u8>) -> Result<(usiz
                 .map(|s| s.to_string())
                 .or_else(|| p.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown".into());
-            Err(format!("JPEG decoder panicked: {msg}"))
+            Err(Fault::new(
+                Kind::Panic,
+                format!("JPEG decoder panicked: {msg}"),
+            ))
         }
     }
 }
@@ -330,7 +380,7 @@ fn decode_with_image(
     format: Format,
     max_pixels: u64,
     out: &mut Vec<u8>,
-) -> Result<(usize, usize), String> {
+) -> Result<(usize, usize), Fault> {
     use image::{ImageFormat, ImageReader};
     use std::io::Cursor;
     let fmt = match format {
@@ -342,7 +392,7 @@ fn decode_with_image(
     let name = format!("{format:?}").to_uppercase();
     let (w, h) = ImageReader::with_format(Cursor::new(bytes), fmt)
         .into_dimensions()
-        .map_err(|e| format!("invalid {name}: {e}"))?;
+        .map_err(|e| image_fault(&name, e))?;
     check_pixels(w as usize, h as usize, max_pixels)?;
     let mut reader = ImageReader::with_format(Cursor::new(bytes), fmt);
     let mut limits = image::Limits::default();
@@ -351,11 +401,38 @@ fn decode_with_image(
     // Room for the widest layout (16-bit RGBA) plus the decoder's own buffers.
     limits.max_alloc = Some((w as u64 * h as u64).saturating_mul(8 * 2) + (1 << 20));
     reader.limits(limits);
-    let img = reader
-        .decode()
-        .map_err(|e| format!("invalid {name}: {e}"))?;
+    let img = reader.decode().map_err(|e| image_fault(&name, e))?;
     let rgb = img.into_rgb8();
     let (w, h) = rgb.dimensions();
     *out = rgb.into_raw();
     Ok((h as usize, w as usize))
+}
+
+/// Classify an `image` crate error.
+fn image_fault(format: &str, e: image::ImageError) -> Fault {
+    use image::ImageError as E;
+    let text = e.to_string();
+    let kind = match &e {
+        E::Limits(_) => Kind::TooManyPixels,
+        E::Unsupported(_) => Kind::Unsupported,
+        E::IoError(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => Kind::Truncated,
+        _ => {
+            let t = text.to_ascii_lowercase();
+            // The png crate's words for data that ends early: a cut file, a zlib stream
+            // without its end, a complete stream with too few rows.
+            let short = [
+                "eof",
+                "end of",
+                "no more data",
+                "insufficientinput",
+                "not have enough data",
+            ];
+            if short.iter().any(|w| t.contains(w)) {
+                Kind::Truncated
+            } else {
+                Kind::Corrupt
+            }
+        }
+    };
+    Fault::new(kind, format!("invalid {format}: {text}"))
 }

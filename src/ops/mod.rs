@@ -26,6 +26,7 @@ pub mod pillow_bilinear;
 pub mod pointwise;
 pub mod random_crop;
 pub mod random_horizontal_flip;
+pub mod random_resized_crop;
 pub mod rescale;
 pub mod resize;
 #[cfg(feature = "turbojpeg")]
@@ -38,6 +39,7 @@ pub use hwc_to_chw::HwcToChw;
 pub use normalize::Normalize;
 pub use random_crop::RandomCrop;
 pub use random_horizontal_flip::RandomHorizontalFlip;
+pub use random_resized_crop::RandomResizedCrop;
 pub use rescale::Rescale;
 pub use resize::{Filter, Resize};
 pub use type_cast::TypeCast;
@@ -84,6 +86,8 @@ pub enum Op {
     CenterCrop(CenterCrop),
     /// Crop at a random place, after optional padding.
     RandomCrop(RandomCrop),
+    /// Crop a box of random area and aspect ratio and resize it (the training crop).
+    RandomResizedCrop(RandomResizedCrop),
     /// Mirror left-right with some probability.
     RandomHorizontalFlip(RandomHorizontalFlip),
     /// `x * rescale + shift`.
@@ -104,6 +108,7 @@ impl Op {
             Op::Resize(_) => "resize",
             Op::CenterCrop(_) => "center_crop",
             Op::RandomCrop(_) => "random_crop",
+            Op::RandomResizedCrop(_) => "random_resized_crop",
             Op::RandomHorizontalFlip(_) => "random_horizontal_flip",
             Op::Rescale(_) => "rescale",
             Op::Normalize(_) => "normalize",
@@ -120,6 +125,7 @@ impl Op {
                 Op::Resize(o) => o.output_spec(input),
                 Op::CenterCrop(o) => o.output_spec(input),
                 Op::RandomCrop(o) => o.output_spec(input),
+                Op::RandomResizedCrop(o) => o.output_spec(input),
                 Op::RandomHorizontalFlip(o) => o.output_spec(input),
                 Op::Rescale(o) => o.output_spec(input),
                 Op::Normalize(o) => o.output_spec(input),

@@ -5,6 +5,11 @@
 //! `convert --format npy` writes a folder with `images.npy` (`[N, C, H, W]` float32, or
 //! uint8 when the pipeline ends in uint8), `labels.npy` (`[N]`, or `[N, k]` for k label
 //! columns) and `samples.txt` (one sample name per line, in output order).
+//!
+//! The three files are written under temporary names (`images.npy.partial`, ...) and
+//! renamed into place only when all of them are complete (`images.npy` last): a conversion
+//! that fails or is stopped leaves no file that looks finished, and removes its partial
+//! files when it can.
 
 use crate::engine::Epoch;
 use crate::error::{Error, Result};
@@ -103,19 +108,54 @@ pub struct ConvertReport {
     pub samples: usize,
     /// Samples left out because they failed (each reported through `on_skip`).
     pub skipped: usize,
+    /// Stopped by the `stop` flag: nothing was renamed into place.
+    pub interrupted: bool,
 }
+
+/// The suffix of the files being written.
+pub const PARTIAL: &str = ".partial";
+
+const OUTPUTS: [&str; 3] = ["samples.txt", "labels.npy", "images.npy"];
 
 /// Write every batch of `epoch` into `dir` (`images.npy`, `labels.npy`, `samples.txt`).
 /// Failed samples (the epoch should run with `on_error = "skip"`) go to `on_skip`; any
-/// other error stops the conversion.
+/// other error stops the conversion. `stop` is checked after every batch: when raised, the
+/// epoch is dropped (which stops its workers), the partial files are removed and the report
+/// says `interrupted`.
 pub fn write_npy_dir(
     epoch: Epoch,
     pipeline: &crate::Pipeline,
     dir: &Path,
+    stop: &std::sync::atomic::AtomicBool,
+    on_batch: impl FnMut(usize),
+    on_skip: impl FnMut(&Error),
+) -> Result<ConvertReport> {
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let partial = |name: &str| dir.join(format!("{name}{PARTIAL}"));
+    let r = write_partial(epoch, pipeline, dir, stop, on_batch, on_skip);
+    let done = matches!(&r, Ok(report) if !report.interrupted);
+    if done {
+        for name in OUTPUTS {
+            let from = partial(name);
+            std::fs::rename(&from, dir.join(name)).map_err(io(&from))?;
+        }
+    } else {
+        for name in OUTPUTS {
+            let _ = std::fs::remove_file(partial(name));
+        }
+    }
+    r
+}
+
+fn write_partial(
+    epoch: Epoch,
+    pipeline: &crate::Pipeline,
+    dir: &Path,
+    stop: &std::sync::atomic::AtomicBool,
     mut on_batch: impl FnMut(usize),
     mut on_skip: impl FnMut(&Error),
 ) -> Result<ConvertReport> {
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let partial = |name: &str| dir.join(format!("{name}{PARTIAL}"));
     let spec = pipeline.output_spec();
     let dims: Vec<usize> = spec.dims().iter().map(|d| d.unwrap_or(0)).collect();
     let img_descr = match spec.dtype {
@@ -133,12 +173,16 @@ pub fn write_npy_dir(
     } else {
         vec![]
     };
-    let mut images = NpyWriter::create(&dir.join("images.npy"), img_descr, &dims)?;
-    let mut labels = NpyWriter::create(&dir.join("labels.npy"), lab_descr, &lab_tail)?;
-    let names_path = dir.join("samples.txt");
+    let mut images = NpyWriter::create(&partial("images.npy"), img_descr, &dims)?;
+    let mut labels = NpyWriter::create(&partial("labels.npy"), lab_descr, &lab_tail)?;
+    let names_path = partial("samples.txt");
     let mut names = BufWriter::new(File::create(&names_path).map_err(io(&names_path))?);
     let mut report = ConvertReport::default();
     for batch in epoch {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            report.interrupted = true;
+            return Ok(report); // drops the epoch: its workers stop
+        }
         let batch = batch?;
         for e in batch.skipped() {
             on_skip(e);

@@ -20,7 +20,7 @@
 //! out; any other error stops the conversion and leaves no dataset behind.
 
 use crate::engine::program::{Program, Worker};
-use crate::error::{Error, Result};
+use crate::error::{Error, Fault, Result, SampleErrorKind};
 use crate::plan::sample_rng;
 use crate::shards::format::{Manifest, Origin, Slice, Storage};
 use crate::shards::writer::{Meta, Names, ShardWriter};
@@ -71,14 +71,6 @@ fn plan(config: &PipelineConfig, store: &StoreConfig) -> Result<(Arc<dyn Source>
                 .into(),
         ));
     }
-    let sampling_ok =
-        config.source.num_shards >= 1 && config.source.shard_id < config.source.num_shards;
-    if !sampling_ok {
-        return Err(invalid(format!(
-            "shard_id {} must be below num_shards {}",
-            config.source.shard_id, config.source.num_shards
-        )));
-    }
     let source = config.source.open()?;
     let mut spec = source.spec();
     for (i, op) in config.ops.iter().enumerate() {
@@ -110,7 +102,13 @@ fn plan(config: &PipelineConfig, store: &StoreConfig) -> Result<(Arc<dyn Source>
             }
         }
     }
-    let program = Program::compile(&source.spec(), source.stored_layout(), &config.ops, &spec);
+    let program = Program::compile(
+        &source.spec(),
+        source.stored_layout(),
+        &config.ops,
+        &spec,
+        config.engine.fuse,
+    );
     Ok((source, program, spec))
 }
 
@@ -149,17 +147,19 @@ impl Ctx<'_> {
         buf: &mut Vec<u8>,
     ) -> Result<((usize, usize), [u32; 2])> {
         let sample = self.source.read(index, scratch)?;
-        let fail = |stage: &'static str, reason: String| Error::Sample {
+        let fail = |stage: &'static str, fault: Fault| Error::Sample {
             index,
             file: self.source.sample_name(index),
             stage,
-            reason,
+            kind: fault.kind,
+            reason: fault.reason,
         };
         let mut rng = sample_rng(self.seed, 0, index);
         let size = match self.store.mode {
             Storage::Original => {
                 let Raw::Encoded(bytes) = sample.raw else {
-                    return Err(fail("read", "the source holds no encoded file".into()));
+                    let why = "the source holds no encoded file".to_string();
+                    return Err(fail("read", Fault::from(why)));
                 };
                 buf.clear();
                 buf.extend_from_slice(bytes);
@@ -173,7 +173,7 @@ impl Ctx<'_> {
                     .run_image(self.program, sample.raw, &mut rng, pixels)
                     .map_err(|(stage, reason)| fail(stage, reason))?;
                 encode_jpeg(pixels, h, w, self.store.quality, buf)
-                    .map_err(|e| fail("encode", e))?;
+                    .map_err(|e| fail("encode", Fault::from(e)))?;
                 (h, w)
             }
         };
@@ -214,7 +214,15 @@ pub fn convert_to_shards(
 ) -> Result<ShardsReport> {
     let (source, program, spec) = plan(config, store)?;
     let shard_size = store.check().map_err(Error::Invalid)?;
-    let (id, count) = (config.source.shard_id, config.source.num_shards);
+    // `shard = "env"` reads the slice from the launcher's variables, as training does.
+    let mut sampling = config.source.clone();
+    sampling.resolve_shard(|k| std::env::var(k).ok())?;
+    let (id, count) = (sampling.shard_id, sampling.num_shards);
+    if count == 0 || id >= count {
+        return Err(Error::Invalid(format!(
+            "shard_id {id} must be below num_shards {count}"
+        )));
+    }
     let (first, end) = slice_range(source.len(), id, count);
     let names = Names::new((count > 1).then_some((id, count)));
     let manifest_name = names.manifest();
@@ -257,6 +265,7 @@ pub fn convert_to_shards(
                             index,
                             file: ctx.source.sample_name(index),
                             stage: "panic",
+                            kind: SampleErrorKind::Panic,
                             reason: "a stage panicked on this sample (a bug: please report it)"
                                 .into(),
                         })
@@ -287,7 +296,7 @@ pub fn convert_to_shards(
     let meta = Meta {
         quality: (store.mode == Storage::Jpeg).then_some(store.quality),
         label_columns: spec.label_columns,
-        classes: source.classes(),
+        classes: source.classes().to_vec(),
         source: origin(config, source.as_ref()),
         ops: serde_json::to_value(&config.ops).unwrap_or_default(),
         slice: (count > 1).then_some(Slice {

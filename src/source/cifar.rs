@@ -12,7 +12,7 @@
 //! checked when a record is read, so a bad one fails that sample, naming `FILE:RECORD`.
 
 use super::{Raw, RawSample, Source};
-use crate::error::{Error, Result};
+use crate::error::{Error, Fault, Result, SampleErrorKind};
 use crate::spec::Spec;
 use memmap2::Mmap;
 use serde::{Deserialize, Serialize};
@@ -102,6 +102,52 @@ impl CifarKind {
             CifarKind::Cifar100 => "cifar100",
         }
     }
+}
+
+/// Split one record into its labels (the ones `label` keeps; unused columns 0) and its
+/// `3 × 32 × 32` pixel bytes, checking the label bytes' range. A record of the wrong size is
+/// an error too.
+pub fn parse_record(
+    kind: CifarKind,
+    label: CifarLabel,
+    rec: &[u8],
+) -> std::result::Result<([u32; 2], &[u8]), Fault> {
+    let bad = |what: &str, v: u8, n: u32| {
+        Fault::new(
+            SampleErrorKind::BadLabel,
+            format!("{what} label byte {v} out of range (0..{})", n - 1),
+        )
+    };
+    if rec.len() != kind.record_size() {
+        return Err(Fault::new(
+            SampleErrorKind::Truncated,
+            format!("record is {} bytes, not {}", rec.len(), kind.record_size()),
+        ));
+    }
+    let (head, pixels) = rec.split_at(kind.label_bytes());
+    let labels = match (kind, head) {
+        (CifarKind::Cifar10, &[l]) => {
+            if l >= 10 {
+                return Err(bad("CIFAR-10", l, 10));
+            }
+            [u32::from(l), 0]
+        }
+        (CifarKind::Cifar100, &[coarse, fine]) => {
+            if coarse >= 20 {
+                return Err(bad("CIFAR-100 coarse", coarse, 20));
+            }
+            if fine >= 100 {
+                return Err(bad("CIFAR-100 fine", fine, 100));
+            }
+            match label {
+                CifarLabel::Fine => [u32::from(fine), 0],
+                CifarLabel::Coarse => [u32::from(coarse), 0],
+                CifarLabel::Both => [u32::from(coarse), u32::from(fine)],
+            }
+        }
+        _ => return Err(Fault::new(SampleErrorKind::Corrupt, "bad record header")),
+    };
+    Ok((labels, pixels))
 }
 
 struct RecordFile {
@@ -270,41 +316,22 @@ impl Source for Cifar {
             index,
             file: self.sample_name(index),
             stage: "read",
+            kind: SampleErrorKind::Other,
             reason: "index out of range".into(),
         })?;
         let rs = self.kind.record_size();
-        let rec = &f.map[r * rs..(r + 1) * rs];
-        let bad = |what: &str, v: u8, n: u32| Error::Sample {
-            index,
-            file: format!("{}:{r}", f.name),
-            stage: "read",
-            reason: format!("{what} label byte {v} out of range (0..{})", n - 1),
-        };
-        let labels = match self.kind {
-            CifarKind::Cifar10 => {
-                if rec[0] >= 10 {
-                    return Err(bad("CIFAR-10", rec[0], 10));
-                }
-                [rec[0] as u32, 0]
-            }
-            CifarKind::Cifar100 => {
-                let (coarse, fine) = (rec[0], rec[1]);
-                if coarse >= 20 {
-                    return Err(bad("CIFAR-100 coarse", coarse, 20));
-                }
-                if fine >= 100 {
-                    return Err(bad("CIFAR-100 fine", fine, 100));
-                }
-                match self.label {
-                    CifarLabel::Fine => [fine as u32, 0],
-                    CifarLabel::Coarse => [coarse as u32, 0],
-                    CifarLabel::Both => [coarse as u32, fine as u32],
-                }
-            }
-        };
+        let rec = f.map.get(r * rs..(r + 1) * rs).unwrap_or_default();
+        let (labels, pixels) =
+            parse_record(self.kind, self.label, rec).map_err(|fault| Error::Sample {
+                index,
+                file: format!("{}:{r}", f.name),
+                stage: "read",
+                kind: fault.kind,
+                reason: fault.reason,
+            })?;
         Ok(RawSample {
             raw: Raw::Planar {
-                data: &rec[self.kind.label_bytes()..],
+                data: pixels,
                 height: SIDE,
                 width: SIDE,
             },

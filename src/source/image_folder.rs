@@ -9,9 +9,15 @@
 //! * Samples are ordered by class folder name, then by path (with `class_indexing` too, as
 //!   MindSpore does): the same order for every run.
 //! * An empty root, or a root with no image, is an error.
+//! * What was left out while listing, and why, is kept ([`ImageFolder::ignored`]): hidden
+//!   entries, files with other extensions, files outside any class folder, folders
+//!   `class_indexing` does not name (`imgfeed validate` prints them).
+//! * A file larger than `max_file_bytes` (default [`DEFAULT_MAX_FILE_BYTES`]) fails its
+//!   sample on its size, before a byte of it is read: with `max_pixels` on decode, the memory
+//!   a worker holds is bounded whatever the files claim.
 
 use super::{Raw, RawSample, Source};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SampleErrorKind};
 use crate::spec::Spec;
 use std::collections::BTreeMap;
 use std::fs;
@@ -25,12 +31,46 @@ thread_local! {
 /// Extensions read when none are given.
 pub const DEFAULT_EXTENSIONS: [&str; 5] = ["jpg", "jpeg", "png", "bmp", "webp"];
 
+/// Largest image file read by default (256 MiB): far above any real photograph, well
+/// below what would strain a worker's memory.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 256 << 20;
+
+/// Why a directory entry is not a sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Ignored {
+    /// Its name starts with `.`.
+    Hidden,
+    /// Its extension is not one of `extensions`.
+    Extension,
+    /// A file directly under the root, outside any class folder.
+    OutsideClass,
+    /// A class folder that `class_indexing` does not name.
+    UnlistedClass,
+    /// Neither a regular file nor a folder (a socket, a broken link, ...).
+    NotAFile,
+}
+
+impl Ignored {
+    /// A short snake_case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ignored::Hidden => "hidden",
+            Ignored::Extension => "extension",
+            Ignored::OutsideClass => "outside_class",
+            Ignored::UnlistedClass => "unlisted_class",
+            Ignored::NotAFile => "not_a_file",
+        }
+    }
+}
+
 /// An ImageFolder dataset: a sorted list of `(relative path, label)`.
 #[derive(Debug)]
 pub struct ImageFolder {
     root: PathBuf,
     classes: Vec<(String, u32)>,
     samples: Vec<(PathBuf, u32)>,
+    ignored: Vec<(PathBuf, Ignored)>,
+    max_file_bytes: u64,
 }
 
 fn is_hidden(name: &std::ffi::OsStr) -> bool {
@@ -74,16 +114,20 @@ impl ImageFolder {
             });
         }
         let mut folders = Vec::new();
+        let mut ignored = Vec::new();
         for entry in fs::read_dir(root).map_err(|e| io_err(root, e))? {
             let entry = entry.map_err(|e| io_err(root, e))?;
             let name = entry.file_name();
             if is_hidden(&name) {
+                ignored.push((PathBuf::from(&name), Ignored::Hidden));
                 continue;
             }
             let path = entry.path();
             // Follows symlinks: a linked class folder is a class folder.
-            if fs::metadata(&path).map(|m| m.is_dir()).unwrap_or(false) {
-                folders.push(name.to_string_lossy().into_owned());
+            match fs::metadata(&path) {
+                Ok(m) if m.is_dir() => folders.push(name.to_string_lossy().into_owned()),
+                Ok(m) if m.is_file() => ignored.push((PathBuf::from(&name), Ignored::OutsideClass)),
+                _ => ignored.push((PathBuf::from(&name), Ignored::NotAFile)),
             }
         }
         folders.sort();
@@ -109,6 +153,11 @@ impl ImageFolder {
                         });
                     }
                 }
+                for f in &folders {
+                    if !map.contains_key(f) {
+                        ignored.push((PathBuf::from(f), Ignored::UnlistedClass));
+                    }
+                }
                 let mut v: Vec<(String, u32)> =
                     map.iter().map(|(k, &label)| (k.clone(), label)).collect();
                 // MindSpore sorts the folders by name and then looks their labels up,
@@ -120,7 +169,7 @@ impl ImageFolder {
         let mut samples = Vec::new();
         for (name, label) in &classes {
             let mut files = Vec::new();
-            collect_files(root, Path::new(name), &exts, &mut files)?;
+            collect_files(root, Path::new(name), &exts, &mut files, &mut ignored)?;
             files.sort();
             samples.extend(files.into_iter().map(|p| (p, *label)));
         }
@@ -134,16 +183,20 @@ impl ImageFolder {
                 ),
             });
         }
+        ignored.sort();
         Ok(ImageFolder {
             root: root.to_path_buf(),
             classes,
             samples,
+            ignored,
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
         })
     }
 
-    /// `(class name, label)`, in folder-name order.
-    pub fn classes(&self) -> &[(String, u32)] {
-        &self.classes
+    /// Refuse files larger than `bytes` (checked on the file's metadata before reading).
+    pub fn with_max_file_bytes(mut self, bytes: u64) -> ImageFolder {
+        self.max_file_bytes = bytes;
+        self
     }
 
     /// Root-relative path and label of sample `index`.
@@ -152,19 +205,26 @@ impl ImageFolder {
     }
 }
 
-fn collect_files(root: &Path, rel: &Path, exts: &[String], out: &mut Vec<PathBuf>) -> Result<()> {
+fn collect_files(
+    root: &Path,
+    rel: &Path,
+    exts: &[String],
+    out: &mut Vec<PathBuf>,
+    ignored: &mut Vec<(PathBuf, Ignored)>,
+) -> Result<()> {
     let dir = root.join(rel);
     for entry in fs::read_dir(&dir).map_err(|e| io_err(&dir, e))? {
         let entry = entry.map_err(|e| io_err(&dir, e))?;
         let name = entry.file_name();
         if is_hidden(&name) {
+            ignored.push((rel.join(&name), Ignored::Hidden));
             continue;
         }
         let child = rel.join(&name);
         let ft = entry.file_type().map_err(|e| io_err(&entry.path(), e))?;
         if ft.is_dir() {
             // Real folders only: a symlinked folder inside a class could loop.
-            collect_files(root, &child, exts, out)?;
+            collect_files(root, &child, exts, out, ignored)?;
             continue;
         }
         let is_file = ft.is_file() || fs::metadata(entry.path()).is_ok_and(|m| m.is_file());
@@ -172,8 +232,10 @@ fn collect_files(root: &Path, rel: &Path, exts: &[String], out: &mut Vec<PathBuf
             .extension()
             .map(|e| e.to_string_lossy().to_ascii_lowercase())
             .is_some_and(|e| exts.contains(&e));
-        if is_file && ext_ok {
-            out.push(child);
+        match (is_file, ext_ok) {
+            (true, true) => out.push(child),
+            (true, false) => ignored.push((child, Ignored::Extension)),
+            (false, _) => ignored.push((child, Ignored::NotAFile)),
         }
     }
     Ok(())
@@ -201,8 +263,14 @@ impl Source for ImageFolder {
         Spec::encoded()
     }
 
-    fn classes(&self) -> Vec<(String, u32)> {
-        self.classes.clone()
+    /// `(class name, label)`, in folder-name order.
+    fn classes(&self) -> &[(String, u32)] {
+        &self.classes
+    }
+
+    /// Entries under the root that are not samples, with why (root-relative, sorted).
+    fn ignored(&self) -> &[(PathBuf, Ignored)] {
+        &self.ignored
     }
 
     fn sample_name(&self, index: usize) -> String {
@@ -217,14 +285,17 @@ impl Source for ImageFolder {
             index,
             file: self.sample_name(index),
             stage: "read",
+            kind: SampleErrorKind::Other,
             reason: "index out of range".into(),
         })?;
-        let fail = |e: std::io::Error| Error::Sample {
+        let fail = |kind: SampleErrorKind, reason: String| Error::Sample {
             index,
             file: rel.to_string_lossy().into_owned(),
             stage: "read",
-            reason: e.to_string(),
+            kind,
+            reason,
         };
+        let io = |e: std::io::Error| fail(SampleErrorKind::Io, e.to_string());
         // The full path is built in a per-thread buffer: no allocation per sample.
         let file = PATH.with_borrow_mut(|path| {
             path.clear();
@@ -232,9 +303,29 @@ impl Source for ImageFolder {
             path.push(rel);
             fs::File::open(&*path)
         });
+        let file = file.map_err(io)?;
+        // One fstat on the open file: the size is known before a byte is read.
+        let len = file.metadata().map_err(io)?.len();
+        let max = self.max_file_bytes;
+        if len > max {
+            return Err(fail(
+                SampleErrorKind::FileTooLarge,
+                format!("file is {len} bytes, over the limit of {max} (max_file_bytes)"),
+            ));
+        }
         scratch.clear();
-        file.and_then(|mut f| f.read_to_end(scratch))
-            .map_err(fail)?;
+        scratch.reserve(len as usize);
+        // `take`: a file that grows after the check still stops at the limit.
+        let n = file
+            .take(max.saturating_add(1))
+            .read_to_end(scratch)
+            .map_err(io)?;
+        if n as u64 > max {
+            return Err(fail(
+                SampleErrorKind::FileTooLarge,
+                format!("file grew past the limit of {max} bytes (max_file_bytes) while read"),
+            ));
+        }
         Ok(RawSample {
             raw: Raw::Encoded(scratch),
             labels: [*label, 0],

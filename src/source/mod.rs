@@ -12,8 +12,8 @@ pub mod cifar;
 pub mod image_folder;
 pub mod shards;
 
-pub use cifar::{Cifar, CifarKind, CifarLabel, Usage};
-pub use image_folder::ImageFolder;
+pub use cifar::{parse_record, Cifar, CifarKind, CifarLabel, Usage, PIXELS as PIXELS_PER_RECORD};
+pub use image_folder::{Ignored, ImageFolder};
 pub use shards::Shards;
 
 /// Most label columns a source can produce (CIFAR-100: coarse and fine).
@@ -85,9 +85,12 @@ pub trait Source: Send + Sync {
     fn stored_layout(&self) -> Layout {
         Layout::Hwc
     }
-    /// `(class name, label)` where the source names its classes (folder sources); empty
-    /// otherwise.
-    fn classes(&self) -> Vec<(String, u32)> {
-        Vec::new()
+    /// `(class name, label)` when the source names its classes (ImageFolder, shards).
+    fn classes(&self) -> &[(String, u32)] {
+        &[]
+    }
+    /// Entries found while listing that are not samples, with why (ImageFolder).
+    fn ignored(&self) -> &[(std::path::PathBuf, Ignored)] {
+        &[]
     }
 }

@@ -13,7 +13,7 @@
 //! come out as RGB u8 HWC pixels, which `decode` passes through.
 
 use super::{Raw, RawSample, Source};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SampleErrorKind};
 use crate::shards::format::{
     crc32, parse_header, Entry, FileEntry, Manifest, Storage, ENTRY_LEN, HEADER_LEN, INDEX_MAGIC,
     MANIFEST, SHARD_MAGIC,
@@ -222,6 +222,7 @@ impl Shards {
             index,
             file: self.sample_name(index),
             stage: "read",
+            kind: SampleErrorKind::Other,
             reason: "index out of range".into(),
         })?;
         let shard = self.manifest.shards.get(e.shard as usize);
@@ -229,6 +230,7 @@ impl Shards {
             index,
             file: self.sample_name(index),
             stage: "read",
+            kind: SampleErrorKind::Corrupt,
             reason: format!("shard {}: {why}", shard.map_or("?", |s| s.file.as_str())),
         };
         let bytes = self
@@ -299,8 +301,8 @@ impl Source for Shards {
         }
     }
 
-    fn classes(&self) -> Vec<(String, u32)> {
-        self.manifest.classes.clone()
+    fn classes(&self) -> &[(String, u32)] {
+        &self.manifest.classes
     }
 
     fn sample_name(&self, index: usize) -> String {

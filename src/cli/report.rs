@@ -1,0 +1,103 @@
+//! Bad samples: `--report FILE` (one JSON object per line, written as they are found) and
+//! the list printed at the end of a command that skipped samples.
+
+use anyhow::{Context, Result};
+use imgfeed::Error;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+/// One bad sample, kept for the end-of-run list.
+#[derive(Clone, Debug)]
+pub struct BadSample {
+    pub file: String,
+    pub index: Option<usize>,
+    pub stage: &'static str,
+    pub kind: &'static str,
+    pub reason: String,
+}
+
+impl BadSample {
+    pub fn from_error(e: &Error) -> BadSample {
+        match e {
+            Error::Sample {
+                index,
+                file,
+                stage,
+                kind,
+                reason,
+            } => BadSample {
+                file: file.clone(),
+                index: Some(*index),
+                stage,
+                kind: kind.name(),
+                reason: reason.clone(),
+            },
+            other => BadSample {
+                file: String::new(),
+                index: None,
+                stage: "",
+                kind: "other",
+                reason: other.to_string(),
+            },
+        }
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "path": self.file,
+            "index": self.index,
+            "stage": self.stage,
+            "kind": self.kind,
+            "reason": self.reason,
+        })
+    }
+}
+
+/// Collects bad samples; streams them to the report file when there is one.
+pub struct Reporter {
+    out: Option<(BufWriter<File>, String)>,
+    pub bad: Vec<BadSample>,
+}
+
+impl Reporter {
+    pub fn new(path: Option<&Path>) -> Result<Reporter> {
+        let out = match path {
+            Some(p) => Some((
+                BufWriter::new(
+                    File::create(p).with_context(|| format!("--report {}", p.display()))?,
+                ),
+                p.display().to_string(),
+            )),
+            None => None,
+        };
+        Ok(Reporter {
+            out,
+            bad: Vec::new(),
+        })
+    }
+
+    pub fn add(&mut self, e: &Error) -> Result<()> {
+        let b = BadSample::from_error(e);
+        if let Some((w, name)) = &mut self.out {
+            writeln!(w, "{}", b.to_json()).with_context(|| format!("--report {name}"))?;
+        }
+        self.bad.push(b);
+        Ok(())
+    }
+
+    /// Flush the report file.
+    pub fn finish(&mut self) -> Result<()> {
+        if let Some((w, name)) = &mut self.out {
+            w.flush().with_context(|| format!("--report {name}"))?;
+        }
+        Ok(())
+    }
+
+    /// Print every bad sample (stderr), one line each: `VERB: FILE: STAGE: REASON [KIND]`.
+    pub fn print(&self, verb: &str) {
+        for b in &self.bad {
+            eprintln!("{verb}: {}: {}: {} [{}]", b.file, b.stage, b.reason, b.kind);
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! `imgfeed validate TARGET`: the dataset doctor. TARGET is a pipeline file (its source and
+//! its `decode` settings are used) or a dataset folder (CIFAR binary files are recognised by
+//! their names, anything else is read as an ImageFolder tree). Every sample is read and
+//! decoded once; the output is a table of bad files by error kind and a summary. Exit code
+//! 1 when a sample is bad, 130 when interrupted.
+
+use super::report::Reporter;
+use super::{interrupt, progress};
+use anyhow::Result;
+use imgfeed::ops::{Decode, Op};
+use imgfeed::source::Usage;
+use imgfeed::validate::{validate, ValidateOptions, ValidateReport, SIDE_BUCKETS};
+use imgfeed::{PipelineConfig, SourceConfig, SourceKind};
+use std::path::{Path, PathBuf};
+
+/// Options of `imgfeed validate`.
+#[derive(clap::Args, Debug)]
+pub struct ValidateArgs {
+    /// A pipeline file, or a dataset folder (ImageFolder tree or CIFAR binary files).
+    target: PathBuf,
+    /// Dataset root, overriding the pipeline's `source.root`.
+    #[arg(long)]
+    data: Option<PathBuf>,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    workers: Option<usize>,
+    /// CIFAR split (train, test, all); a folder defaults to every file present.
+    #[arg(long)]
+    usage: Option<Usage>,
+    /// Print one JSON document instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// Also write every bad sample to FILE as JSON lines.
+    #[arg(long)]
+    report: Option<PathBuf>,
+}
+
+/// A source configuration for a bare dataset folder.
+fn folder_source(dir: &Path) -> SourceConfig {
+    let has = |f: &str| dir.join(f).is_file();
+    let (kind, train, test) = if has("data_batch_1.bin") || has("test_batch.bin") {
+        (
+            SourceKind::Cifar10,
+            has("data_batch_1.bin"),
+            has("test_batch.bin"),
+        )
+    } else if has("train.bin") || has("test.bin") {
+        (SourceKind::Cifar100, has("train.bin"), has("test.bin"))
+    } else {
+        return SourceConfig::new(SourceKind::ImageFolder, dir);
+    };
+    SourceConfig {
+        usage: Some(match (train, test) {
+            (true, true) => Usage::All,
+            (false, true) => Usage::Test,
+            _ => Usage::Train,
+        }),
+        ..SourceConfig::new(kind, dir)
+    }
+}
+
+pub fn run(a: &ValidateArgs) -> Result<i32> {
+    let (mut source, decode) = if a.target.is_dir() {
+        (folder_source(&a.target), Decode::default())
+    } else {
+        let cfg = PipelineConfig::from_file(&a.target)?;
+        let decode = cfg
+            .ops
+            .iter()
+            .find_map(|o| match o {
+                Op::Decode(d) => Some(d.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        (cfg.source, decode)
+    };
+    if let Some(d) = &a.data {
+        source.root = d.clone();
+    }
+    if let Some(u) = a.usage {
+        if source.kind == SourceKind::ImageFolder {
+            return Err(imgfeed::Error::Invalid(
+                "--usage applies to cifar10 and cifar100 sources only".into(),
+            )
+            .into());
+        }
+        source.usage = Some(u);
+    }
+    let workers = a
+        .workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    if workers == 0 {
+        return Err(imgfeed::Error::Invalid("--workers must be at least 1".into()).into());
+    }
+    let opened = source.open()?;
+    let mut bad = Reporter::new(a.report.as_deref())?;
+    let bar = progress(opened.len() as u64, "samples");
+    let report = validate(
+        opened.as_ref(),
+        &ValidateOptions { decode, workers },
+        interrupt::flag(),
+        |n| bar.set_position(n as u64),
+    );
+    bar.finish_and_clear();
+    for e in &report.bad {
+        bad.add(e)?;
+    }
+    bad.finish()?;
+    if a.json {
+        println!("{}", to_json(&report, &bad));
+    } else {
+        print_text(&report, &bad);
+    }
+    Ok(if report.interrupted {
+        interrupt::EXIT
+    } else if report.bad.is_empty() {
+        0
+    } else {
+        1
+    })
+}
+
+fn bucket_names() -> Vec<String> {
+    let mut v = Vec::new();
+    let mut lo = 0;
+    for ub in SIDE_BUCKETS {
+        v.push(format!("{lo}-{}", ub - 1));
+        lo = ub;
+    }
+    v.push(format!("{lo}+"));
+    v
+}
+
+fn to_json(r: &ValidateReport, bad: &Reporter) -> serde_json::Value {
+    use serde_json::{json, Map, Value};
+    let by_kind: Map<String, Value> = r
+        .bad_by_kind()
+        .into_iter()
+        .map(|(k, n)| (k.name().to_string(), json!(n)))
+        .collect();
+    let buckets: Map<String, Value> = bucket_names()
+        .into_iter()
+        .zip(r.shorter_side)
+        .map(|(k, n)| (k, json!(n)))
+        .collect();
+    let ignored_by: Map<String, Value> = r
+        .ignored_by_reason()
+        .into_iter()
+        .map(|(k, n)| (k.name().to_string(), json!(n)))
+        .collect();
+    let c = &r.colors;
+    json!({
+        "what": "imgfeed-validate",
+        "source": r.source,
+        "samples": r.samples,
+        "checked": r.checked,
+        "ok": r.checked - r.bad.len(),
+        "bad": r.bad.len(),
+        "interrupted": r.interrupted,
+        "seconds": (r.seconds * 1000.0).round() / 1000.0,
+        "bad_by_kind": by_kind,
+        "bad_samples": bad.bad.iter().map(|b| b.to_json()).collect::<Vec<_>>(),
+        "classes": r.classes.iter().map(|(label, name, n, b)| json!({
+            "label": label, "name": name, "samples": n, "bad": b,
+        })).collect::<Vec<_>>(),
+        "width": {"min": r.width.min, "median": r.width.median, "max": r.width.max},
+        "height": {"min": r.height.min, "median": r.height.median, "max": r.height.max},
+        "shorter_side": buckets,
+        "formats": r.formats,
+        "colors": {
+            "gray": c.gray, "cmyk": c.cmyk, "alpha": c.alpha, "palette": c.palette,
+            "sixteen_bit": c.sixteen_bit, "progressive": c.progressive,
+        },
+        "ignored_by_reason": ignored_by,
+        "ignored": r.ignored.iter().map(|(p, why)| json!({
+            "path": p.to_string_lossy(), "reason": why.name(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn print_text(r: &ValidateReport, bad: &Reporter) {
+    println!("{}", r.source);
+    println!(
+        "checked {} of {} samples in {:.2} s: {} ok, {} bad{}",
+        r.checked,
+        r.samples,
+        r.seconds,
+        r.checked - r.bad.len(),
+        r.bad.len(),
+        if r.interrupted { " (interrupted)" } else { "" }
+    );
+    if !bad.bad.is_empty() {
+        println!("\nbad samples by kind:");
+        for (kind, n) in r.bad_by_kind() {
+            println!("  {:<16} {n}", kind.name());
+            for b in bad.bad.iter().filter(|b| b.kind == kind.name()) {
+                println!("    {}  {}: {}", b.file, b.stage, b.reason);
+            }
+        }
+    }
+    if !r.classes.is_empty() {
+        println!("\nsamples per class (bad among them):");
+        for (label, name, n, b) in &r.classes {
+            let name = name.as_deref().unwrap_or("");
+            println!("  {label:>5} {name:<20} {n:>8} ({b} bad)");
+        }
+    }
+    if r.width.max > 0 {
+        println!(
+            "\nsizes: width {} / {} / {}, height {} / {} / {} (min / median / max)",
+            r.width.min, r.width.median, r.width.max, r.height.min, r.height.median, r.height.max
+        );
+        let buckets: Vec<String> = bucket_names()
+            .into_iter()
+            .zip(r.shorter_side)
+            .filter(|(_, n)| *n > 0)
+            .map(|(b, n)| format!("{b}: {n}"))
+            .collect();
+        println!("shorter side: {}", buckets.join(", "));
+    }
+    let formats: Vec<String> = r.formats.iter().map(|(f, n)| format!("{f} {n}")).collect();
+    println!("formats: {}", formats.join(", "));
+    let c = &r.colors;
+    println!(
+        "colour: gray {}, cmyk {}, alpha {}, palette {}, 16-bit {}, progressive {}",
+        c.gray, c.cmyk, c.alpha, c.palette, c.sixteen_bit, c.progressive
+    );
+    if !r.ignored.is_empty() {
+        let by: Vec<String> = r
+            .ignored_by_reason()
+            .into_iter()
+            .map(|(k, n)| format!("{} {n}", k.name()))
+            .collect();
+        println!("\nignored {} entries ({}):", r.ignored.len(), by.join(", "));
+        for (p, why) in &r.ignored {
+            println!("  {:<40} {}", p.display(), why.name());
+        }
+    }
+}

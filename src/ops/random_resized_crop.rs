@@ -1,0 +1,130 @@
+//! `random_resized_crop`: keep a random box of the image, of random area and aspect ratio,
+//! and resize it to `size` — torchvision's `RandomResizedCrop` and MindSpore's
+//! `RandomResizedCrop` / `RandomCropDecodeResize`, the ResNet-50 training crop.
+//!
+//! The box is drawn as torchvision draws it (`RandomResizedCrop.get_params`): up to
+//! `attempts` (10) times, an area `uniform(scale) × H × W` and an aspect ratio
+//! `exp(uniform(log ratio))`, giving `w = round(sqrt(area × ratio))` and
+//! `h = round(sqrt(area / ratio))` (Python's round: half to even); the first box that fits
+//! is placed uniformly. When none fits, the fallback is the central crop clamped to the
+//! ratio range. Every draw comes from the sample's own random stream, so the box does not
+//! depend on the worker count.
+//!
+//! The box is then resized as `resize` would resize an image of the box's size (so with
+//! `filter = "bilinear"` it is torchvision's `resized_crop`: crop, then Pillow's
+//! antialiased bilinear, the filter reaching no pixel outside the box).
+//!
+//! Right after `decode`, a decoder that can (libjpeg-turbo) decodes only the rows and
+//! columns of the box: the crop is drawn from the header's size before any pixel is
+//! decoded (MindSpore's `RandomCropDecodeResize`).
+
+use super::decode::Rect;
+use super::{Filter, Size};
+use crate::plan::SplitMix64;
+use crate::spec::{Layout, Spec};
+use serde::{Deserialize, Serialize};
+
+fn default_scale() -> [f64; 2] {
+    [0.08, 1.0]
+}
+
+fn default_ratio() -> [f64; 2] {
+    [3.0 / 4.0, 4.0 / 3.0]
+}
+
+fn ten() -> u32 {
+    10
+}
+
+/// The `random_resized_crop` op.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RandomResizedCrop {
+    /// Output size: one number (square) or `[h, w]`.
+    pub size: Size,
+    /// Range of the box's area as a share of the image's (default `[0.08, 1.0]`).
+    #[serde(default = "default_scale")]
+    pub scale: [f64; 2],
+    /// Range of the box's aspect ratio, width / height (default `[3/4, 4/3]`).
+    #[serde(default = "default_ratio")]
+    pub ratio: [f64; 2],
+    /// Resampling filter (default `bilinear`, Pillow's antialiased; `linear` is
+    /// MindSpore's `Inter.LINEAR`).
+    #[serde(default)]
+    pub filter: Filter,
+    /// `bilinear` only: Pillow's exact fixed-point arithmetic (see `resize`).
+    #[serde(default)]
+    pub exact: bool,
+    /// Boxes drawn before falling back to the central crop (default 10).
+    #[serde(default = "ten")]
+    pub attempts: u32,
+}
+
+impl RandomResizedCrop {
+    /// Checks the parameters and that the input is decoded pixels.
+    pub fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
+        self.size.check("random_resized_crop")?;
+        let [s0, s1] = self.scale;
+        if !(s0 > 0.0 && s0 <= s1 && s1.is_finite()) {
+            return Err(format!(
+                "random_resized_crop: scale must be 0 < min <= max, got [{s0}, {s1}]"
+            ));
+        }
+        let [r0, r1] = self.ratio;
+        if !(r0 > 0.0 && r0 <= r1 && r1.is_finite()) {
+            return Err(format!(
+                "random_resized_crop: ratio must be 0 < min <= max, got [{r0}, {r1}]"
+            ));
+        }
+        if self.attempts > 1000 {
+            return Err("random_resized_crop: attempts must be at most 1000".into());
+        }
+        if self.exact && self.filter != Filter::Bilinear {
+            return Err(
+                "random_resized_crop: `exact` is Pillow's bilinear arithmetic; it needs \
+                 filter = \"bilinear\""
+                    .into(),
+            );
+        }
+        if input.layout != Layout::Hwc {
+            return Err("random_resized_crop needs HWC images: put hwc_to_chw after it".into());
+        }
+        let (h, w) = self.size.square();
+        Ok(Spec {
+            height: Some(h),
+            width: Some(w),
+            ..input.clone()
+        })
+    }
+
+    /// The box `(top, left, height, width)` for an `h × w` image (both positive).
+    pub fn sample_box(&self, h: usize, w: usize, rng: &mut SplitMix64) -> Rect {
+        let area = (h * w) as f64;
+        let (lr0, lr1) = (self.ratio[0].ln(), self.ratio[1].ln());
+        let uniform = |rng: &mut SplitMix64, a: f64, b: f64| a + (b - a) * rng.unit();
+        for _ in 0..self.attempts {
+            let target = area * uniform(rng, self.scale[0], self.scale[1]);
+            let aspect = uniform(rng, lr0, lr1).exp();
+            let bw = (target * aspect).sqrt().round_ties_even();
+            let bh = (target / aspect).sqrt().round_ties_even();
+            if bw > 0.0 && bh > 0.0 && bw <= w as f64 && bh <= h as f64 {
+                let (bh, bw) = (bh as usize, bw as usize);
+                let top = rng.below((h - bh + 1) as u64) as usize;
+                let left = rng.below((w - bw + 1) as u64) as usize;
+                return (top, left, bh, bw);
+            }
+        }
+        // Central crop, clamped to the ratio range.
+        let in_ratio = w as f64 / h as f64;
+        let (bh, bw) = if in_ratio < self.ratio[0] {
+            let bh = (w as f64 / self.ratio[0]).round_ties_even() as usize;
+            (bh.clamp(1, h), w)
+        } else if in_ratio > self.ratio[1] {
+            let bw = (h as f64 * self.ratio[1]).round_ties_even() as usize;
+            (h, bw.clamp(1, w))
+        } else {
+            (h, w)
+        };
+        ((h - bh) / 2, (w - bw) / 2, bh, bw)
+    }
+}

@@ -1,0 +1,339 @@
+//! The bad-file and edge-case corpus (`fixtures/bad/`, `fixtures/edge/`), file by file, with
+//! every JPEG decoder built in: each bad file gives exactly its error kind, each edge case
+//! decodes to exactly its size and (within JPEG tolerance) its pixels. Also through the
+//! engine: a bad file fails its sample with the same kind, naming file and stage.
+
+mod common;
+
+use common::{copy_into, fixtures};
+use imgfeed::ops::decode::{Decode, Decoder, JpegBackend};
+use imgfeed::ops::Op;
+use imgfeed::{EngineConfig, Error, OnError, Pipeline, SampleErrorKind as K, SourceConfig};
+use imgfeed::{PipelineConfig, SourceKind};
+
+/// Every file of `fixtures/bad/` and the one error kind it must give.
+const BAD: &[(&str, K)] = &[
+    ("bomb.jpg", K::TooManyPixels),
+    ("bomb.png", K::TooManyPixels),
+    ("corrupt_entropy.jpg", K::Corrupt),
+    ("empty.jpg", K::Empty),
+    ("garbage.jpg", K::UnknownFormat),
+    ("header_only.jpg", K::Truncated),
+    ("png_bad_crc.png", K::Corrupt),
+    ("png_cut_zlib.png", K::Truncated),
+    ("png_missing_rows.png", K::Truncated),
+    ("text.jpg", K::UnknownFormat),
+    ("text.png", K::UnknownFormat),
+    ("truncated.jpg", K::Truncated),
+    ("truncated.png", K::Truncated),
+    ("zlib_bomb.png", K::TooManyPixels),
+];
+
+/// The decoders to check: zune-jpeg always, libjpeg-turbo when built in.
+fn backends() -> Vec<JpegBackend> {
+    let mut v = vec![JpegBackend::Zune];
+    if cfg!(feature = "turbojpeg") {
+        v.push(JpegBackend::Turbo);
+    }
+    v
+}
+
+fn listed(dir: &str, ext_filter: &[&str]) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(fixtures().join(dir))
+        .expect("fixture folder")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| ext_filter.iter().any(|e| n.ends_with(e)))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn every_bad_file_has_an_expected_kind() {
+    let names = listed("bad", &[".jpg", ".png"]);
+    let table: Vec<String> = BAD.iter().map(|(n, _)| n.to_string()).collect();
+    assert_eq!(names, table, "a new bad fixture needs a row in BAD");
+}
+
+#[test]
+fn bad_files_give_their_error_kind_with_every_decoder() {
+    for backend in backends() {
+        let mut d = Decoder::new(&Decode {
+            decoder: backend,
+            ..Decode::default()
+        });
+        let mut out = Vec::new();
+        for (name, kind) in BAD {
+            let bytes = std::fs::read(fixtures().join("bad").join(name)).expect("read");
+            match d.decode(&bytes, &mut out) {
+                Ok((h, w)) => panic!("{backend:?}: {name} decoded to {w}x{h}"),
+                Err(f) => {
+                    assert_eq!(f.kind, *kind, "{backend:?}: {name}: {}", f.reason);
+                    assert!(!f.reason.is_empty());
+                }
+            }
+            // Nothing allocated for the bombs: the buffer never grew to the claimed size.
+            assert!(
+                out.len() < 64 << 20,
+                "{backend:?}: {name}: buffer grew to {} bytes",
+                out.len()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_bad_file_does_not_spoil_the_next_decode() {
+    // libjpeg-turbo keeps state in its handle: a good file right after each bad one must
+    // decode exactly as it does alone.
+    let good = std::fs::read(fixtures().join("edge/sampling_420.jpg")).expect("read");
+    for backend in backends() {
+        let mut alone = Vec::new();
+        let size = Decoder::new(&Decode {
+            decoder: backend,
+            ..Decode::default()
+        })
+        .decode(&good, &mut alone)
+        .expect("decodes");
+        let mut d = Decoder::new(&Decode {
+            decoder: backend,
+            ..Decode::default()
+        });
+        let mut out = Vec::new();
+        for (name, _) in BAD {
+            let bytes = std::fs::read(fixtures().join("bad").join(name)).expect("read");
+            assert!(d.decode(&bytes, &mut out).is_err());
+            assert_eq!(d.decode(&good, &mut out).expect("good after bad"), size);
+            assert_eq!(out[..alone.len()], alone[..], "{backend:?}: after {name}");
+        }
+    }
+}
+
+fn json_u64(v: &serde_json::Value, key: &str) -> usize {
+    v[key].as_u64().unwrap_or_else(|| panic!("{key} in {v}")) as usize
+}
+
+#[test]
+fn edge_cases_decode_to_their_size_and_pixels_with_every_decoder() {
+    let text = std::fs::read_to_string(fixtures().join("edge/expected.json")).expect("json");
+    let expected: serde_json::Value = serde_json::from_str(&text).expect("parse");
+    let table = expected.as_object().expect("object");
+    let names = listed("edge", &[".jpg", ".png"]);
+    let keys: Vec<String> = table.keys().cloned().collect();
+    assert_eq!(names, keys, "expected.json must list every edge file");
+    assert!(names.len() >= 15, "{names:?}");
+    for backend in backends() {
+        let mut d = Decoder::new(&Decode {
+            decoder: backend,
+            ..Decode::default()
+        });
+        let mut out = Vec::new();
+        for (name, e) in table {
+            let bytes = std::fs::read(fixtures().join("edge").join(name)).expect("read");
+            let (h, w) = d
+                .decode(&bytes, &mut out)
+                .unwrap_or_else(|f| panic!("{backend:?}: {name}: {f} ({:?})", f.kind));
+            assert_eq!(
+                (w, h),
+                (json_u64(e, "width"), json_u64(e, "height")),
+                "{backend:?}: {name}"
+            );
+            let jpeg = name.ends_with(".jpg");
+            // JPEG decoders differ in IDCT and chroma upsampling (more at 4:1:1 edges);
+            // lossless formats must be exact.
+            let (pix_tol, mean_tol) = if jpeg { (24, 2.5) } else { (0, 0.0) };
+            let img = &out[..h * w * 3];
+            for c in 0..3 {
+                let mean = img
+                    .iter()
+                    .skip(c)
+                    .step_by(3)
+                    .map(|&v| v as f64)
+                    .sum::<f64>()
+                    / (h * w) as f64;
+                let want = e["mean"][c].as_f64().expect("mean");
+                assert!(
+                    (mean - want).abs() <= mean_tol + 1e-3,
+                    "{backend:?}: {name}: channel {c} mean {mean:.3}, Pillow {want:.3}"
+                );
+            }
+            for p in e["pixels"].as_array().expect("pixels") {
+                let (x, y) = (
+                    p[0].as_u64().expect("x") as usize,
+                    p[1].as_u64().expect("y") as usize,
+                );
+                for c in 0..3 {
+                    let got = img[(y * w + x) * 3 + c] as i64;
+                    let want = p[2][c].as_i64().expect("value");
+                    assert!(
+                        (got - want).abs() <= pix_tol,
+                        "{backend:?}: {name}: pixel ({x}, {y}) channel {c}: {got}, Pillow {want}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn engine(on_error: OnError) -> EngineConfig {
+    EngineConfig {
+        workers: 2,
+        on_error,
+        ..EngineConfig::default()
+    }
+}
+
+#[test]
+fn through_the_engine_each_bad_file_fails_its_sample_with_its_kind() {
+    // One folder with every bad file and every edge case: with skip, the batches hold the
+    // edge cases and the skipped list is exactly the bad files with their kinds.
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (name, _) in BAD {
+        copy_into(
+            dir.path(),
+            &format!("bad/{name}"),
+            &fixtures().join("bad").join(name),
+        );
+    }
+    let edge = listed("edge", &[".jpg", ".png"]);
+    for name in &edge {
+        copy_into(
+            dir.path(),
+            &format!("edge/{name}"),
+            &fixtures().join("edge").join(name),
+        );
+    }
+    // Whole-image decode (resize to 8x8), and the fused resize + center_crop for which
+    // libjpeg-turbo decodes only a rectangle: a cut or damaged scan below that rectangle
+    // must still fail the sample.
+    let resize = |size| {
+        Op::Resize(imgfeed::ops::Resize {
+            size,
+            filter: Default::default(),
+            exact: false,
+        })
+    };
+    let whole = vec![resize(imgfeed::ops::Size::Two([8, 8]))];
+    let region = vec![
+        resize(imgfeed::ops::Size::One(16)),
+        Op::CenterCrop(imgfeed::ops::CenterCrop {
+            size: imgfeed::ops::Size::One(8),
+        }),
+    ];
+    for (backend, tail) in backends()
+        .into_iter()
+        .flat_map(|b| [(b, whole.clone()), (b, region.clone())])
+    {
+        let mut ops = vec![Op::Decode(Decode {
+            decoder: backend,
+            ..Decode::default()
+        })];
+        ops.extend(tail);
+        let cfg = PipelineConfig {
+            source: SourceConfig::new(SourceKind::ImageFolder, dir.path()),
+            ops,
+            batch: imgfeed::BatchConfig {
+                size: 4,
+                drop_remainder: false,
+            },
+            engine: engine(OnError::Skip),
+            store: None,
+        };
+        let p = Pipeline::new(cfg).expect("pipeline");
+        let mut kept = 0;
+        let mut skipped: Vec<(String, &'static str, K)> = Vec::new();
+        for b in p.epoch(0) {
+            let b = b.expect("skip mode never fails a batch");
+            kept += b.len();
+            for e in b.skipped() {
+                match e {
+                    Error::Sample {
+                        file, stage, kind, ..
+                    } => skipped.push((file.clone(), stage, *kind)),
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+        assert_eq!(kept, edge.len(), "{backend:?}");
+        let want: Vec<(String, &'static str, K)> = BAD
+            .iter()
+            .map(|(n, k)| (format!("bad/{n}"), "decode", *k))
+            .collect();
+        assert_eq!(skipped, want, "{backend:?}");
+    }
+}
+
+#[test]
+fn a_file_over_max_file_bytes_fails_on_its_size_before_it_is_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let edge = fixtures().join("edge");
+    copy_into(dir.path(), "a/small.jpg", &edge.join("one_pixel.jpg")); // 634 bytes
+    copy_into(dir.path(), "a/large.jpg", &edge.join("wide_2000x50.jpg")); // 11654 bytes
+    let mut source = SourceConfig::new(SourceKind::ImageFolder, dir.path());
+    source.max_file_bytes = Some(1000);
+    let cfg = PipelineConfig {
+        source,
+        ops: vec![
+            Op::Decode(Decode::default()),
+            Op::CenterCrop(imgfeed::ops::CenterCrop {
+                size: imgfeed::ops::Size::One(1),
+            }),
+        ],
+        batch: imgfeed::BatchConfig {
+            size: 2,
+            drop_remainder: false,
+        },
+        engine: engine(OnError::Error),
+        store: None,
+    };
+    let p = Pipeline::new(cfg).expect("pipeline");
+    let err = p
+        .epoch(0)
+        .next()
+        .expect("a batch")
+        .expect_err("large.jpg is refused");
+    match &err {
+        Error::Sample {
+            file,
+            stage,
+            kind,
+            reason,
+            ..
+        } => {
+            assert_eq!(
+                (file.as_str(), *stage, *kind),
+                ("a/large.jpg", "read", K::FileTooLarge)
+            );
+            assert!(
+                reason.contains("11654") && reason.contains("1000"),
+                "{reason}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let text = err.to_string();
+    assert!(
+        text.contains("a/large.jpg") && text.contains("read"),
+        "{text}"
+    );
+}
+
+#[test]
+fn max_file_bytes_applies_to_image_folder_only() {
+    let mut source = SourceConfig::new(SourceKind::Cifar10, fixtures().join("cifar10"));
+    source.max_file_bytes = Some(10);
+    let cfg = PipelineConfig {
+        source,
+        ops: vec![],
+        batch: imgfeed::BatchConfig {
+            size: 2,
+            drop_remainder: false,
+        },
+        engine: EngineConfig::default(),
+        store: None,
+    };
+    match Pipeline::new(cfg) {
+        Err(Error::Invalid(m)) => assert!(m.contains("max_file_bytes"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
