@@ -7,12 +7,12 @@ use common::*;
 
 const CANONICAL: &str = "pipelines/resnet50_eval.toml";
 
-/// The digest `imgfeed run` prints, written out again: FNV-1a 64 on four interleaved
+/// The digest `imgfeed run` prints, written out again: FNV-1a 64 on eight interleaved
 /// lanes of 8-byte words, folded, then the trailing bytes.
 fn fnv(h: u64, bytes: &[u8]) -> u64 {
     const P: u64 = 0x100_0000_01b3;
-    let mut lanes = [h, h ^ 1, h ^ 2, h ^ 3];
-    let mut chunks = bytes.chunks_exact(32);
+    let mut lanes = [h, h ^ 1, h ^ 2, h ^ 3, h ^ 4, h ^ 5, h ^ 6, h ^ 7];
+    let mut chunks = bytes.chunks_exact(64);
     for c in &mut chunks {
         for (k, lane) in lanes.iter_mut().enumerate() {
             let mut w = [0u8; 8];

@@ -275,6 +275,17 @@ fn jpeg_storage_is_within_the_reencoding_error() {
             bytes.starts_with(&[0xFF, 0xD8, 0xFF]),
             "sample {i} is a JPEG"
         );
+        // Baseline, 4:2:0: the SOF0 frame header gives luma 2x2, chroma 1x1 sampling.
+        let sof = bytes
+            .windows(2)
+            .position(|w| w == [0xFF, 0xC0])
+            .expect("SOF0");
+        let comps = &bytes[sof + 10..sof + 19];
+        assert_eq!(
+            [comps[1], comps[4], comps[7]],
+            [0x22, 0x11, 0x11],
+            "sample {i}"
+        );
         assert_eq!(e.height.min(e.width), 256);
     }
     let tree = samples_u8(&pipeline(folder_source(&folder()), eval_u8(), 4), 0);
@@ -292,9 +303,10 @@ fn jpeg_storage_is_within_the_reencoding_error() {
     };
     let ((m90, e90), (_, e30)) = (error(q90.path()), error(q30.path()));
     println!("quality 90: max {m90}, mean {e90:.3}; quality 30: mean {e30:.3}");
-    // Measured on the fixtures: quality 90 worst max 25, worst mean 1.8 grey levels.
+    // Measured on the fixtures (quality 90, 4:2:0 chroma as Pillow writes it): worst max
+    // 43, worst mean 2.54 grey levels.
     assert!(
-        e90 > 0.0 && e90 < 2.5 && m90 < 40,
+        e90 > 0.0 && e90 < 3.5 && m90 < 64,
         "quality 90: max {m90}, mean {e90}"
     );
     assert!(
