@@ -831,3 +831,33 @@ fn the_python_reader_reads_what_was_written() {
         }
     }
 }
+
+#[test]
+fn a_stopped_conversion_leaves_nothing_behind() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let cfg = conversion(folder_source(&folder()), vec![decode()], 2);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let mut done = 0;
+    let r = imgfeed::sink::shards::convert_to_shards_until(
+        &cfg,
+        &store(Storage::Raw, 90),
+        out.path(),
+        |_| {},
+        |_| {
+            done += 1;
+            if done == 5 {
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        },
+        |e| panic!("skipped: {e}"),
+        &stop,
+    )
+    .expect("no error");
+    assert!(r.is_none(), "stopped conversions return None");
+    assert_eq!(done, 5);
+    let left: Vec<_> = std::fs::read_dir(out.path())
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

@@ -32,7 +32,7 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// What a conversion wrote.
@@ -214,9 +214,26 @@ pub fn convert_to_shards(
     store: &StoreConfig,
     out: &Path,
     on_start: impl FnOnce(usize),
+    on_progress: impl FnMut(usize),
+    on_skip: impl FnMut(&Error),
+) -> Result<ShardsReport> {
+    let never = AtomicBool::new(false);
+    convert_to_shards_until(config, store, out, on_start, on_progress, on_skip, &never)?
+        .ok_or_else(|| Error::Internal("conversion stopped without a stop request".into()))
+}
+
+/// [`convert_to_shards`], checking `stop` after every sample: when it is raised, the
+/// workers finish the sample they are on, every temporary file is removed, nothing is
+/// renamed into place, and the result is `None`.
+pub fn convert_to_shards_until(
+    config: &PipelineConfig,
+    store: &StoreConfig,
+    out: &Path,
+    on_start: impl FnOnce(usize),
     mut on_progress: impl FnMut(usize),
     mut on_skip: impl FnMut(&Error),
-) -> Result<ShardsReport> {
+    stop: &AtomicBool,
+) -> Result<Option<ShardsReport>> {
     let (source, program, spec) = plan(config, store)?;
     let shard_size = store.check().map_err(Error::Invalid)?;
     // `shard = "env"` reads the slice from the launcher's variables, as training does.
@@ -295,9 +312,12 @@ pub fn convert_to_shards(
                 skipped += 1;
                 on_skip(e)
             },
+            stop,
         )
     });
-    written?;
+    if !written? {
+        return Ok(None); // dropping the writer removes its temporary files
+    }
     let meta = Meta {
         quality: (store.mode == Storage::Jpeg).then_some(store.quality),
         label_columns: spec.label_columns,
@@ -312,15 +332,16 @@ pub fn convert_to_shards(
         }),
     };
     let manifest = writer.finish(meta)?;
-    Ok(ShardsReport {
+    Ok(Some(ShardsReport {
         manifest,
         manifest_name,
         skipped,
-    })
+    }))
 }
 
-/// Append the workers' results in source order; returns the buffers for reuse. Dropping
-/// `free` and `done` on return (error included) lets the workers finish.
+/// Append the workers' results in source order; returns the buffers for reuse, and false
+/// when `stop` was raised. Dropping `free` and `done` on return (error included) lets the
+/// workers finish.
 #[allow(clippy::too_many_arguments)]
 fn collect(
     total: usize,
@@ -331,15 +352,22 @@ fn collect(
     done: Receiver<(usize, Result<Done>)>,
     on_progress: &mut dyn FnMut(usize),
     on_skip: &mut dyn FnMut(&Error),
-) -> Result<()> {
+    stop: &AtomicBool,
+) -> Result<bool> {
     let mut pending: BTreeMap<usize, Result<Done>> = BTreeMap::new();
     let mut want = 0usize;
     while want < total {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
         let Ok((p, r)) = done.recv() else {
             return Err(Error::Internal("conversion workers stopped early".into()));
         };
         pending.insert(p, r);
         while let Some(r) = pending.remove(&want) {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(false);
+            }
             match r {
                 Ok(d) => {
                     let name = source.sample_name(first + want);
@@ -356,5 +384,5 @@ fn collect(
             want += 1;
         }
     }
-    Ok(())
+    Ok(true)
 }
