@@ -10,7 +10,8 @@
 //! * the [`engine`] runs it on worker threads, fusing ops where it pays, and yields ordered
 //!   [`Batch`]es through a bounded queue — an [`Epoch`] is that iterator;
 //! * a [`Pipeline`] ties them together, from a TOML file in `pipelines/` or a builder;
-//! * [`sink`] writes epochs out (`.npy` files).
+//! * [`sink`] writes epochs out (`.npy` files) and converts datasets to [`shards`]: packed,
+//!   memory-mapped files that later epochs read several times faster.
 //!
 //! ```no_run
 //! let pipeline = imgfeed::Pipeline::from_file("pipelines/resnet50_eval.toml")?;
@@ -32,6 +33,7 @@ pub mod inspect;
 pub mod ops;
 pub mod pipeline;
 pub mod plan;
+pub mod shards;
 pub mod sink;
 pub mod source;
 pub mod spec;

@@ -26,7 +26,8 @@ use crate::engine::{Epoch, Job, OnError, State};
 use crate::error::{Error, Result};
 use crate::ops::Op;
 use crate::plan::{batch_count, shard_from_env, Sampling, Uneven};
-use crate::source::{Cifar, CifarKind, CifarLabel, ImageFolder, Source, Usage};
+use crate::shards::StoreConfig;
+use crate::source::{Cifar, CifarKind, CifarLabel, ImageFolder, Shards, Source, Usage};
 use crate::spec::Spec;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -43,6 +44,10 @@ pub enum SourceKind {
     Cifar10,
     /// CIFAR-100 binary files.
     Cifar100,
+    /// A dataset converted by `imgfeed convert --format shards` (a folder with a
+    /// `manifest.json`). A root holding such a manifest is read as shards whatever the
+    /// kind says, so a pipeline written for the original runs unchanged on its copy.
+    Shards,
 }
 
 fn one() -> usize {
@@ -168,6 +173,9 @@ impl SourceConfig {
 
     /// Open the dataset (lists or maps files; reads no sample).
     pub fn open(&self) -> Result<Arc<dyn Source>> {
+        if self.kind == SourceKind::Shards || Shards::is_dataset(&self.root) {
+            return self.open_shards();
+        }
         let misplaced = |field: &str| {
             Err(Error::Invalid(format!(
                 "source: `{field}` does not apply to kind {:?}",
@@ -198,6 +206,7 @@ impl SourceConfig {
                 };
                 Ok(Arc::new(f))
             }
+            SourceKind::Shards => self.open_shards(),
             SourceKind::Cifar10 | SourceKind::Cifar100 => {
                 if self.extensions.is_some() {
                     return misplaced("extensions");
@@ -228,6 +237,52 @@ impl SourceConfig {
     }
 }
 
+impl SourceConfig {
+    /// A converted dataset. The listing options of the original source applied when it
+    /// was converted: `extensions` is ignored, and `class_indexing`, `usage` and `label`
+    /// must say what the conversion used (labels are stored), or it is an error.
+    fn open_shards(&self) -> Result<Arc<dyn Source>> {
+        let s = Shards::open(&self.root)?;
+        let m = s.manifest();
+        let differs = |field: &str, want: String, stored: String| {
+            Err(Error::Invalid(format!(
+                "source: `{field}` is {want}, but {} was converted with {stored}",
+                self.root.display()
+            )))
+        };
+        if let Some(map) = &self.class_indexing {
+            let stored: BTreeMap<String, u32> = m.classes.iter().cloned().collect();
+            if map != &stored {
+                return differs("class_indexing", format!("{map:?}"), format!("{stored:?}"));
+            }
+        }
+        let name = |v: serde_json::Result<serde_json::Value>| {
+            v.ok().and_then(|v| v.as_str().map(str::to_string))
+        };
+        if let Some(u) = self.usage {
+            let want = name(serde_json::to_value(u));
+            if want != m.source.usage {
+                return differs(
+                    "usage",
+                    format!("{want:?}"),
+                    format!("{:?}", m.source.usage),
+                );
+            }
+        }
+        if let Some(l) = self.label {
+            let want = name(serde_json::to_value(l));
+            if want != m.source.label {
+                return differs(
+                    "label",
+                    format!("{want:?}"),
+                    format!("{:?}", m.source.label),
+                );
+            }
+        }
+        Ok(Arc::new(s))
+    }
+}
+
 /// The `[batch]` table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -237,6 +292,17 @@ pub struct BatchConfig {
     /// Drop the last, incomplete batch (MindSpore's `drop_remainder`).
     #[serde(default)]
     pub drop_remainder: bool,
+}
+
+impl Default for BatchConfig {
+    /// One sample a batch (what a file without `[batch]` gets: conversion pipelines, which
+    /// do not batch, need none).
+    fn default() -> BatchConfig {
+        BatchConfig {
+            size: 1,
+            drop_remainder: false,
+        }
+    }
 }
 
 fn default_workers() -> usize {
@@ -305,11 +371,15 @@ pub struct PipelineConfig {
     /// Per-sample ops, in order.
     #[serde(default)]
     pub ops: Vec<Op>,
-    /// Batching.
+    /// Batching (default: batches of 1).
+    #[serde(default)]
     pub batch: BatchConfig,
     /// Threads and queues.
     #[serde(default)]
     pub engine: EngineConfig,
+    /// How `convert --format shards` stores samples (conversion pipelines only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<StoreConfig>,
 }
 
 impl PipelineConfig {
@@ -423,6 +493,7 @@ impl Pipeline {
                     drop_remainder: false,
                 },
                 engine: EngineConfig::default(),
+                store: None,
             },
         }
     }
@@ -486,7 +557,13 @@ impl Pipeline {
                 config.batch.size
             )));
         }
-        let program = Program::compile(&source.spec(), &config.ops, &spec, config.engine.fuse);
+        let program = Program::compile(
+            &source.spec(),
+            source.stored_layout(),
+            &config.ops,
+            &spec,
+            config.engine.fuse,
+        );
         let shape = BufShape {
             batch_size: config.batch.size,
             sample_elems: elems,

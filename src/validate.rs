@@ -180,6 +180,10 @@ impl Checker<'_> {
                 *t.formats.entry("cifar_record").or_default() += 1;
                 t.sizes.push((width as u32, height as u32));
             }
+            Raw::Pixels { height, width, .. } => {
+                *t.formats.entry("raw_pixels").or_default() += 1;
+                t.sizes.push((width as u32, height as u32));
+            }
             Raw::Encoded(bytes) => {
                 let info = inspect(bytes).ok();
                 if let Some(i) = &info {

@@ -237,6 +237,7 @@ fn through_the_engine_each_bad_file_fails_its_sample_with_its_kind() {
                 drop_remainder: false,
             },
             engine: engine(OnError::Skip),
+            store: None,
         };
         let p = Pipeline::new(cfg).expect("pipeline");
         let mut kept = 0;
@@ -283,6 +284,7 @@ fn a_file_over_max_file_bytes_fails_on_its_size_before_it_is_read() {
             drop_remainder: false,
         },
         engine: engine(OnError::Error),
+        store: None,
     };
     let p = Pipeline::new(cfg).expect("pipeline");
     let err = p
@@ -328,6 +330,7 @@ fn max_file_bytes_applies_to_image_folder_only() {
             drop_remainder: false,
         },
         engine: EngineConfig::default(),
+        store: None,
     };
     match Pipeline::new(cfg) {
         Err(Error::Invalid(m)) => assert!(m.contains("max_file_bytes"), "{m}"),

@@ -7,6 +7,7 @@
 use super::report::Reporter;
 use super::{interrupt, progress, Common};
 use anyhow::Result;
+use imgfeed::sink::shards::convert_to_shards;
 use imgfeed::sink::write_npy_dir;
 use imgfeed::{OnError, Pipeline};
 use std::path::Path;
@@ -55,6 +56,58 @@ pub fn convert(c: &Common, out: &Path, report: Option<&Path>) -> Result<i32> {
         d[1].unwrap_or(0),
         d[2].unwrap_or(0),
         spec.label.name(),
+        if report.skipped > 0 {
+            format!("; {} bad sample(s) skipped", report.skipped)
+        } else {
+            String::new()
+        }
+    );
+    Ok(if report.skipped > 0 { 1 } else { 0 })
+}
+
+/// `convert --format shards`.
+pub fn convert_shards(
+    c: &Common,
+    out: &Path,
+    shard_size: Option<String>,
+    store: Option<String>,
+) -> Result<i32> {
+    let cfg = c.config()?;
+    let mut st = cfg.store.clone().unwrap_or_default();
+    if let Some(s) = shard_size {
+        st.shard_size = Some(s);
+    }
+    if let Some(m) = store {
+        st.mode = serde_json::from_value(serde_json::Value::String(m.clone())).map_err(|_| {
+            imgfeed::Error::Invalid(format!("--store {m:?}: expected jpeg, raw or original"))
+        })?;
+    }
+    let bar = progress(0, "samples");
+    let report = convert_to_shards(
+        &cfg,
+        &st,
+        out,
+        |n| bar.set_length(n as u64),
+        |n| bar.inc(n as u64),
+        |e| bar.suspend(|| eprintln!("skipped: {e}")),
+    )?;
+    bar.finish_and_clear();
+    let m = &report.manifest;
+    let bytes: u64 = m.shards.iter().map(|s| s.size).sum();
+    println!(
+        "wrote {} samples ({} storage) in {} shard(s), {:.1} MB, to {}{}{}",
+        m.samples,
+        m.storage.name(),
+        m.shards.len(),
+        bytes as f64 / 1e6,
+        out.join(&report.manifest_name).display(),
+        match m.slice {
+            Some(s) => format!(
+                "; slice {} of {} (source samples {}..{}): run merge-index when all are done",
+                s.id, s.count, s.first, s.end
+            ),
+            None => String::new(),
+        },
         if report.skipped > 0 {
             format!("; {} bad sample(s) skipped", report.skipped)
         } else {

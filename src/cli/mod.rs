@@ -1,9 +1,10 @@
-//! Command-line interface: `check`, `run`, `convert`, `bench`, `validate`.
+//! Command-line interface: `check`, `run`, `convert`, `merge-index`, `bench`, `validate`.
 
 mod bench;
 mod check;
 mod convert;
 mod interrupt;
+mod merge_index;
 mod report;
 mod run;
 mod validate;
@@ -55,6 +56,19 @@ enum Command {
         /// Write every bad (skipped) sample to FILE as JSON lines.
         #[arg(long)]
         report: Option<PathBuf>,
+        /// shards: bytes per shard file (1GB, 512MB, ...), overriding `store.shard_size`
+        /// (default 1GB).
+        #[arg(long)]
+        shard_size: Option<String>,
+        /// shards: how samples are stored (jpeg, raw, original), overriding `store.mode`.
+        #[arg(long)]
+        store: Option<String>,
+    },
+    /// Join the slice manifests of a split shards conversion (`convert --format shards
+    /// --num-shards K --shard-id I --out DIR`, one per slice) into DIR/manifest.json.
+    MergeIndex {
+        /// The folder the slices were written to.
+        dir: PathBuf,
     },
     /// Measure throughput: images/s, MB/s, CPU time, peak RSS, time per stage.
     Bench {
@@ -81,6 +95,8 @@ enum Command {
 enum Format {
     /// images.npy, labels.npy, samples.txt
     Npy,
+    /// shard files + index + manifest.json, read back by pointing --data at the folder
+    Shards,
 }
 
 /// Options every command takes.
@@ -256,7 +272,17 @@ pub fn main() -> i32 {
             out,
             format: Format::Npy,
             report,
+            ..
         } => convert::convert(&common, &out, report.as_deref()),
+        Command::Convert {
+            common,
+            out,
+            format: Format::Shards,
+            shard_size,
+            store,
+            ..
+        } => convert::convert_shards(&common, &out, shard_size, store),
+        Command::MergeIndex { dir } => merge_index::merge_index(&dir),
         Command::Bench {
             common,
             epochs,

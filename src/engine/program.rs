@@ -77,21 +77,19 @@ pub(crate) struct Program {
 pub(crate) const WRITE_STAGE: &str = "write";
 
 impl Program {
-    /// Compile `ops` for a source producing `input`; `out` is the checked output spec.
-    /// Without `fuse`, the geometric fusions are off (resize + center_crop, and decoding
-    /// only a region): to check and measure them.
-    pub fn compile(input: &Spec, ops: &[Op], out: &Spec, fuse: bool) -> Program {
+    /// Compile `ops` for a source producing `input`, whose decoded samples lie in memory as
+    /// `stored` (see `Source::stored_layout`); `out` is the checked output spec. Without
+    /// `fuse`, the geometric fusions are off (resize + center_crop, and decoding only a
+    /// region): to check and measure them.
+    pub fn compile(input: &Spec, stored: Layout, ops: &[Op], out: &Spec, fuse: bool) -> Program {
         let mut steps = Vec::new();
         let mut fusions = Vec::new();
         let mut pending: Option<Affine> = None;
         let mut pending_names: Vec<&str> = Vec::new();
         let mut logical = input.layout;
         // Record sources (CIFAR) hold planes: physically CHW while logically HWC.
-        let mut phys = if input.encoded {
-            Layout::Hwc
-        } else {
-            Layout::Chw
-        };
+        let mut phys = if input.encoded { Layout::Hwc } else { stored };
+        let mut encoded = input.encoded;
         let mut i = 0;
         while i < ops.len() {
             let op = &ops[i];
@@ -110,8 +108,15 @@ impl Program {
             }
             match op {
                 Op::Decode(d) => {
-                    steps.push(Step::Decode(d.clone(), None));
-                    phys = Layout::Hwc;
+                    if encoded {
+                        steps.push(Step::Decode(d.clone(), None));
+                        phys = Layout::Hwc;
+                        encoded = false;
+                    } else {
+                        fusions.push(
+                            "decode: the source stores decoded pixels; nothing to decode".into(),
+                        );
+                    }
                 }
                 Op::Resize(r) => {
                     if phys != Layout::Hwc {
@@ -302,6 +307,104 @@ impl Worker {
         }
     }
 
+    /// Take decoded pixels from the source as the working image (borrowed, not copied).
+    fn load<'r>(
+        &mut self,
+        data: &'r [u8],
+        height: usize,
+        width: usize,
+        layout: Layout,
+    ) -> Result<&'r [u8], StepError> {
+        let n = height.checked_mul(width).and_then(|p| p.checked_mul(3));
+        let pixels = n
+            .and_then(|n| data.get(..n))
+            .filter(|_| height > 0 && width > 0)
+            .ok_or_else(|| {
+                (
+                    "read",
+                    Fault::new(
+                        crate::error::SampleErrorKind::Corrupt,
+                        format!(
+                            "{} bytes do not hold {height}x{width} RGB pixels",
+                            data.len()
+                        ),
+                    ),
+                )
+            })?;
+        self.h = height;
+        self.w = width;
+        self.full = (height, width);
+        self.origin = (0, 0);
+        self.stride = 3;
+        self.phys = layout;
+        self.dtype = DType::U8;
+        Ok(pixels)
+    }
+
+    /// Run the steps of `program` on one sample. Returns the source's own pixels when no
+    /// step had to copy them (the result is then those, not the working buffers).
+    fn apply<'r>(
+        &mut self,
+        program: &Program,
+        raw: Raw<'r>,
+        rng: &mut SplitMix64,
+    ) -> Result<Option<&'r [u8]>, StepError> {
+        let mut input: Option<&'r [u8]> = None;
+        let mut encoded: Option<&[u8]> = None;
+        match raw {
+            Raw::Encoded(bytes) => encoded = Some(bytes),
+            Raw::Planar {
+                data,
+                height,
+                width,
+            } => input = Some(self.load(data, height, width, Layout::Chw)?),
+            Raw::Pixels {
+                data,
+                height,
+                width,
+            } => input = Some(self.load(data, height, width, Layout::Hwc)?),
+        }
+        for step in &program.steps {
+            let t0 = self.profile.then(Instant::now);
+            self.step(step, encoded, &mut input, rng)
+                .map_err(|e| (step.name(), e))?;
+            if let Some(t0) = t0 {
+                self.times.add(step.name(), t0.elapsed().as_nanos() as u64);
+            }
+        }
+        Ok(input)
+    }
+
+    /// Run the steps of `program` on one sample and leave the result in `out` as RGB u8
+    /// HWC (what a conversion stores); returns `(height, width)`. The program must not end
+    /// in float pixels.
+    pub fn run_image(
+        &mut self,
+        program: &Program,
+        raw: Raw<'_>,
+        rng: &mut SplitMix64,
+        out: &mut Vec<u8>,
+    ) -> Result<(usize, usize), StepError> {
+        let borrowed = self.apply(program, raw, rng)?;
+        if self.stride == 4 {
+            self.pack_rgb();
+        }
+        if self.dtype != DType::U8 {
+            return Err((WRITE_STAGE, "the samples are float pixels, not u8".into()));
+        }
+        let n = self.h * self.w * 3;
+        let view = View {
+            pixels: Pixels::U8(borrowed.unwrap_or(&self.a8)),
+            height: self.h,
+            width: self.w,
+            layout: self.phys,
+        };
+        out.resize(n, 0); // fully overwritten by `write`
+        write(&view, None, Layout::Hwc, Dst::U8(&mut out[..]))
+            .map_err(|e| (WRITE_STAGE, Fault::from(e)))?;
+        Ok((self.h, self.w))
+    }
+
     /// Run `program` on one sample and write the result into `dst`.
     pub fn run(
         &mut self,
@@ -310,37 +413,7 @@ impl Worker {
         rng: &mut SplitMix64,
         dst: Dst<'_>,
     ) -> Result<(), StepError> {
-        let mut borrowed: Option<&[u8]> = None;
-        let mut encoded: Option<&[u8]> = None;
-        match raw {
-            Raw::Encoded(bytes) => encoded = Some(bytes),
-            Raw::Planar {
-                data,
-                height,
-                width,
-            } => {
-                self.h = height;
-                self.w = width;
-                self.full = (height, width);
-                self.origin = (0, 0);
-                self.phys = Layout::Chw;
-                self.dtype = DType::U8;
-                if program.steps.is_empty() {
-                    borrowed = Some(data);
-                } else {
-                    self.a8.clear();
-                    self.a8.extend_from_slice(data);
-                }
-            }
-        }
-        for step in &program.steps {
-            let t0 = self.profile.then(Instant::now);
-            self.step(step, encoded, rng)
-                .map_err(|e| (step.name(), e))?;
-            if let Some(t0) = t0 {
-                self.times.add(step.name(), t0.elapsed().as_nanos() as u64);
-            }
-        }
+        let borrowed = self.apply(program, raw, rng)?;
         let t0 = self.profile.then(Instant::now);
         let (eh, ew) = program.out.fixed_size().unwrap_or((0, 0));
         if (self.h, self.w) != (eh, ew) {
@@ -400,6 +473,7 @@ impl Worker {
         &mut self,
         step: &Step,
         encoded: Option<&[u8]>,
+        input: &mut Option<&[u8]>,
         rng: &mut SplitMix64,
     ) -> Result<(), Fault> {
         if self.stride == 4
@@ -444,7 +518,7 @@ impl Worker {
                 self.resizer.exact = r.exact;
                 let (oh, ow) = match self.dtype {
                     DType::U8 => self.resizer.resize(
-                        &self.a8,
+                        input.unwrap_or(&self.a8),
                         full,
                         origin,
                         size,
@@ -468,6 +542,7 @@ impl Worker {
                 };
                 // RGBX stays RGBX: the final write reads it (`write_rgbx`), and any other
                 // step packs it to RGB first (`pack_rgb`).
+                *input = None;
                 self.swap();
                 self.h = oh;
                 self.w = ow;
@@ -530,15 +605,20 @@ impl Worker {
             }
             Step::CenterCrop(ch, cw) => {
                 let (top, left) = (offset(self.h, *ch), offset(self.w, *cw));
-                self.crop(top, left, *ch, *cw, 0);
+                self.crop_from(input, top, left, *ch, *cw, 0);
             }
             Step::RandomCrop(rc) => {
                 let (top, left) = rc.place(self.h, self.w, |b| rng.below(b))?;
                 let (ch, cw) = rc.size.square();
-                self.crop(top, left, ch, cw, rc.fill);
+                self.crop_from(input, top, left, ch, cw, rc.fill);
             }
             Step::Flip(p) => {
                 if rng.unit() < *p {
+                    if let Some(data) = input.take() {
+                        // Flipping is in place: the source's pixels are copied first.
+                        self.a8.clear();
+                        self.a8.extend_from_slice(data);
+                    }
                     match self.dtype {
                         DType::U8 => flip_horizontal(&mut self.a8, self.h, self.w, 3, self.phys),
                         DType::F32 => flip_horizontal(&mut self.af, self.h, self.w, 3, self.phys),
@@ -548,9 +628,10 @@ impl Worker {
             Step::Pointwise(affine, layout) => {
                 let n = self.h * self.w * 3;
                 let to_f32 = affine.is_some() || self.dtype == DType::F32;
-                let view_pixels = match self.dtype {
-                    DType::U8 => Pixels::U8(&self.a8),
-                    DType::F32 => Pixels::F32(&self.af),
+                let view_pixels = match (self.dtype, input.take()) {
+                    (DType::U8, Some(data)) => Pixels::U8(data),
+                    (DType::U8, None) => Pixels::U8(&self.a8),
+                    (DType::F32, _) => Pixels::F32(&self.af),
                 };
                 let view = View {
                     pixels: view_pixels,
@@ -591,12 +672,25 @@ impl Worker {
     }
 
     fn crop(&mut self, top: isize, left: isize, ch: usize, cw: usize, fill: u8) {
+        self.crop_from(&mut None, top, left, ch, cw, fill);
+    }
+
+    /// Crop the working image, or `input` (the source's pixels) when it is set.
+    fn crop_from(
+        &mut self,
+        input: &mut Option<&[u8]>,
+        top: isize,
+        left: isize,
+        ch: usize,
+        cw: usize,
+        fill: u8,
+    ) {
         if top == 0 && left == 0 && (ch, cw) == (self.h, self.w) {
             return;
         }
         match self.dtype {
             DType::U8 => copy_window(
-                &self.a8,
+                input.take().unwrap_or(&self.a8),
                 self.h,
                 self.w,
                 self.stride,

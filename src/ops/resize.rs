@@ -20,6 +20,9 @@
 //! Filters with discontinuous kernels (`nearest`, `area`) or negative lobes (`bicubic`)
 //! would move whole source pixels at exact ties, so they resize the whole image first.
 //!
+//! A resize to the size the image already has is a copy (Pillow and OpenCV do the same for
+//! every filter): images stored resized, as `raw` shards hold them, cost nothing to resize.
+//!
 //! Convolution filters run as Pillow runs them: horizontal pass, rounded to the pixel
 //! type, then vertical pass (fast_image_resize alone goes vertical first, which moved a
 //! fifth of the values by one grey level against Pillow).
@@ -248,6 +251,22 @@ impl Resizer {
             (DType::F32, _) => (fir::PixelType::F32x3, 3),
         };
         let px = ch * std::mem::size_of::<T>();
+        if (oh, ow) == full && origin == (0, 0) && size == full {
+            // Same size: a copy (of the window), as Pillow and OpenCV return for every
+            // filter — exact, and the whole cost of `resize` on images stored resized.
+            let (w, row) = (fw * ch, dw * ch);
+            if win.top + dh > fh || win.left + dw > fw || src.len() < fh * w {
+                return Err(format!(
+                    "resize: window {dh}x{dw} outside the {fh}x{fw} image"
+                ));
+            }
+            dst.resize(dh * dw * ch, T::default()); // every element is overwritten below
+            for (y, d) in dst.chunks_exact_mut(row).enumerate() {
+                let s = (win.top + y) * w + win.left * ch;
+                d.copy_from_slice(&src[s..s + row]);
+            }
+            return Ok((dh, dw));
+        }
         // The window in source coordinates: the same scale factors as the full resize, so
         // every output pixel samples the same source positions as resize-then-crop.
         let sx = fw as f64 / ow as f64;

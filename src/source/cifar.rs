@@ -339,6 +339,10 @@ impl Source for Cifar {
         })
     }
 
+    fn stored_layout(&self) -> crate::spec::Layout {
+        crate::spec::Layout::Chw
+    }
+
     fn work_unit(&self) -> usize {
         // Measured with `imgfeed bench pipelines/cifar10_eval.toml` (see the module docs of
         // engine): 64 samples per claim keeps claim overhead under 1%.

@@ -1,17 +1,20 @@
 //! Sources: random access to the samples of a dataset, by index.
 //!
 //! A source only knows where sample `i` lives and what its labels are; it never decodes.
-//! Opening one does not read any sample (ImageFolder lists directories, CIFAR maps files).
+//! Opening one does not read any sample (ImageFolder lists directories, CIFAR and shards map
+//! files).
 
 use crate::error::Result;
-use crate::spec::Spec;
+use crate::spec::{Layout, Spec};
 use std::path::Path;
 
 pub mod cifar;
 pub mod image_folder;
+pub mod shards;
 
 pub use cifar::{parse_record, Cifar, CifarKind, CifarLabel, Usage, PIXELS as PIXELS_PER_RECORD};
 pub use image_folder::{Ignored, ImageFolder};
+pub use shards::Shards;
 
 /// Most label columns a source can produce (CIFAR-100: coarse and fine).
 pub const MAX_LABELS: usize = 2;
@@ -26,6 +29,16 @@ pub enum Raw<'a> {
     /// pipeline that asks for CHW skip the HWC detour.
     Planar {
         /// `3 × height × width` bytes.
+        data: &'a [u8],
+        /// Rows.
+        height: usize,
+        /// Columns.
+        width: usize,
+    },
+    /// Decoded 8-bit RGB, interleaved (`height × width × 3`, HWC): pixels stored already
+    /// decoded, as `raw` shards hold them. `decode` passes them through.
+    Pixels {
+        /// `height × width × 3` bytes.
         data: &'a [u8],
         /// Rows.
         height: usize,
@@ -65,6 +78,12 @@ pub trait Source: Send + Sync {
     /// Samples a worker should claim at once so that scheduling does not dominate.
     fn work_unit(&self) -> usize {
         1
+    }
+    /// How decoded samples lie in memory: HWC (interleaved, the default) or CHW (planes,
+    /// CIFAR records). `Spec::layout` is the logical layout; this is the physical one, which
+    /// the engine needs to plan layout changes.
+    fn stored_layout(&self) -> Layout {
+        Layout::Hwc
     }
     /// `(class name, label)` when the source names its classes (ImageFolder).
     fn classes(&self) -> &[(String, u32)] {

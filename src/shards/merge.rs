@@ -1,0 +1,202 @@
+//! Joining the slices of a split conversion (`convert --num-shards K --shard-id I`, one job
+//! per slice, all writing into one folder) into one dataset: `merge-index` reads the K slice
+//! manifests, checks that they come from the same source and conversion and cover it
+//! exactly (slices `0..K`, contiguous, nothing missing or repeated), and writes one index,
+//! one names file and `manifest.json` that list every slice's shards. Shard files are not
+//! copied or renamed.
+
+use super::format::{
+    header, parse_header, Entry, FileEntry, Manifest, ENTRY_LEN, HEADER_LEN, INDEX_MAGIC, MANIFEST,
+};
+use super::writer::Names;
+use crate::error::{Error, Result};
+use std::path::Path;
+
+fn bad(path: &Path, reason: impl Into<String>) -> Error {
+    Error::Dataset {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
+}
+
+/// Read a slice file listed by `entry`, checking size and checksum.
+fn read_checked(dir: &Path, entry: &FileEntry) -> Result<Vec<u8>> {
+    let path = dir.join(&entry.file);
+    let bytes = std::fs::read(&path).map_err(|e| bad(&path, e.to_string()))?;
+    if bytes.len() as u64 != entry.size {
+        return Err(bad(
+            &path,
+            format!(
+                "{} bytes, but its manifest says {} (truncated?)",
+                bytes.len(),
+                entry.size
+            ),
+        ));
+    }
+    if super::format::crc32(&bytes) != entry.crc32 {
+        return Err(bad(&path, "checksum mismatch: the file is corrupted"));
+    }
+    Ok(bytes)
+}
+
+/// Merge the slice manifests in `dir` into `dir/manifest.json`; returns the manifest.
+pub fn merge_index(dir: &Path) -> Result<Manifest> {
+    let target = dir.join(MANIFEST);
+    if target.exists() {
+        return Err(bad(
+            &target,
+            "already exists: the slices were merged before",
+        ));
+    }
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| bad(dir, e.to_string()))? {
+        let entry = entry.map_err(|e| bad(dir, e.to_string()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("slice-") && name.ends_with(".json") {
+            found.push(name);
+        }
+    }
+    found.sort();
+    let Some(first_name) = found.first() else {
+        return Err(bad(
+            dir,
+            "no slice manifests (slice-I-of-K.json): convert with --num-shards K --shard-id I \
+             --out this folder first",
+        ));
+    };
+    let first = Manifest::read(&dir.join(first_name))?;
+    let Some(s0) = first.slice else {
+        return Err(bad(&dir.join(first_name), "not a slice manifest"));
+    };
+    let count = s0.count;
+    let mut slices: Vec<Option<Manifest>> = vec![None; count];
+    for name in &found {
+        let path = dir.join(name);
+        let m = Manifest::read(&path)?;
+        let s = m
+            .slice
+            .ok_or_else(|| bad(&path, "not a slice manifest (no `slice`)"))?;
+        if s.count != count || name != &Names::new(Some((s.id, s.count))).manifest() {
+            return Err(bad(
+                &path,
+                format!(
+                    "slice {} of {}, but {first_name} is one of {count}",
+                    s.id, s.count
+                ),
+            ));
+        }
+        let same = m.storage == first.storage
+            && m.quality == first.quality
+            && m.label_columns == first.label_columns
+            && m.classes == first.classes
+            && m.source == first.source
+            && m.ops == first.ops;
+        if !same {
+            return Err(bad(
+                &path,
+                format!(
+                    "converted from a different source or with different settings than \
+                     {first_name}"
+                ),
+            ));
+        }
+        match slices.get_mut(s.id) {
+            Some(slot) => *slot = Some(m),
+            None => return Err(bad(&path, format!("slice id {} >= {count}", s.id))),
+        }
+    }
+    let missing: Vec<String> = (0..count)
+        .filter(|&i| slices[i].is_none())
+        .map(|i| Names::new(Some((i, count))).manifest())
+        .collect();
+    if !missing.is_empty() {
+        return Err(bad(
+            dir,
+            format!("missing slice manifest(s): {}", missing.join(", ")),
+        ));
+    }
+    let slices: Vec<Manifest> = slices.into_iter().flatten().collect();
+    let mut next = 0u64;
+    for m in &slices {
+        if let Some(s) = m.slice {
+            if s.first != next {
+                return Err(bad(
+                    dir,
+                    format!(
+                        "slice {} starts at source sample {}, expected {next}",
+                        s.id, s.first
+                    ),
+                ));
+            }
+            next = s.end;
+        }
+    }
+    if next != first.source.samples {
+        return Err(bad(
+            dir,
+            format!(
+                "the slices cover {next} of the source's {} samples",
+                first.source.samples
+            ),
+        ));
+    }
+
+    let mut index = Vec::new();
+    let mut names = Vec::new();
+    let mut shards = Vec::new();
+    let mut fixed = slices.first().and_then(|m| m.fixed_size);
+    let mut samples = 0u64;
+    for m in &slices {
+        let ipath = dir.join(&m.index.file);
+        let idx = read_checked(dir, &m.index)?;
+        let (_, n) = parse_header(&ipath, &idx, INDEX_MAGIC, "index")?;
+        let nm = read_checked(dir, &m.names)?;
+        let body = idx.get(HEADER_LEN..).unwrap_or_default();
+        if n != m.samples || body.len() as u64 != n * ENTRY_LEN as u64 {
+            return Err(bad(&ipath, "entry count does not match its manifest"));
+        }
+        for i in 0..n as usize {
+            let mut e = Entry::at(body, i).ok_or_else(|| bad(&ipath, "index ends early"))?;
+            e.shard = e
+                .shard
+                .checked_add(shards.len() as u32)
+                .ok_or_else(|| bad(&ipath, "too many shards"))?;
+            e.name_offset += names.len() as u64;
+            index.extend_from_slice(&e.to_bytes());
+        }
+        names.extend_from_slice(&nm);
+        shards.extend(m.shards.iter().cloned());
+        if m.fixed_size != fixed {
+            fixed = None;
+        }
+        samples += n;
+    }
+    let whole = Names::new(None);
+    let mut head = header(INDEX_MAGIC, ENTRY_LEN as u32, samples).to_vec();
+    head.extend_from_slice(&index);
+    let index_entry = FileEntry {
+        file: whole.index(),
+        size: head.len() as u64,
+        crc32: super::format::crc32(&head),
+        samples: None,
+    };
+    let names_entry = FileEntry {
+        file: whole.names(),
+        size: names.len() as u64,
+        crc32: super::format::crc32(&names),
+        samples: None,
+    };
+    super::format::write_atomic(&dir.join(&index_entry.file), &head)?;
+    super::format::write_atomic(&dir.join(&names_entry.file), &names)?;
+    let manifest = Manifest {
+        samples,
+        fixed_size: fixed,
+        index: index_entry,
+        names: names_entry,
+        shards,
+        slice: None,
+        ..first
+    };
+    manifest.write(&target)?;
+    Ok(manifest)
+}

@@ -1,0 +1,31 @@
+//! The shards format: a dataset converted once (`imgfeed convert --format shards`) into a
+//! few large files that later epochs read by memory map, like FFCV's `.beton` or
+//! MindSpore's MindRecord. `docs/shards.md` is the full description, enough to write a
+//! reader in another language (`examples/read_shards.py` is one, numpy only).
+//!
+//! A dataset is a folder:
+//!
+//! * `manifest.json` — version, storage mode, classes, label columns, where the data came
+//!   from, and every other file with its size and CRC-32. Its presence marks the folder as
+//!   a dataset: `--data DIR` on any pipeline reads it through the
+//!   [`Shards`](crate::source::Shards) source.
+//! * `shard-NNNNN.bin` — a 32-byte header (`IMGFSHRD`, version, storage code), then the
+//!   records back to back: a JPEG file (`jpeg`), the source's file (`original`) or
+//!   `height × width × 3` bytes of RGB (`raw`).
+//! * `index.bin` — a 32-byte header (`IMGFINDX`, version, entry size, count), then one
+//!   56-byte entry per sample: shard, offset, length, CRC-32 of the record, height, width,
+//!   labels, and where its name lies in `names.bin`.
+//! * `names.bin` — the samples' root-relative paths, UTF-8, concatenated.
+//!
+//! [`store`] is the `[store]` pipeline table, [`writer`] appends samples, [`merge`] joins
+//! the slices of a split conversion, and [`crate::sink::shards`] runs a conversion.
+
+pub mod format;
+pub mod merge;
+pub mod store;
+pub mod writer;
+
+pub use format::{Manifest, Storage, VERSION};
+pub use merge::merge_index;
+pub use store::StoreConfig;
+pub use writer::ShardWriter;

@@ -1,0 +1,354 @@
+//! `convert --format shards`: run a conversion pipeline's ops on every sample and store
+//! the result in shard files ([`crate::shards`]).
+//!
+//! Samples vary in size after a conversion's ops (`resize` to a shorter side), so they are
+//! not batched: `workers` threads each run the compiled ops on one sample at a time, in the
+//! engine's [`Worker`], and the calling thread appends the results to the shards in source
+//! order (a bounded set of reused buffers carries them over, so memory stays flat). The
+//! output is the same for any worker count.
+//!
+//! * `jpeg`: the ops' output (RGB u8 HWC) re-encoded at `store.quality`;
+//! * `raw`: the ops' output as `height × width × 3` bytes;
+//! * `original`: the source's bytes untouched (the pipeline must have no ops).
+//!
+//! A split conversion converts source samples `[i·N/K, (i+1)·N/K)` for `--shard-id i` of
+//! `--num-shards K` — contiguous, nothing repeated or dropped, unlike the padded sharding of
+//! training — and [`merge_index`](crate::shards::merge_index) joins the slices. Shuffle
+//! does not apply (samples are stored in source order; reading shuffles).
+//!
+//! A sample that fails (unreadable, undecodable) is reported through `on_skip` and left
+//! out; any other error stops the conversion and leaves no dataset behind.
+
+use crate::engine::program::{Program, Worker};
+use crate::error::{Error, Result};
+use crate::plan::sample_rng;
+use crate::shards::format::{Manifest, Origin, Slice, Storage};
+use crate::shards::writer::{Meta, Names, ShardWriter};
+use crate::shards::StoreConfig;
+use crate::source::{Raw, Source};
+use crate::spec::{DType, Layout, Spec};
+use crate::PipelineConfig;
+use crossbeam_channel::{bounded, Receiver, Sender};
+use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// What a conversion wrote.
+#[derive(Clone, Debug)]
+pub struct ShardsReport {
+    /// The manifest written (`manifest.json`, or the slice's).
+    pub manifest: Manifest,
+    /// Its file name in the output folder.
+    pub manifest_name: String,
+    /// Samples left out because they failed (each reported through `on_skip`).
+    pub skipped: usize,
+}
+
+/// One converted sample on its way to the writer.
+struct Done {
+    buf: Vec<u8>,
+    size: (usize, usize),
+    labels: [u32; 2],
+}
+
+/// The source samples `[first, end)` that slice `id` of `count` converts.
+pub fn slice_range(n: usize, id: usize, count: usize) -> (usize, usize) {
+    let at = |i: usize| ((i as u128 * n as u128) / count.max(1) as u128) as usize;
+    (at(id), at(id + 1))
+}
+
+/// Check the pipeline for a conversion; returns the source, the compiled ops and the
+/// output spec.
+fn plan(config: &PipelineConfig, store: &StoreConfig) -> Result<(Arc<dyn Source>, Program, Spec)> {
+    let invalid = |m: String| Error::Invalid(m);
+    store.check().map_err(invalid)?;
+    if config.source.num_samples.is_some() {
+        return Err(invalid(
+            "source.num_samples does not apply to a conversion, which stores every sample \
+             (use --num-shards/--shard-id to convert part of a dataset)"
+                .into(),
+        ));
+    }
+    let sampling_ok =
+        config.source.num_shards >= 1 && config.source.shard_id < config.source.num_shards;
+    if !sampling_ok {
+        return Err(invalid(format!(
+            "shard_id {} must be below num_shards {}",
+            config.source.shard_id, config.source.num_shards
+        )));
+    }
+    let source = config.source.open()?;
+    let mut spec = source.spec();
+    for (i, op) in config.ops.iter().enumerate() {
+        spec = op
+            .output_spec(&spec)
+            .map_err(|e| invalid(format!("ops[{i}] ({}): {e}", op.name())))?;
+    }
+    match store.mode {
+        Storage::Original => {
+            if !config.ops.is_empty() || !source.spec().encoded {
+                return Err(invalid(
+                    "store.mode = \"original\" keeps the source's files untouched: it needs a \
+                     source of encoded files and a pipeline with no ops"
+                        .into(),
+                ));
+            }
+        }
+        Storage::Jpeg | Storage::Raw => {
+            let pixels = !spec.encoded
+                && spec.dtype == DType::U8
+                && spec.layout == Layout::Hwc
+                && spec.channels == 3;
+            if !pixels {
+                return Err(invalid(format!(
+                    "store.mode = \"{}\" stores RGB u8 HWC images, but the ops end in {spec}: \
+                     end them before rescale, normalize or hwc_to_chw (and after decode)",
+                    store.mode.name()
+                )));
+            }
+        }
+    }
+    let program = Program::compile(
+        &source.spec(),
+        source.stored_layout(),
+        &config.ops,
+        &spec,
+        config.engine.fuse,
+    );
+    Ok((source, program, spec))
+}
+
+/// Encode RGB u8 HWC pixels as a baseline JPEG at `quality` into `out`.
+fn encode_jpeg(
+    pixels: &[u8],
+    h: usize,
+    w: usize,
+    quality: u8,
+    out: &mut Vec<u8>,
+) -> std::result::Result<(), String> {
+    if h > u16::MAX as usize || w > u16::MAX as usize {
+        return Err(format!("{h}x{w} is too large for JPEG (65535 at most)"));
+    }
+    out.clear();
+    let mut enc = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut *out, quality);
+    enc.encode(pixels, w as u32, h as u32, image::ExtendedColorType::Rgb8)
+        .map_err(|e| format!("JPEG encoding failed: {e}"))
+}
+
+struct Ctx<'a> {
+    source: &'a dyn Source,
+    program: &'a Program,
+    store: &'a StoreConfig,
+    seed: u64,
+}
+
+impl Ctx<'_> {
+    /// Convert source sample `index` into `buf`.
+    fn one(
+        &self,
+        index: usize,
+        worker: &mut Worker,
+        scratch: &mut Vec<u8>,
+        pixels: &mut Vec<u8>,
+        buf: &mut Vec<u8>,
+    ) -> Result<((usize, usize), [u32; 2])> {
+        let sample = self.source.read(index, scratch)?;
+        let fail = |stage: &'static str, fault: crate::error::Fault| Error::Sample {
+            index,
+            file: self.source.sample_name(index),
+            stage,
+            kind: fault.kind,
+            reason: fault.reason,
+        };
+        let mut rng = sample_rng(self.seed, 0, index);
+        let size = match self.store.mode {
+            Storage::Original => {
+                let Raw::Encoded(bytes) = sample.raw else {
+                    return Err(fail("read", "the source holds no encoded file".into()));
+                };
+                buf.clear();
+                buf.extend_from_slice(bytes);
+                (0, 0)
+            }
+            Storage::Raw => worker
+                .run_image(self.program, sample.raw, &mut rng, buf)
+                .map_err(|(stage, reason)| fail(stage, reason))?,
+            Storage::Jpeg => {
+                let (h, w) = worker
+                    .run_image(self.program, sample.raw, &mut rng, pixels)
+                    .map_err(|(stage, reason)| fail(stage, reason))?;
+                encode_jpeg(pixels, h, w, self.store.quality, buf)
+                    .map_err(|e| fail("encode", e.into()))?;
+                (h, w)
+            }
+        };
+        Ok((size, sample.labels))
+    }
+}
+
+fn origin(config: &PipelineConfig, source: &dyn Source) -> Origin {
+    let name = |v: serde_json::Value| v.as_str().map(str::to_string);
+    let s = &config.source;
+    Origin {
+        kind: serde_json::to_value(s.kind)
+            .ok()
+            .and_then(name)
+            .unwrap_or_default(),
+        root: s.root.to_string_lossy().into_owned(),
+        usage: s
+            .usage
+            .and_then(|u| serde_json::to_value(u).ok().and_then(name)),
+        label: s
+            .label
+            .and_then(|l| serde_json::to_value(l).ok().and_then(name)),
+        samples: source.len() as u64,
+    }
+}
+
+/// Convert the source of `config` through its ops into shards in `out`, as `store` says;
+/// `config.source.num_shards`/`shard_id` pick the slice (one slice: the whole dataset).
+/// `on_start(n)`: n samples to convert; `on_progress(n)`: n more done; `on_skip`: a
+/// sample that failed and was left out.
+pub fn convert_to_shards(
+    config: &PipelineConfig,
+    store: &StoreConfig,
+    out: &Path,
+    on_start: impl FnOnce(usize),
+    mut on_progress: impl FnMut(usize),
+    mut on_skip: impl FnMut(&Error),
+) -> Result<ShardsReport> {
+    let (source, program, spec) = plan(config, store)?;
+    let shard_size = store.check().map_err(Error::Invalid)?;
+    let (id, count) = (config.source.shard_id, config.source.num_shards);
+    let (first, end) = slice_range(source.len(), id, count);
+    let names = Names::new((count > 1).then_some((id, count)));
+    let manifest_name = names.manifest();
+    let mut writer = ShardWriter::create(out, names, store.mode, shard_size)?;
+    let ctx = Ctx {
+        source: source.as_ref(),
+        program: &program,
+        store,
+        seed: config.source.seed,
+    };
+    let workers = config.engine.workers.clamp(1, 1024);
+    let total = end - first;
+    on_start(total);
+    let next = AtomicUsize::new(0);
+    let nbuf = workers * 4;
+    let (free_tx, free_rx) = bounded::<Vec<u8>>(nbuf);
+    for _ in 0..nbuf {
+        let _ = free_tx.send(Vec::new());
+    }
+    let (done_tx, done_rx) = bounded::<(usize, Result<Done>)>(nbuf);
+    let mut skipped = 0usize;
+    let written = std::thread::scope(|s| {
+        for _ in 0..workers {
+            let (free_rx, done_tx, ctx, next) = (free_rx.clone(), done_tx.clone(), &ctx, &next);
+            s.spawn(move || {
+                let mut worker = Worker::new(ctx.program, false);
+                let (mut scratch, mut pixels) = (Vec::new(), Vec::new());
+                while let Ok(mut buf) = free_rx.recv() {
+                    let p = next.fetch_add(1, Ordering::Relaxed);
+                    if p >= total {
+                        return;
+                    }
+                    let index = first + p;
+                    let r = catch_unwind(AssertUnwindSafe(|| {
+                        ctx.one(index, &mut worker, &mut scratch, &mut pixels, &mut buf)
+                    }))
+                    .unwrap_or_else(|_| {
+                        worker = Worker::new(ctx.program, false);
+                        Err(Error::Sample {
+                            index,
+                            file: ctx.source.sample_name(index),
+                            stage: "panic",
+                            kind: crate::error::SampleErrorKind::Panic,
+                            reason: "a stage panicked on this sample (a bug: please report it)"
+                                .into(),
+                        })
+                    });
+                    let r = r.map(|(size, labels)| Done { buf, size, labels });
+                    if done_tx.send((p, r)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop((free_rx, done_tx));
+        collect(
+            total,
+            first,
+            source.as_ref(),
+            &mut writer,
+            free_tx,
+            done_rx,
+            &mut on_progress,
+            &mut |e| {
+                skipped += 1;
+                on_skip(e)
+            },
+        )
+    });
+    written?;
+    let meta = Meta {
+        quality: (store.mode == Storage::Jpeg).then_some(store.quality),
+        label_columns: spec.label_columns,
+        classes: source.classes().to_vec(),
+        source: origin(config, source.as_ref()),
+        ops: serde_json::to_value(&config.ops).unwrap_or_default(),
+        slice: (count > 1).then_some(Slice {
+            id,
+            count,
+            first: first as u64,
+            end: end as u64,
+        }),
+    };
+    let manifest = writer.finish(meta)?;
+    Ok(ShardsReport {
+        manifest,
+        manifest_name,
+        skipped,
+    })
+}
+
+/// Append the workers' results in source order; returns the buffers for reuse. Dropping
+/// `free` and `done` on return (error included) lets the workers finish.
+#[allow(clippy::too_many_arguments)]
+fn collect(
+    total: usize,
+    first: usize,
+    source: &dyn Source,
+    writer: &mut ShardWriter,
+    free: Sender<Vec<u8>>,
+    done: Receiver<(usize, Result<Done>)>,
+    on_progress: &mut dyn FnMut(usize),
+    on_skip: &mut dyn FnMut(&Error),
+) -> Result<()> {
+    let mut pending: BTreeMap<usize, Result<Done>> = BTreeMap::new();
+    let mut want = 0usize;
+    while want < total {
+        let Ok((p, r)) = done.recv() else {
+            return Err(Error::Internal("conversion workers stopped early".into()));
+        };
+        pending.insert(p, r);
+        while let Some(r) = pending.remove(&want) {
+            match r {
+                Ok(d) => {
+                    let name = source.sample_name(first + want);
+                    writer.append(&d.buf, d.size, d.labels, &name)?;
+                    let _ = free.send(d.buf);
+                }
+                Err(e @ Error::Sample { .. }) => {
+                    on_skip(&e);
+                    let _ = free.send(Vec::new());
+                }
+                Err(e) => return Err(e),
+            }
+            on_progress(1);
+            want += 1;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,334 @@
+//! A converted dataset (`imgfeed convert --format shards`), memory-mapped: every sample is
+//! one index lookup and one slice of a mapped shard, so random access (shuffle, sharding)
+//! costs what sequential access does.
+//!
+//! Opening reads the manifest, maps the index, the names and every shard, and checks what
+//! is cheap to check: sizes against the manifest (a truncated shard is an error naming it),
+//! magic and version of every header, the index's and the names' checksums, and that every
+//! index entry points inside its shard. Reading a sample checks the CRC-32 of its record, so
+//! a corrupted shard fails the sample that reads the damage, naming the shard — never a
+//! garbage batch. [`Shards::verify`] checks every shard's whole-file checksum.
+//!
+//! `jpeg` and `original` samples come out encoded (the pipeline decodes them); `raw` samples
+//! come out as RGB u8 HWC pixels, which `decode` passes through.
+
+use super::{Raw, RawSample, Source};
+use crate::error::{Error, Result};
+use crate::shards::format::{
+    crc32, parse_header, Entry, FileEntry, Manifest, Storage, ENTRY_LEN, HEADER_LEN, INDEX_MAGIC,
+    MANIFEST, SHARD_MAGIC,
+};
+use crate::spec::{DType, Layout, Spec};
+use memmap2::Mmap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+/// Largest image a `raw` record may hold (decode's default pixel limit).
+const MAX_PIXELS: u64 = crate::ops::decode::DEFAULT_MAX_PIXELS;
+
+/// A shards dataset, opened.
+pub struct Shards {
+    root: PathBuf,
+    manifest: Manifest,
+    index: Mmap,
+    names: Mmap,
+    shards: Vec<Mmap>,
+}
+
+impl std::fmt::Debug for Shards {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shards")
+            .field("root", &self.root)
+            .field("samples", &self.manifest.samples)
+            .field("storage", &self.manifest.storage)
+            .finish()
+    }
+}
+
+fn bad(path: &Path, reason: impl Into<String>) -> Error {
+    Error::Dataset {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
+}
+
+/// Map `dir/entry.file` after checking its size against the manifest.
+fn map_checked(dir: &Path, entry: &FileEntry) -> Result<(PathBuf, Mmap)> {
+    let path = dir.join(&entry.file);
+    let file = File::open(&path).map_err(|e| bad(&path, e.to_string()))?;
+    let size = file
+        .metadata()
+        .map_err(|e| bad(&path, e.to_string()))?
+        .len();
+    if size != entry.size {
+        let what = if size < entry.size {
+            "truncated"
+        } else {
+            "longer than written"
+        };
+        return Err(bad(
+            &path,
+            format!(
+                "{size} bytes, but the manifest says {}: the file is {what} (damaged or replaced)",
+                entry.size
+            ),
+        ));
+    }
+    // SAFETY: the map is read-only; a file changed under it while mapped is outside what
+    // any reader can defend against (every record read is still checksummed).
+    let map = unsafe { Mmap::map(&file) }.map_err(|e| bad(&path, e.to_string()))?;
+    Ok((path, map))
+}
+
+fn check_crc(path: &Path, bytes: &[u8], want: u32) -> Result<()> {
+    let got = crc32(bytes);
+    if got != want {
+        return Err(bad(
+            path,
+            format!(
+                "checksum mismatch (CRC-32 {got:08x}, manifest says {want:08x}): the file is \
+                 corrupted"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl Shards {
+    /// True when `root` holds a converted dataset (a `manifest.json`).
+    pub fn is_dataset(root: &Path) -> bool {
+        root.join(MANIFEST).is_file()
+    }
+
+    /// Open the dataset in `root` (its `manifest.json`).
+    pub fn open(root: &Path) -> Result<Shards> {
+        Shards::open_manifest(root, MANIFEST)
+    }
+
+    /// Open the dataset that the manifest `root/name` describes (a slice's manifest reads
+    /// as a dataset of that slice's samples).
+    pub fn open_manifest(root: &Path, name: &str) -> Result<Shards> {
+        let mpath = root.join(name);
+        let manifest = Manifest::read(&mpath)?;
+        let (ipath, index) = map_checked(root, &manifest.index)?;
+        check_crc(&ipath, &index, manifest.index.crc32)?;
+        let (entry_len, count) = parse_header(&ipath, &index, INDEX_MAGIC, "index")?;
+        if entry_len as usize != ENTRY_LEN {
+            return Err(bad(
+                &ipath,
+                format!("index entries of {entry_len} bytes, expected {ENTRY_LEN}"),
+            ));
+        }
+        if count != manifest.samples {
+            return Err(bad(
+                &ipath,
+                format!(
+                    "{count} entries, but the manifest says {} samples",
+                    manifest.samples
+                ),
+            ));
+        }
+        let body_len = (count as u128) * ENTRY_LEN as u128;
+        if (index.len() - HEADER_LEN) as u128 != body_len {
+            return Err(bad(
+                &ipath,
+                format!("{} bytes do not hold {count} entries", index.len()),
+            ));
+        }
+        if count == 0 {
+            return Err(bad(&mpath, "the dataset has no samples"));
+        }
+        let (npath, names) = map_checked(root, &manifest.names)?;
+        check_crc(&npath, &names, manifest.names.crc32)?;
+        let mut shards = Vec::with_capacity(manifest.shards.len());
+        for entry in &manifest.shards {
+            let (spath, map) = map_checked(root, entry)?;
+            let (code, _) = parse_header(&spath, &map, SHARD_MAGIC, "shard")?;
+            if code != manifest.storage.code() {
+                return Err(bad(
+                    &spath,
+                    format!(
+                        "shard storage code {code}, but the manifest says {}",
+                        manifest.storage.name()
+                    ),
+                ));
+            }
+            shards.push(map);
+        }
+        let s = Shards {
+            root: root.to_path_buf(),
+            manifest,
+            index,
+            names,
+            shards,
+        };
+        s.check_entries(&ipath)?;
+        Ok(s)
+    }
+
+    /// Every entry must point inside its shard and the names, and a raw record must be
+    /// exactly its pixels: after this, reads cannot go out of bounds.
+    fn check_entries(&self, ipath: &Path) -> Result<()> {
+        let body = &self.index[HEADER_LEN..];
+        let raw = self.manifest.storage == Storage::Raw;
+        for i in 0..self.manifest.samples as usize {
+            let e = Entry::at(body, i).ok_or_else(|| bad(ipath, "index ends early"))?;
+            let fail = |why: String| bad(ipath, format!("entry {i}: {why}"));
+            let shard = self
+                .shards
+                .get(e.shard as usize)
+                .ok_or_else(|| fail(format!("shard {} does not exist", e.shard)))?;
+            let end = e.offset.checked_add(e.length);
+            if e.offset < HEADER_LEN as u64 || end.is_none_or(|end| end > shard.len() as u64) {
+                return Err(fail(format!(
+                    "record at {}+{} lies outside shard {}",
+                    e.offset, e.length, e.shard
+                )));
+            }
+            let nend = e.name_offset.checked_add(e.name_len as u64);
+            let name = nend
+                .filter(|&n| n <= self.names.len() as u64)
+                .and_then(|n| self.names.get(e.name_offset as usize..n as usize))
+                .ok_or_else(|| fail("name lies outside the names file".into()))?;
+            if std::str::from_utf8(name).is_err() {
+                return Err(fail("name is not UTF-8".into()));
+            }
+            if raw {
+                let (h, w) = (e.height as u64, e.width as u64);
+                if h == 0 || w == 0 || h * w > MAX_PIXELS || h * w * 3 != e.length {
+                    return Err(fail(format!(
+                        "raw record of {} bytes does not hold {h}x{w} RGB pixels",
+                        e.length
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// Index entry `index`.
+    pub fn entry(&self, index: usize) -> Option<Entry> {
+        Entry::at(self.index.get(HEADER_LEN..)?, index)
+    }
+
+    /// The stored bytes of sample `index` (checksum verified).
+    pub fn record(&self, index: usize) -> Result<(Entry, &[u8])> {
+        let e = self.entry(index).ok_or_else(|| Error::Sample {
+            index,
+            file: self.sample_name(index),
+            stage: "read",
+            kind: crate::error::SampleErrorKind::Other,
+            reason: "index out of range".into(),
+        })?;
+        let shard = self.manifest.shards.get(e.shard as usize);
+        let fail = |why: String| Error::Sample {
+            index,
+            file: self.sample_name(index),
+            stage: "read",
+            kind: crate::error::SampleErrorKind::Corrupt,
+            reason: format!("shard {}: {why}", shard.map_or("?", |s| s.file.as_str())),
+        };
+        let bytes = self
+            .shards
+            .get(e.shard as usize)
+            .and_then(|m| m.get(e.offset as usize..(e.offset + e.length) as usize))
+            .ok_or_else(|| fail("record out of bounds".into()))?;
+        let got = crc32(bytes);
+        if got != e.crc32 {
+            return Err(fail(format!(
+                "checksum mismatch in the record at offset {} ({} bytes): the shard is corrupted",
+                e.offset, e.length
+            )));
+        }
+        Ok((e, bytes))
+    }
+
+    /// Check every shard's whole-file checksum (reads everything).
+    pub fn verify(&self) -> Result<()> {
+        for (entry, map) in self.manifest.shards.iter().zip(&self.shards) {
+            check_crc(&self.root.join(&entry.file), map, entry.crc32)?;
+        }
+        Ok(())
+    }
+}
+
+impl Source for Shards {
+    fn describe(&self) -> String {
+        let m = &self.manifest;
+        format!(
+            "shards {}: {} samples, {} storage{}, {} shard(s), {} classes",
+            self.root.display(),
+            m.samples,
+            m.storage.name(),
+            m.quality
+                .map_or(String::new(), |q| format!(" (quality {q})")),
+            m.shards.len(),
+            m.classes.len()
+        )
+    }
+
+    fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn len(&self) -> usize {
+        self.manifest.samples as usize
+    }
+
+    fn spec(&self) -> Spec {
+        let label_columns = self.manifest.label_columns;
+        match self.manifest.storage {
+            Storage::Original | Storage::Jpeg => Spec {
+                label_columns,
+                ..Spec::encoded()
+            },
+            Storage::Raw => Spec {
+                encoded: false,
+                height: self.manifest.fixed_size.map(|s| s[0]),
+                width: self.manifest.fixed_size.map(|s| s[1]),
+                channels: 3,
+                layout: Layout::Hwc,
+                dtype: DType::U8,
+                label_columns,
+                ..Spec::encoded()
+            },
+        }
+    }
+
+    fn classes(&self) -> &[(String, u32)] {
+        &self.manifest.classes
+    }
+
+    fn sample_name(&self, index: usize) -> String {
+        self.entry(index)
+            .and_then(|e| {
+                let start = e.name_offset as usize;
+                let bytes = self
+                    .names
+                    .get(start..start.checked_add(e.name_len as usize)?)?;
+                Some(String::from_utf8_lossy(bytes).into_owned())
+            })
+            .unwrap_or_else(|| format!("<sample {index} out of range>"))
+    }
+
+    fn read<'a>(&'a self, index: usize, _scratch: &'a mut Vec<u8>) -> Result<RawSample<'a>> {
+        let (e, bytes) = self.record(index)?;
+        let raw = match self.manifest.storage {
+            Storage::Raw => Raw::Pixels {
+                data: bytes,
+                height: e.height as usize,
+                width: e.width as usize,
+            },
+            Storage::Jpeg | Storage::Original => Raw::Encoded(bytes),
+        };
+        Ok(RawSample {
+            raw,
+            labels: e.labels,
+        })
+    }
+}
