@@ -3,7 +3,7 @@
 //!
 //! Samples vary in size after a conversion's ops (`resize` to a shorter side), so they are
 //! not batched: `workers` threads each run the compiled ops on one sample at a time, in the
-//! engine's [`Worker`], and the calling thread appends the results to the shards in source
+//! engine's `Worker`, and the calling thread appends the results to the shards in source
 //! order (a bounded set of reused buffers carries them over, so memory stays flat). The
 //! output is the same for any worker count.
 //!
