@@ -295,8 +295,7 @@ pub struct BatchConfig {
 }
 
 impl Default for BatchConfig {
-    /// One sample a batch (what a file without `[batch]` gets: conversion pipelines, which
-    /// do not batch, need none).
+    /// One sample a batch (what a conversion pipeline without `[batch]` gets).
     fn default() -> BatchConfig {
         BatchConfig {
             size: 1,
@@ -371,7 +370,7 @@ pub struct PipelineConfig {
     /// Per-sample ops, in order.
     #[serde(default)]
     pub ops: Vec<Op>,
-    /// Batching (default: batches of 1).
+    /// Batching; may be left out of a conversion pipeline (one with `[store]`).
     #[serde(default)]
     pub batch: BatchConfig,
     /// Threads and queues.
@@ -389,6 +388,16 @@ impl PipelineConfig {
             path: path.to_path_buf(),
             message: e.to_string().trim_end().to_string(),
         })?;
+        // `[batch]` may be left out of conversion pipelines (with `[store]`) only.
+        let has_batch = toml::from_str::<toml::Table>(text).is_ok_and(|t| t.contains_key("batch"));
+        if cfg.store.is_none() && !has_batch {
+            return Err(Error::Config {
+                path: path.to_path_buf(),
+                message: "missing field `batch` (only conversion pipelines, with `[store]`, \
+                          may leave it out)"
+                    .into(),
+            });
+        }
         if cfg.source.root.is_relative() {
             if let Some(dir) = path.parent() {
                 cfg.source.root = dir.join(&cfg.source.root);

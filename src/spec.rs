@@ -87,6 +87,9 @@ pub struct Spec {
     pub label: LabelType,
     /// Number of label columns (2 for CIFAR-100 with `label = "both"`).
     pub label_columns: usize,
+    /// Decoded pixels exactly as a source that stores them decoded gives them (`raw`
+    /// shards): no op has run yet, so `decode` passes them through. Every op clears it.
+    pub source_pixels: bool,
 }
 
 impl Spec {
@@ -101,6 +104,7 @@ impl Spec {
             dtype: DType::U8,
             label: LabelType::U32,
             label_columns: 1,
+            source_pixels: false,
         }
     }
 

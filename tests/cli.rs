@@ -7,11 +7,25 @@ use common::*;
 
 const CANONICAL: &str = "pipelines/resnet50_eval.toml";
 
-/// FNV-1a 64 as `imgfeed run` prints it.
-fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x100_0000_01b3);
+/// The digest `imgfeed run` prints, written out again: FNV-1a 64 on eight interleaved
+/// lanes of 8-byte words, folded, then the trailing bytes.
+fn fnv(h: u64, bytes: &[u8]) -> u64 {
+    const P: u64 = 0x100_0000_01b3;
+    let mut lanes = [h, h ^ 1, h ^ 2, h ^ 3, h ^ 4, h ^ 5, h ^ 6, h ^ 7];
+    let mut chunks = bytes.chunks_exact(64);
+    for c in &mut chunks {
+        for (k, lane) in lanes.iter_mut().enumerate() {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&c[k * 8..k * 8 + 8]);
+            *lane = (*lane ^ u64::from_le_bytes(w)).wrapping_mul(P);
+        }
+    }
+    let mut h = h;
+    for lane in lanes {
+        h = (h ^ lane).wrapping_mul(P);
+    }
+    for &b in chunks.remainder() {
+        h = (h ^ b as u64).wrapping_mul(P);
     }
     h
 }

@@ -92,9 +92,8 @@ fn missing_required_fields_are_named() {
     let m = config_error(&format!("{HEAD}[[ops]]\nop = \"resize\"\n{TAIL}"));
     assert!(m.contains("missing field `size`"), "{m}");
     assert!(m.contains("line"), "{m}");
-    // [batch] is optional (conversion pipelines have none): batches of one
-    let cfg = parse(HEAD).expect("no [batch] table parses");
-    assert_eq!((cfg.batch.size, cfg.batch.drop_remainder), (1, false));
+    let m = config_error(HEAD);
+    assert!(m.contains("missing field `batch`"), "{m}");
     let m = config_error("[source]\nkind = \"image_folder\"\n[batch]\nsize = 2\n");
     assert!(m.contains("missing field `root`"), "{m}");
     let m = config_error(&format!("{HEAD}[[ops]]\nop = \"type_cast\"\n{TAIL}"));
@@ -186,8 +185,8 @@ fn ops_in_an_invalid_order_are_rejected_before_reading_pixels() {
     );
     let m = invalid(vec![]);
     assert!(m.contains("decode"), "no ops at all: {m}");
-    // (a second decode is a pass-through: decode accepts stored pixels, as a raw shards
-    // source holds them)
+    let m = invalid(vec![decode(), decode(), center_crop(4, 4)]);
+    assert!(m.contains("ops[1] (decode)"), "{m}");
     let m = invalid(vec![
         decode(),
         center_crop(8, 8),

@@ -7,7 +7,7 @@
 use super::report::Reporter;
 use super::{interrupt, progress, Common};
 use anyhow::Result;
-use imgfeed::sink::shards::convert_to_shards;
+use imgfeed::sink::shards::convert_to_shards_until;
 use imgfeed::sink::write_npy_dir;
 use imgfeed::{OnError, Pipeline};
 use std::path::Path;
@@ -71,6 +71,7 @@ pub fn convert_shards(
     out: &Path,
     shard_size: Option<String>,
     store: Option<String>,
+    report: Option<&Path>,
 ) -> Result<i32> {
     let cfg = c.config()?;
     let mut st = cfg.store.clone().unwrap_or_default();
@@ -83,15 +84,32 @@ pub fn convert_shards(
         })?;
     }
     let bar = progress(0, "samples");
-    let report = convert_to_shards(
+    let mut bad = Reporter::new(report)?;
+    let mut report_err = Ok(());
+    let done = convert_to_shards_until(
         &cfg,
         &st,
         out,
         |n| bar.set_length(n as u64),
         |n| bar.inc(n as u64),
-        |e| bar.suspend(|| eprintln!("skipped: {e}")),
+        |e| {
+            bar.suspend(|| eprintln!("skipped: {e}"));
+            if let Err(w) = bad.add(e) {
+                report_err = Err(w);
+            }
+        },
+        interrupt::flag(),
     )?;
     bar.finish_and_clear();
+    report_err?;
+    bad.finish()?;
+    let Some(report) = done else {
+        eprintln!(
+            "interrupted: no dataset written to {} (temporary files removed)",
+            out.display()
+        );
+        return Ok(interrupt::EXIT);
+    };
     let m = &report.manifest;
     let bytes: u64 = m.shards.iter().map(|s| s.size).sum();
     println!(

@@ -280,8 +280,8 @@ pub fn main() -> i32 {
             format: Format::Shards,
             shard_size,
             store,
-            ..
-        } => convert::convert_shards(&common, &out, shard_size, store),
+            report,
+        } => convert::convert_shards(&common, &out, shard_size, store, report.as_deref()),
         Command::MergeIndex { dir } => merge_index::merge_index(&dir),
         Command::Bench {
             common,

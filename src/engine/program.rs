@@ -78,9 +78,9 @@ pub(crate) const WRITE_STAGE: &str = "write";
 
 impl Program {
     /// Compile `ops` for a source producing `input`, whose decoded samples lie in memory as
-    /// `stored` (see `Source::stored_layout`); `out` is the checked output spec. Without
-    /// `fuse`, the geometric fusions are off (resize + center_crop, and decoding only a
-    /// region): to check and measure them.
+    /// `stored` (see `Source::stored_layout`); `out` is the checked output spec.
+    /// Without `fuse`, the geometric fusions are off (resize + center_crop, and decoding
+    /// only a region): to check and measure them.
     pub fn compile(input: &Spec, stored: Layout, ops: &[Op], out: &Spec, fuse: bool) -> Program {
         let mut steps = Vec::new();
         let mut fusions = Vec::new();
@@ -323,7 +323,7 @@ impl Worker {
                 (
                     "read",
                     Fault::new(
-                        crate::error::SampleErrorKind::Corrupt,
+                        SampleErrorKind::Corrupt,
                         format!(
                             "{} bytes do not hold {height}x{width} RGB pixels",
                             data.len()
@@ -390,7 +390,10 @@ impl Worker {
             self.pack_rgb();
         }
         if self.dtype != DType::U8 {
-            return Err((WRITE_STAGE, "the samples are float pixels, not u8".into()));
+            return Err((
+                WRITE_STAGE,
+                Fault::from("the samples are float pixels, not u8".to_string()),
+            ));
         }
         let n = self.h * self.w * 3;
         let view = View {
@@ -570,14 +573,15 @@ impl Worker {
                         self.h, self.w
                     )));
                 }
-                self.crop(top, left, bh, bw, 0);
+                // From the source's own pixels (raw shards) when no step copied them yet.
+                self.crop_from(input, top, left, bh, bw, 0);
                 let out = rrc.size.square();
                 self.resizer.rgbx = self.stride == 4 && self.dtype == DType::U8;
                 self.resizer.exact = rrc.exact;
                 let whole = (bh, bw);
                 let (oh, ow) = match self.dtype {
                     DType::U8 => self.resizer.resize(
-                        &self.a8,
+                        input.take().unwrap_or(&self.a8),
                         whole,
                         (0, 0),
                         whole,

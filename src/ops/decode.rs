@@ -1,5 +1,6 @@
-//! `decode`: encoded bytes → RGB, 8 bits per channel, HWC. Samples a source already holds as
-//! RGB u8 pixels (`raw` shards, CIFAR records) pass through: there is nothing to decode.
+//! `decode`: encoded bytes → RGB, 8 bits per channel, HWC. Pixels a source stores decoded
+//! (`raw` shards, [`Spec::source_pixels`]) pass through: there is nothing to decode. A second
+//! `decode`, or one on CIFAR records, is still an error.
 //!
 //! JPEG goes through zune-jpeg (strict mode, so a truncated file is an error) or, when
 //! built with the `turbojpeg` feature, libjpeg-turbo (its warnings are errors too; CMYK
@@ -61,22 +62,22 @@ impl Default for Decode {
 }
 
 impl Decode {
-    /// Encoded bytes in, RGB u8 HWC of varying size out; RGB u8 HWC pixels (a source that
-    /// stores them decoded) pass through unchanged.
+    /// Encoded bytes in, RGB u8 HWC of varying size out; RGB u8 HWC pixels as a source
+    /// stores them ([`Spec::source_pixels`]) pass through unchanged.
     pub fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
         if !input.encoded {
-            // Pixels stored decoded (raw shards, CIFAR records) are what decode would make
-            // of them: RGB u8, logically HWC. Decode is then the identity (the engine
-            // compiles it to nothing), so a pipeline written for encoded files runs
-            // unchanged on a decoded copy of the data.
-            if input.dtype == DType::U8 && input.layout == Layout::Hwc && input.channels == 3 {
+            // Pixels a source stores decoded (raw shards) are what decode would make of
+            // them: RGB u8 HWC. Decode is then the identity (the engine compiles it to
+            // nothing), so a pipeline written for encoded files runs unchanged on a decoded
+            // copy of the data.
+            let stored = input.source_pixels
+                && input.dtype == DType::U8
+                && input.layout == Layout::Hwc
+                && input.channels == 3;
+            if stored {
                 return Ok(input.clone());
             }
-            return Err(
-                "decode needs encoded bytes or RGB u8 HWC pixels, but the samples were already \
-                 transformed (put decode first)"
-                    .into(),
-            );
+            return Err("decode needs encoded bytes, but the samples are already pixels".into());
         }
         if self.decoder == JpegBackend::Turbo && !cfg!(feature = "turbojpeg") {
             return Err(

@@ -19,7 +19,11 @@ pub fn copy_window<T: Copy>(
     fill: T,
     dst: &mut Vec<T>,
 ) {
-    dst.clear();
+    let inside = top >= 0 && left >= 0 && top as usize + oh <= h && left as usize + ow <= w;
+    if !inside {
+        dst.clear(); // every pixel outside the source gets `fill`
+    }
+    // Inside, every element is overwritten below: no fill pass (no memset per sample).
     dst.resize(oh * ow * c, fill);
     // Output columns that land inside the source.
     let x0 = (-left).clamp(0, ow as isize) as usize;
@@ -56,12 +60,12 @@ pub fn copy_window<T: Copy>(
 pub fn flip_horizontal<T: Copy>(data: &mut [T], h: usize, w: usize, c: usize, layout: Layout) {
     match layout {
         Layout::Hwc => {
+            // Reverse the row's elements (vectorised), then put each pixel's channels
+            // back in order.
             for row in data[..h * w * c].chunks_exact_mut(w * c) {
-                for x in 0..w / 2 {
-                    let (a, b) = (x * c, (w - 1 - x) * c);
-                    for k in 0..c {
-                        row.swap(a + k, b + k);
-                    }
+                row.reverse();
+                for px in row.chunks_exact_mut(c) {
+                    px.reverse();
                 }
             }
         }

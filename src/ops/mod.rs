@@ -120,7 +120,7 @@ impl Op {
     /// The spec after this op, or why the op cannot take `input`.
     pub fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
         if !input.encoded || matches!(self, Op::Decode(_) | Op::TypeCast(_)) {
-            match self {
+            let out = match self {
                 Op::Decode(o) => o.output_spec(input),
                 Op::Resize(o) => o.output_spec(input),
                 Op::CenterCrop(o) => o.output_spec(input),
@@ -131,7 +131,12 @@ impl Op {
                 Op::Normalize(o) => o.output_spec(input),
                 Op::HwcToChw(o) => o.output_spec(input),
                 Op::TypeCast(o) => o.output_spec(input),
-            }
+            };
+            // Only the source's own pixels are passed through by `decode`.
+            out.map(|s| Spec {
+                source_pixels: false,
+                ..s
+            })
         } else {
             Err("the samples are still encoded bytes: put `decode` first".into())
         }

@@ -20,7 +20,7 @@
 //! out; any other error stops the conversion and leaves no dataset behind.
 
 use crate::engine::program::{Program, Worker};
-use crate::error::{Error, Result};
+use crate::error::{Error, Fault, Result, SampleErrorKind};
 use crate::plan::sample_rng;
 use crate::shards::format::{Manifest, Origin, Slice, Storage};
 use crate::shards::writer::{Meta, Names, ShardWriter};
@@ -32,7 +32,7 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// What a conversion wrote.
@@ -70,14 +70,6 @@ fn plan(config: &PipelineConfig, store: &StoreConfig) -> Result<(Arc<dyn Source>
              (use --num-shards/--shard-id to convert part of a dataset)"
                 .into(),
         ));
-    }
-    let sampling_ok =
-        config.source.num_shards >= 1 && config.source.shard_id < config.source.num_shards;
-    if !sampling_ok {
-        return Err(invalid(format!(
-            "shard_id {} must be below num_shards {}",
-            config.source.shard_id, config.source.num_shards
-        )));
     }
     let source = config.source.open()?;
     let mut spec = source.spec();
@@ -120,7 +112,9 @@ fn plan(config: &PipelineConfig, store: &StoreConfig) -> Result<(Arc<dyn Source>
     Ok((source, program, spec))
 }
 
-/// Encode RGB u8 HWC pixels as a baseline JPEG at `quality` into `out`.
+/// Encode RGB u8 HWC pixels as a baseline JPEG at `quality` into `out`, with 4:2:0 chroma
+/// subsampling (what Pillow and libjpeg write by default; 4:4:4 files decode about half as
+/// fast). jpeg-encoder's scalar code: the same bytes on every machine.
 fn encode_jpeg(
     pixels: &[u8],
     h: usize,
@@ -128,12 +122,15 @@ fn encode_jpeg(
     quality: u8,
     out: &mut Vec<u8>,
 ) -> std::result::Result<(), String> {
-    if h > u16::MAX as usize || w > u16::MAX as usize {
-        return Err(format!("{h}x{w} is too large for JPEG (65535 at most)"));
-    }
+    let too_large = || format!("{h}x{w} is too large for JPEG (65535 at most)");
+    let (hh, ww) = (
+        u16::try_from(h).map_err(|_| too_large())?,
+        u16::try_from(w).map_err(|_| too_large())?,
+    );
     out.clear();
-    let mut enc = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut *out, quality);
-    enc.encode(pixels, w as u32, h as u32, image::ExtendedColorType::Rgb8)
+    let mut enc = jpeg_encoder::Encoder::new(&mut *out, quality);
+    enc.set_sampling_factor(jpeg_encoder::SamplingFactor::R_4_2_0);
+    enc.encode(pixels, ww, hh, jpeg_encoder::ColorType::Rgb)
         .map_err(|e| format!("JPEG encoding failed: {e}"))
 }
 
@@ -155,7 +152,7 @@ impl Ctx<'_> {
         buf: &mut Vec<u8>,
     ) -> Result<((usize, usize), [u32; 2])> {
         let sample = self.source.read(index, scratch)?;
-        let fail = |stage: &'static str, fault: crate::error::Fault| Error::Sample {
+        let fail = |stage: &'static str, fault: Fault| Error::Sample {
             index,
             file: self.source.sample_name(index),
             stage,
@@ -166,7 +163,8 @@ impl Ctx<'_> {
         let size = match self.store.mode {
             Storage::Original => {
                 let Raw::Encoded(bytes) = sample.raw else {
-                    return Err(fail("read", "the source holds no encoded file".into()));
+                    let why = "the source holds no encoded file".to_string();
+                    return Err(fail("read", Fault::from(why)));
                 };
                 buf.clear();
                 buf.extend_from_slice(bytes);
@@ -180,7 +178,7 @@ impl Ctx<'_> {
                     .run_image(self.program, sample.raw, &mut rng, pixels)
                     .map_err(|(stage, reason)| fail(stage, reason))?;
                 encode_jpeg(pixels, h, w, self.store.quality, buf)
-                    .map_err(|e| fail("encode", e.into()))?;
+                    .map_err(|e| fail("encode", Fault::from(e)))?;
                 (h, w)
             }
         };
@@ -216,12 +214,37 @@ pub fn convert_to_shards(
     store: &StoreConfig,
     out: &Path,
     on_start: impl FnOnce(usize),
+    on_progress: impl FnMut(usize),
+    on_skip: impl FnMut(&Error),
+) -> Result<ShardsReport> {
+    let never = AtomicBool::new(false);
+    convert_to_shards_until(config, store, out, on_start, on_progress, on_skip, &never)?
+        .ok_or_else(|| Error::Internal("conversion stopped without a stop request".into()))
+}
+
+/// [`convert_to_shards`], checking `stop` after every sample: when it is raised, the
+/// workers finish the sample they are on, every temporary file is removed, nothing is
+/// renamed into place, and the result is `None`.
+pub fn convert_to_shards_until(
+    config: &PipelineConfig,
+    store: &StoreConfig,
+    out: &Path,
+    on_start: impl FnOnce(usize),
     mut on_progress: impl FnMut(usize),
     mut on_skip: impl FnMut(&Error),
-) -> Result<ShardsReport> {
+    stop: &AtomicBool,
+) -> Result<Option<ShardsReport>> {
     let (source, program, spec) = plan(config, store)?;
     let shard_size = store.check().map_err(Error::Invalid)?;
-    let (id, count) = (config.source.shard_id, config.source.num_shards);
+    // `shard = "env"` reads the slice from the launcher's variables, as training does.
+    let mut sampling = config.source.clone();
+    sampling.resolve_shard(|k| std::env::var(k).ok())?;
+    let (id, count) = (sampling.shard_id, sampling.num_shards);
+    if count == 0 || id >= count {
+        return Err(Error::Invalid(format!(
+            "shard_id {id} must be below num_shards {count}"
+        )));
+    }
     let (first, end) = slice_range(source.len(), id, count);
     let names = Names::new((count > 1).then_some((id, count)));
     let manifest_name = names.manifest();
@@ -264,7 +287,7 @@ pub fn convert_to_shards(
                             index,
                             file: ctx.source.sample_name(index),
                             stage: "panic",
-                            kind: crate::error::SampleErrorKind::Panic,
+                            kind: SampleErrorKind::Panic,
                             reason: "a stage panicked on this sample (a bug: please report it)"
                                 .into(),
                         })
@@ -289,9 +312,12 @@ pub fn convert_to_shards(
                 skipped += 1;
                 on_skip(e)
             },
+            stop,
         )
     });
-    written?;
+    if !written? {
+        return Ok(None); // dropping the writer removes its temporary files
+    }
     let meta = Meta {
         quality: (store.mode == Storage::Jpeg).then_some(store.quality),
         label_columns: spec.label_columns,
@@ -306,15 +332,16 @@ pub fn convert_to_shards(
         }),
     };
     let manifest = writer.finish(meta)?;
-    Ok(ShardsReport {
+    Ok(Some(ShardsReport {
         manifest,
         manifest_name,
         skipped,
-    })
+    }))
 }
 
-/// Append the workers' results in source order; returns the buffers for reuse. Dropping
-/// `free` and `done` on return (error included) lets the workers finish.
+/// Append the workers' results in source order; returns the buffers for reuse, and false
+/// when `stop` was raised. Dropping `free` and `done` on return (error included) lets the
+/// workers finish.
 #[allow(clippy::too_many_arguments)]
 fn collect(
     total: usize,
@@ -325,15 +352,22 @@ fn collect(
     done: Receiver<(usize, Result<Done>)>,
     on_progress: &mut dyn FnMut(usize),
     on_skip: &mut dyn FnMut(&Error),
-) -> Result<()> {
+    stop: &AtomicBool,
+) -> Result<bool> {
     let mut pending: BTreeMap<usize, Result<Done>> = BTreeMap::new();
     let mut want = 0usize;
     while want < total {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
         let Ok((p, r)) = done.recv() else {
             return Err(Error::Internal("conversion workers stopped early".into()));
         };
         pending.insert(p, r);
         while let Some(r) = pending.remove(&want) {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(false);
+            }
             match r {
                 Ok(d) => {
                     let name = source.sample_name(first + want);
@@ -350,5 +384,5 @@ fn collect(
             want += 1;
         }
     }
-    Ok(())
+    Ok(true)
 }

@@ -85,7 +85,7 @@ pub trait Source: Send + Sync {
     fn stored_layout(&self) -> Layout {
         Layout::Hwc
     }
-    /// `(class name, label)` when the source names its classes (ImageFolder).
+    /// `(class name, label)` when the source names its classes (ImageFolder, shards).
     fn classes(&self) -> &[(String, u32)] {
         &[]
     }

@@ -13,7 +13,7 @@
 //! come out as RGB u8 HWC pixels, which `decode` passes through.
 
 use super::{Raw, RawSample, Source};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SampleErrorKind};
 use crate::shards::format::{
     crc32, parse_header, Entry, FileEntry, Manifest, Storage, ENTRY_LEN, HEADER_LEN, INDEX_MAGIC,
     MANIFEST, SHARD_MAGIC,
@@ -222,7 +222,7 @@ impl Shards {
             index,
             file: self.sample_name(index),
             stage: "read",
-            kind: crate::error::SampleErrorKind::Other,
+            kind: SampleErrorKind::Other,
             reason: "index out of range".into(),
         })?;
         let shard = self.manifest.shards.get(e.shard as usize);
@@ -230,7 +230,7 @@ impl Shards {
             index,
             file: self.sample_name(index),
             stage: "read",
-            kind: crate::error::SampleErrorKind::Corrupt,
+            kind: SampleErrorKind::Corrupt,
             reason: format!("shard {}: {why}", shard.map_or("?", |s| s.file.as_str())),
         };
         let bytes = self
@@ -295,6 +295,7 @@ impl Source for Shards {
                 layout: Layout::Hwc,
                 dtype: DType::U8,
                 label_columns,
+                source_pixels: true,
                 ..Spec::encoded()
             },
         }
