@@ -354,7 +354,11 @@ fn bmp_header(w: i32, h: i32) -> Vec<u8> {
 /// The lossless WebP fixture with its VP8L header patched to claim `w × h`.
 fn webp_claiming(w: u32, h: u32) -> Vec<u8> {
     let mut b = std::fs::read(fixtures().join("formats/lossless.webp")).expect("read");
-    assert_eq!((&b[12..16], b[20]), (&b"VP8L"[..], 0x2f), "simple lossless layout");
+    assert_eq!(
+        (&b[12..16], b[20]),
+        (&b"VP8L"[..], 0x2f),
+        "simple lossless layout"
+    );
     let old = u32::from_le_bytes([b[21], b[22], b[23], b[24]]);
     let bits = (old & !((1 << 28) - 1)) | (w - 1) | ((h - 1) << 14);
     b[21..25].copy_from_slice(&bits.to_le_bytes());
