@@ -337,3 +337,68 @@ fn max_file_bytes_applies_to_image_folder_only() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Headers alone, claiming huge images, for the formats without a bomb fixture.
+fn bmp_header(w: i32, h: i32) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(b"BM");
+    b.extend_from_slice(&54u32.to_le_bytes()); // file size (a lie: no pixel data)
+    b.extend_from_slice(&0u32.to_le_bytes());
+    b.extend_from_slice(&54u32.to_le_bytes());
+    b.extend_from_slice(&40u32.to_le_bytes());
+    b.extend_from_slice(&w.to_le_bytes());
+    b.extend_from_slice(&h.to_le_bytes());
+    b.extend_from_slice(&1u16.to_le_bytes());
+    b.extend_from_slice(&24u16.to_le_bytes());
+    b.extend_from_slice(&[0; 24]);
+    b
+}
+
+/// The lossless WebP fixture with its VP8L header patched to claim `w × h`.
+fn webp_claiming(w: u32, h: u32) -> Vec<u8> {
+    let mut b = std::fs::read(fixtures().join("formats/lossless.webp")).expect("read");
+    assert_eq!(
+        (&b[12..16], b[20]),
+        (&b"VP8L"[..], 0x2f),
+        "simple lossless layout"
+    );
+    let old = u32::from_le_bytes([b[21], b[22], b[23], b[24]]);
+    let bits = (old & !((1 << 28) - 1)) | (w - 1) | ((h - 1) << 14);
+    b[21..25].copy_from_slice(&bits.to_le_bytes());
+    b
+}
+
+#[test]
+fn bmp_and_webp_headers_over_the_pixel_limit_are_refused_before_decoding() {
+    let mut d = Decoder::new(&Decode::default());
+    let mut out = Vec::new();
+    for (what, bytes, size) in [
+        ("bmp", bmp_header(20_000, 20_000), "20000x20000"),
+        ("bmp top-down", bmp_header(20_000, -20_000), "20000x20000"),
+        (
+            "bmp past its format limit",
+            bmp_header(100_000, 100_000),
+            "100000",
+        ),
+        ("webp", webp_claiming(16_383, 16_383), "16383x16383"),
+    ] {
+        let f = d.decode(&bytes, &mut out).expect_err(what);
+        assert_eq!(f.kind, K::TooManyPixels, "{what}: {}", f.reason);
+        assert!(f.reason.contains(size), "{what}: {}", f.reason);
+        assert!(out.is_empty(), "{what}: allocated {}", out.len());
+        // and the header inspector reads the same size
+        let info = imgfeed::inspect::inspect(&bytes).expect(what);
+        let dims = format!("{}x{}", info.width, info.height);
+        assert!(dims.starts_with(size), "{what}: {dims}");
+    }
+    // Under a lower limit, a small valid image is refused the same way.
+    let mut small = Decoder::new(&Decode {
+        max_pixels: 100,
+        ..Decode::default()
+    });
+    for name in ["image.bmp", "lossless.webp", "rgb.jpg", "palette.png"] {
+        let bytes = std::fs::read(fixtures().join("formats").join(name)).expect("read");
+        let f = small.decode(&bytes, &mut out).expect_err(name);
+        assert_eq!(f.kind, K::TooManyPixels, "{name}: {}", f.reason);
+    }
+}

@@ -514,3 +514,43 @@ fn ctrl_c_stops_run_bench_and_validate_promptly() {
     assert!(checked > 0 && checked < SAMPLES as u64, "checked {checked}");
     assert_eq!(v["ok"], checked);
 }
+
+#[test]
+fn validate_uses_the_pipelines_source_and_decode_settings() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let p = work.path().join("small.toml");
+    let root = fixtures().join("imagefolder");
+    std::fs::write(
+        &p,
+        format!(
+            "[source]\nkind = \"image_folder\"\nroot = {:?}\nextensions = [\"png\"]\n\n\
+             [[ops]]\nop = \"decode\"\nmax_pixels = 100\n\n[batch]\nsize = 1\n",
+            root.to_str().expect("utf-8")
+        ),
+    )
+    .expect("write");
+    let o = imgfeed(&["validate", p.to_str().expect("utf-8"), "--json"]);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 1, "stderr {err}");
+    let v = json(&out);
+    // extensions = ["png"]: the 3 PNGs are the samples, the 9 JPEGs are ignored
+    assert_eq!(v["samples"], 3);
+    assert_eq!(v["bad_by_kind"]["too_many_pixels"], 3);
+    assert_eq!(v["ignored_by_reason"]["extension"], 10); // 9 JPEGs + notes.txt
+    if !cfg!(feature = "turbojpeg") {
+        let t = work.path().join("turbo.toml");
+        std::fs::write(
+            &t,
+            format!(
+                "[source]\nkind = \"image_folder\"\nroot = {:?}\n\n[[ops]]\nop = \"decode\"\n\
+                 decoder = \"turbo\"\n\n[batch]\nsize = 1\n",
+                root.to_str().expect("utf-8")
+            ),
+        )
+        .expect("write");
+        let o = imgfeed(&["validate", t.to_str().expect("utf-8")]);
+        let (_, err) = text(&o);
+        assert_eq!(code(&o), 2, "{err}");
+        assert!(err.contains("turbojpeg"), "{err}");
+    }
+}

@@ -1,4 +1,4 @@
-//! Ctrl-C (SIGINT, and SIGTERM): the first raises a flag that every command's loop checks —
+//! Ctrl-C (SIGINT): the first raises a flag that every command's loop checks —
 //! it stops, drops the epoch (which stops the workers), says what was done and exits with
 //! 130; a second one exits at once.
 

@@ -92,6 +92,10 @@ pub fn run(a: &ValidateArgs) -> Result<i32> {
     if workers == 0 {
         return Err(imgfeed::Error::Invalid("--workers must be at least 1".into()).into());
     }
+    // The same checks a pipeline makes (e.g. decoder = "turbo" needs the feature).
+    decode
+        .output_spec(&imgfeed::Spec::encoded())
+        .map_err(|e| imgfeed::Error::Invalid(format!("decode: {e}")))?;
     let opened = source.open()?;
     let mut bad = Reporter::new(a.report.as_deref())?;
     let bar = progress(opened.len() as u64, "samples");

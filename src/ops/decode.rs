@@ -429,6 +429,8 @@ fn image_fault(format: &str, e: image::ImageError) -> Fault {
             ];
             if short.iter().any(|w| t.contains(w)) {
                 Kind::Truncated
+            } else if t.contains("too large") {
+                Kind::TooManyPixels // the format's own size limit (BMP: 65535 a side)
             } else {
                 Kind::Corrupt
             }

@@ -107,6 +107,7 @@ impl CifarKind {
 /// Split one record into its labels (the ones `label` keeps; unused columns 0) and its
 /// `3 × 32 × 32` pixel bytes, checking the label bytes' range. A record of the wrong size is
 /// an error too.
+#[inline]
 pub fn parse_record(
     kind: CifarKind,
     label: CifarLabel,
