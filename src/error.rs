@@ -55,6 +55,17 @@ pub enum Error {
 }
 
 impl Error {
+    /// Sample `index` (`file`) made a stage panic: caught, it fails that sample only.
+    pub fn panicked(index: usize, file: String) -> Error {
+        Error::Sample {
+            index,
+            file,
+            stage: "panic",
+            kind: SampleErrorKind::Panic,
+            reason: "a stage panicked on this sample (a bug: please report it)".into(),
+        }
+    }
+
     /// The kind of a sample failure; `None` for every other error.
     pub fn sample_kind(&self) -> Option<SampleErrorKind> {
         match self {

@@ -638,20 +638,23 @@ impl Pipeline {
 
     /// Start epoch `epoch` (it seeds the shuffle and the random ops).
     pub fn epoch(&self, epoch: u64) -> Epoch {
-        // The start of an epoch is always inside it.
-        match self.resume(State::epoch_start(epoch)) {
-            Ok(e) => e,
-            Err(_) => unreachable!("batch 0 is inside every epoch"),
-        }
+        let order = self
+            .config
+            .source
+            .sampling()
+            .order(self.source.len(), epoch);
+        self.launch(State::epoch_start(epoch), order, 0)
     }
 
     /// Start where `state` says: the batches a run that stopped at `state` would have
     /// yielded next, with any worker count (the order and every random choice depend
     /// only on the seed, the epoch and the sample).
     pub fn resume(&self, state: State) -> Result<Epoch> {
-        let sampling = self.config.source.sampling();
-        let order = sampling.order(self.source.len(), state.epoch);
-        let e = &self.config.engine;
+        let order = self
+            .config
+            .source
+            .sampling()
+            .order(self.source.len(), state.epoch);
         let (bs, drop) = (self.config.batch.size, self.config.batch.drop_remainder);
         let batches = batch_count(order.len(), bs, drop);
         if state.batch > batches {
@@ -660,9 +663,8 @@ impl Pipeline {
                 state.batch, state.epoch
             )));
         }
-        let skip = e.on_error == OnError::Skip;
         let start = match state.sample {
-            Some(s) if skip => s,
+            Some(s) if self.config.engine.on_error == OnError::Skip => s,
             _ => (state.batch * bs).min(order.len()),
         };
         if start > order.len() {
@@ -672,15 +674,23 @@ impl Pipeline {
                 order.len()
             )));
         }
+        Ok(self.launch(state, order, start))
+    }
+
+    /// Run this shard's `order` of `state.epoch` from position `start` (checked to be
+    /// inside it), numbering batches from `state.batch`.
+    fn launch(&self, state: State, order: Vec<usize>, start: usize) -> Epoch {
+        let e = &self.config.engine;
+        let (bs, drop) = (self.config.batch.size, self.config.batch.drop_remainder);
         // Skip mode reads to the end of the order (later samples fill in for skipped
         // ones); the others read exactly the announced batches.
-        let end = if skip {
+        let end = if e.on_error == OnError::Skip {
             order.len()
         } else {
-            (batches * bs).min(order.len())
+            (batch_count(order.len(), bs, drop) * bs).min(order.len())
         };
         let total = end.saturating_sub(start);
-        Ok(Epoch::start(Job {
+        Epoch::start(Job {
             source: Arc::clone(&self.source),
             program: Arc::clone(&self.program),
             pool: Arc::clone(&self.pool),
@@ -690,7 +700,7 @@ impl Pipeline {
             first_batch: state.batch,
             batches: total.div_ceil(bs),
             drop_remainder: drop,
-            seed: sampling.seed,
+            seed: self.config.source.seed,
             epoch: state.epoch,
             workers: e.workers,
             prefetch: self.prefetch,
@@ -701,6 +711,6 @@ impl Pipeline {
                 .work_unit
                 .unwrap_or_else(|| self.source.work_unit())
                 .max(1),
-        }))
+        })
     }
 }

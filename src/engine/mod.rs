@@ -577,13 +577,7 @@ fn try_one(
         let times = std::mem::take(&mut worker.times);
         *worker = Worker::new(&job.program, job.profile);
         worker.times = times;
-        Err(Error::Sample {
-            index,
-            file: job.source.sample_name(index),
-            stage: "panic",
-            kind: crate::error::SampleErrorKind::Panic,
-            reason: "a stage panicked on this sample (a bug: please report it)".into(),
-        })
+        Err(Error::panicked(index, job.source.sample_name(index)))
     })
 }
 

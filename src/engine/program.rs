@@ -516,39 +516,15 @@ impl Worker {
             Step::Resize(r, crop) => {
                 let (nh, nw) = r.target(self.full.0, self.full.1);
                 let window = crop.and_then(|c| r.crop_window(self.full.0, self.full.1, c));
-                let (full, origin, size) = (self.full, self.origin, (self.h, self.w));
-                self.resizer.rgbx = self.stride == 4 && self.dtype == DType::U8;
-                self.resizer.exact = r.exact;
-                let (oh, ow) = match self.dtype {
-                    DType::U8 => self.resizer.resize(
-                        input.unwrap_or(&self.a8),
-                        full,
-                        origin,
-                        size,
-                        DType::U8,
-                        r.filter,
-                        (nh, nw),
-                        window,
-                        &mut self.b8,
-                    )?,
-                    DType::F32 => self.resizer.resize(
-                        &self.af,
-                        full,
-                        origin,
-                        size,
-                        DType::F32,
-                        r.filter,
-                        (nh, nw),
-                        window,
-                        &mut self.bf,
-                    )?,
-                };
                 // RGBX stays RGBX: the final write reads it (`write_rgbx`), and any other
                 // step packs it to RGB first (`pack_rgb`).
-                *input = None;
-                self.swap();
-                self.h = oh;
-                self.w = ow;
+                let (oh, ow) = self.resize_held(
+                    input.take(),
+                    (self.full, self.origin, (self.h, self.w)),
+                    (r.filter, r.exact),
+                    (nh, nw),
+                    window,
+                )?;
                 if let (Some((ch, cw)), None) = (crop, window) {
                     // The crop is larger than the resized image: crop (pad) separately.
                     self.crop(offset(oh, *ch), offset(ow, *cw), *ch, *cw, 0);
@@ -575,37 +551,14 @@ impl Worker {
                 }
                 // From the source's own pixels (raw shards) when no step copied them yet.
                 self.crop_from(input, top, left, bh, bw, 0);
-                let out = rrc.size.square();
-                self.resizer.rgbx = self.stride == 4 && self.dtype == DType::U8;
-                self.resizer.exact = rrc.exact;
                 let whole = (bh, bw);
-                let (oh, ow) = match self.dtype {
-                    DType::U8 => self.resizer.resize(
-                        input.take().unwrap_or(&self.a8),
-                        whole,
-                        (0, 0),
-                        whole,
-                        DType::U8,
-                        rrc.filter,
-                        out,
-                        None,
-                        &mut self.b8,
-                    )?,
-                    DType::F32 => self.resizer.resize(
-                        &self.af,
-                        whole,
-                        (0, 0),
-                        whole,
-                        DType::F32,
-                        rrc.filter,
-                        out,
-                        None,
-                        &mut self.bf,
-                    )?,
-                };
-                self.swap();
-                self.h = oh;
-                self.w = ow;
+                self.resize_held(
+                    input.take(),
+                    (whole, (0, 0), whole),
+                    (rrc.filter, rrc.exact),
+                    rrc.size.square(),
+                    None,
+                )?;
             }
             Step::CenterCrop(ch, cw) => {
                 let (top, left) = (offset(self.h, *ch), offset(self.w, *cw));
@@ -677,6 +630,50 @@ impl Worker {
 
     fn crop(&mut self, top: isize, left: isize, ch: usize, cw: usize, fill: u8) {
         self.crop_from(&mut None, top, left, ch, cw, fill);
+    }
+
+    /// Resize the working image, or `input` (the source's pixels) when it is set, and make
+    /// the result the working image; `geometry` is `(full, origin, size)` as
+    /// [`Resizer::resize`] takes them. Returns the new size.
+    fn resize_held(
+        &mut self,
+        input: Option<&[u8]>,
+        geometry: ((usize, usize), (usize, usize), (usize, usize)),
+        (filter, exact): (Filter, bool),
+        out: (usize, usize),
+        window: Option<crate::ops::resize::Window>,
+    ) -> Result<(usize, usize), Fault> {
+        let (full, origin, size) = geometry;
+        self.resizer.rgbx = self.stride == 4 && self.dtype == DType::U8;
+        self.resizer.exact = exact;
+        let (oh, ow) = match self.dtype {
+            DType::U8 => self.resizer.resize(
+                input.unwrap_or(&self.a8),
+                full,
+                origin,
+                size,
+                DType::U8,
+                filter,
+                out,
+                window,
+                &mut self.b8,
+            )?,
+            DType::F32 => self.resizer.resize(
+                &self.af,
+                full,
+                origin,
+                size,
+                DType::F32,
+                filter,
+                out,
+                window,
+                &mut self.bf,
+            )?,
+        };
+        self.swap();
+        self.h = oh;
+        self.w = ow;
+        Ok((oh, ow))
     }
 
     /// Crop the working image, or `input` (the source's pixels) when it is set.

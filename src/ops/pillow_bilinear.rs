@@ -225,6 +225,27 @@ fn horizontal4(
     horizontal_generic::<4>(src, cols, first, len, weights, ksize, mid, ww)
 }
 
+/// Bounds every index the unchecked RGBX kernels use (once per call and per column;
+/// `Axis::compute` already keeps taps inside the row) and returns the number of rows.
+#[allow(clippy::too_many_arguments)]
+fn check_taps(
+    src: &[u8],
+    cols: usize,
+    first: &[usize],
+    len: &[usize],
+    weights: &[i32],
+    ksize: usize,
+    mid: &[u8],
+    ww: usize,
+) -> usize {
+    let rows = src.len() / (cols * 4);
+    assert!(mid.len() >= rows * ww * 4 && first.len() >= ww && len.len() >= ww);
+    for x in 0..ww {
+        assert!((first[x] + len[x]) <= cols && x * ksize + len[x] <= weights.len());
+    }
+    rows
+}
+
 /// The RGBX horizontal pass with the four channels of a pixel in one vector: widen the
 /// pixel to 4 × i32, multiply by the tap's weight, add; shift, saturate to u8 at the end.
 /// The same integer arithmetic as `horizontal_generic`, so the same bytes.
@@ -243,12 +264,7 @@ unsafe fn horizontal4_sse41(
 ) {
     use std::arch::x86_64::*;
     let half = _mm_set1_epi32(1 << (PRECISION_BITS - 1));
-    let rows = src.len() / (cols * 4);
-    assert!(mid.len() >= rows * ww * 4 && first.len() >= ww && len.len() >= ww);
-    for x in 0..ww {
-        // Checked once per column (Axis::compute already keeps taps inside the row).
-        assert!((first[x] + len[x]) <= cols && x * ksize + len[x] <= weights.len());
-    }
+    let rows = check_taps(src, cols, first, len, weights, ksize, mid, ww);
     let sp = src.as_ptr();
     let mp = mid.as_mut_ptr();
     let wp = weights.as_ptr();
@@ -261,7 +277,7 @@ unsafe fn horizontal4_sse41(
             let mut acc = half;
             let mut p = srow.add(f * 4);
             for t in 0..n {
-                // SAFETY (all pointer reads/writes here): the asserts above bound every
+                // SAFETY (all pointer reads/writes here): `check_taps` bounds every
                 // index: f + n <= cols, x * ksize + n <= weights.len(), rows * ww * 4 <= mid.
                 let v = std::ptr::read_unaligned(p as *const i32);
                 let wide = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(v));
@@ -293,12 +309,7 @@ unsafe fn horizontal4_avx2(
 ) {
     use std::arch::x86_64::*;
     let half = _mm_set1_epi32(1 << (PRECISION_BITS - 1));
-    let rows = src.len() / (cols * 4);
-    assert!(mid.len() >= rows * ww * 4 && first.len() >= ww && len.len() >= ww);
-    for x in 0..ww {
-        // Checked once per column (Axis::compute already keeps taps inside the row).
-        assert!((first[x] + len[x]) <= cols && x * ksize + len[x] <= weights.len());
-    }
+    let rows = check_taps(src, cols, first, len, weights, ksize, mid, ww);
     let sp = src.as_ptr();
     let mp = mid.as_mut_ptr();
     let wp = weights.as_ptr();
@@ -311,7 +322,7 @@ unsafe fn horizontal4_avx2(
             let mut acc8 = _mm256_setzero_si256();
             let mut p = srow.add(f * 4);
             let mut t = 0;
-            // SAFETY (all pointer reads/writes here): the asserts above bound every index:
+            // SAFETY (all pointer reads/writes here): `check_taps` bounds every index:
             // f + n <= cols, x * ksize + n <= weights.len(), rows * ww * 4 <= mid.len().
             while t + 2 <= n {
                 let v = std::ptr::read_unaligned(p as *const i64);

@@ -20,7 +20,7 @@
 //! out; any other error stops the conversion and leaves no dataset behind.
 
 use crate::engine::program::{Program, Worker};
-use crate::error::{Error, Fault, Result, SampleErrorKind};
+use crate::error::{Error, Fault, Result};
 use crate::plan::sample_rng;
 use crate::shards::format::{Manifest, Origin, Slice, Storage};
 use crate::shards::writer::{Meta, Names, ShardWriter};
@@ -283,14 +283,7 @@ pub fn convert_to_shards_until(
                     }))
                     .unwrap_or_else(|_| {
                         worker = Worker::new(ctx.program, false);
-                        Err(Error::Sample {
-                            index,
-                            file: ctx.source.sample_name(index),
-                            stage: "panic",
-                            kind: SampleErrorKind::Panic,
-                            reason: "a stage panicked on this sample (a bug: please report it)"
-                                .into(),
-                        })
+                        Err(Error::panicked(index, ctx.source.sample_name(index)))
                     });
                     let r = r.map(|(size, labels)| Done { buf, size, labels });
                     if done_tx.send((p, r)).is_err() {
