@@ -33,7 +33,7 @@ fn kernels(c: &mut Criterion) {
     let resize = Resize {
         size: Size::One(256),
         filter: Filter::Bilinear,
-        exact: false,
+        exact: None,
     };
     let mut g = c.benchmark_group("decode_500x375");
     g.throughput(Throughput::Elements(1));

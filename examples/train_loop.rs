@@ -26,7 +26,7 @@ fn main() -> Result<(), imgfeed::Error> {
         .op(Op::Resize(Resize {
             size: Size::One(256),
             filter: Filter::Bilinear,
-            exact: false,
+            exact: None,
         }))
         .op(Op::CenterCrop(CenterCrop {
             size: Size::One(224),

@@ -448,7 +448,7 @@ impl std::fmt::Debug for Pipeline {
 /// use imgfeed::{Pipeline, SourceConfig, SourceKind};
 /// let p = Pipeline::builder(SourceConfig::new(SourceKind::ImageFolder, "data/train"))
 ///     .op(Op::Decode(Decode::default()))
-///     .op(Op::Resize(Resize { size: Size::One(256), filter: Default::default(), exact: false }))
+///     .op(Op::Resize(Resize { size: Size::One(256), filter: Default::default(), exact: None }))
 ///     .op(Op::CenterCrop(CenterCrop { size: Size::One(224) }))
 ///     .batch(32, true)
 ///     .workers(2)

@@ -394,7 +394,7 @@ fn resnet50_eval_parses_to_the_canonical_values() {
         Op::Resize(Resize {
             size: Size::One(256),
             filter: Filter::Bilinear,
-            exact: false,
+            exact: None,
         }),
         Op::CenterCrop(CenterCrop {
             size: Size::One(224),
@@ -657,7 +657,7 @@ fn exact_resize_needs_the_bilinear_filter() {
         .op(Op::Resize(Resize {
             size: imgfeed::ops::Size::One(64),
             filter: Filter::Bicubic,
-            exact: true,
+            exact: Some(true),
         }))
         .op(Op::CenterCrop(imgfeed::ops::CenterCrop {
             size: imgfeed::ops::Size::One(32),

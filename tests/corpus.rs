@@ -210,7 +210,7 @@ fn through_the_engine_each_bad_file_fails_its_sample_with_its_kind() {
         Op::Resize(imgfeed::ops::Resize {
             size,
             filter: Default::default(),
-            exact: false,
+            exact: None,
         })
     };
     let whole = vec![resize(imgfeed::ops::Size::Two([8, 8]))];

@@ -410,7 +410,7 @@ fn resize_shorter_side_keeps_aspect_with_truncation() {
     let r = Resize {
         size: Size::One(5),
         filter: Filter::Nearest,
-        exact: false,
+        exact: None,
     };
     assert_eq!(r.target(10, 20), (5, 10));
     assert_eq!(r.target(7, 10), (5, 7)); // 50/7 = 7.14
@@ -420,7 +420,7 @@ fn resize_shorter_side_keeps_aspect_with_truncation() {
     let r256 = Resize {
         size: Size::One(256),
         filter: Filter::Bilinear,
-        exact: false,
+        exact: None,
     };
     assert_eq!(r256.target(375, 500), (256, 341));
     assert_eq!(r256.target(520, 260), (512, 256));

@@ -3,10 +3,11 @@
 //! (fixtures/parity/make_reference.py wrote the 224×224 uint8 crops; the float tensor
 //! torchvision makes from them is a pure function of those bytes).
 //!
-//! Rule (in 0–255 units): JPEG sources mean ≤ 0.5, max ≤ 10 (decoders differ). PNG sources:
-//! at least 99.9% of values within 1 grey level and none beyond 2. The issue asks for
-//! max ≤ 1; measured: 1 value of 903 168 is 2 off (kodim09, on a 206→82 edge), because
-//! fast_image_resize keeps 16-bit fixed-point coefficients where Pillow keeps 22 bits.
+//! Rule (in 0–255 units): the issue asks for PNG sources within 1 grey level and JPEG
+//! sources mean ≤ 0.5, max ≤ 10. The default resize runs Pillow's own arithmetic, so PNG
+//! sources (and JPEG sources decoded by libjpeg-turbo, as Pillow decodes them) come out
+//! bit-identical; zune-jpeg's JPEGs are held to the JPEG rule. `exact = false`
+//! (fast_image_resize's 16-bit kernels) is held to 2 grey levels.
 
 use imgfeed::ops::{CenterCrop, Decode, Op, RandomHorizontalFlip, Size};
 use imgfeed::{Pipeline, PipelineConfig, SourceConfig, SourceKind};
@@ -69,7 +70,20 @@ fn references() -> Vec<(String, Vec<f32>)> {
     out
 }
 
-fn compare(ours: &[(String, Vec<f32>)]) {
+/// How close a run must come to torchvision.
+#[derive(Clone, Copy)]
+enum Rule {
+    /// Every value equal (within the float round trip of normalize).
+    Exact,
+    /// fast_image_resize's 16-bit kernels: 99.9% of values within 1 grey level, none
+    /// beyond 2, mean ≤ 0.05 (Pillow's pass order kept).
+    Within2,
+}
+
+/// Compares against the references. PNG sources follow `png`; JPEG sources follow `png`
+/// too when libjpeg-turbo decodes them (it decodes as Pillow does), else mean ≤ 0.5 and
+/// max ≤ 10 (the issue's rule for other decoders).
+fn compare(ours: &[(String, Vec<f32>)], png: Rule) {
     let refs = references();
     assert_eq!(ours.len(), 6);
     assert_eq!(refs.len(), 6);
@@ -83,17 +97,24 @@ fn compare(ours: &[(String, Vec<f32>)]) {
         let max = diffs.iter().cloned().fold(0.0, f32::max);
         let mean = diffs.iter().sum::<f32>() / diffs.len() as f32;
         eprintln!("{name}: mean {mean:.3} max {max:.2}");
-        if name.ends_with(".png") {
-            let over1 = diffs.iter().filter(|&&d| d > 1.0 + 1e-3).count();
-            assert!(
-                over1 * 1000 <= diffs.len(),
-                "{name}: {over1} values more than 1 grey level off"
-            );
-            assert!(max <= 2.0 + 1e-3, "{name}: max diff {max} > 2 grey levels");
-            assert!(
-                mean <= 0.05,
-                "{name}: mean diff {mean}: resize no longer follows Pillow's pass order"
-            );
+        let turbo_jpeg = cfg!(feature = "turbojpeg") && !ZUNE.with(|z| z.get());
+        if name.ends_with(".png") || turbo_jpeg {
+            match png {
+                // float round trip of normalize: (x - m) / s * s + m is within 1e-3 of x
+                Rule::Exact => assert!(max < 1e-3, "{name}: {max} grey levels off"),
+                Rule::Within2 => {
+                    let over1 = diffs.iter().filter(|&&d| d > 1.0 + 1e-3).count();
+                    assert!(
+                        over1 * 1000 <= diffs.len(),
+                        "{name}: {over1} values more than 1 grey level off"
+                    );
+                    assert!(max <= 2.0 + 1e-3, "{name}: max diff {max} > 2 grey levels");
+                    assert!(
+                        mean <= 0.05,
+                        "{name}: mean diff {mean}: resize no longer follows Pillow's pass order"
+                    );
+                }
+            }
         } else {
             assert!(mean <= 0.5, "{name}: mean diff {mean} > 0.5");
             assert!(max <= 10.0 + 1e-3, "{name}: max diff {max} > 10");
@@ -101,22 +122,50 @@ fn compare(ours: &[(String, Vec<f32>)]) {
     }
 }
 
+thread_local! {
+    /// Set while a test decodes JPEGs with zune-jpeg.
+    static ZUNE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The canonical pipeline as shipped: Pillow's arithmetic, every PNG value (and, with
+/// libjpeg-turbo, every JPEG value) equal to torchvision's.
 #[test]
 fn canonical_pipeline_matches_torchvision() {
-    compare(&canonical(|_| {}));
+    compare(&canonical(|_| {}), Rule::Exact);
 }
 
 #[test]
 fn zune_jpeg_matches_torchvision() {
-    compare(&canonical(|cfg| {
-        if let Some(Op::Decode(d)) = cfg.ops.first_mut() {
-            d.decoder = imgfeed::ops::JpegBackend::Zune;
-        }
-    }));
+    ZUNE.with(|z| z.set(true));
+    compare(
+        &canonical(|cfg| {
+            if let Some(Op::Decode(d)) = cfg.ops.first_mut() {
+                d.decoder = imgfeed::ops::JpegBackend::Zune;
+            }
+        }),
+        Rule::Exact,
+    );
 }
 
-/// Region decoding (libjpeg-turbo) must not change a pixel: compare with the same
-/// pipeline where a no-op between decode and resize turns the region decode off.
+/// `exact = false`: fast_image_resize's kernels, within 2 grey levels (measured: 1 value
+/// of 903 168 is 2 off, kodim09 on a 206→82 edge, from its 16-bit coefficients).
+#[test]
+fn fast_image_resize_kernels_stay_within_two_grey_levels() {
+    compare(
+        &canonical(|cfg| {
+            for op in &mut cfg.ops {
+                if let Op::Resize(r) = op {
+                    r.exact = Some(false);
+                }
+            }
+        }),
+        Rule::Within2,
+    );
+}
+
+/// Region decoding (libjpeg-turbo) and the resize of only the crop window must not change
+/// a value: compare with the same pipeline where a no-op between decode and resize turns
+/// both fusions off.
 #[test]
 fn region_decode_equals_full_decode() {
     let fused = canonical(|_| {});
@@ -132,38 +181,6 @@ fn region_decode_equals_full_decode() {
             .zip(b)
             .map(|(x, y)| (x - y).abs())
             .fold(0.0, f32::max);
-        assert!(max <= 1.0 + 1e-3, "{n}: region decode differs by {max}");
-    }
-}
-
-/// `exact = true`: Pillow's fixed-point arithmetic, bit for bit. Every value of every
-/// parity image equals torchvision's (libjpeg-turbo decodes JPEGs as Pillow does; zune-jpeg
-/// builds only get the PNGs exact).
-#[test]
-fn exact_resize_is_bit_identical_to_torchvision() {
-    let ours = canonical(|cfg| {
-        for op in &mut cfg.ops {
-            if let Op::Resize(r) = op {
-                r.exact = true;
-            }
-        }
-    });
-    let refs = references();
-    for ((name, a), (_, r)) in ours.iter().zip(&refs) {
-        let max = a
-            .iter()
-            .zip(r)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f32::max);
-        // float round trip of normalize: (x - m) / s * s + m is within 1e-3 of x
-        let exact_expected = name.ends_with(".png") || cfg!(feature = "turbojpeg");
-        if exact_expected {
-            assert!(
-                max < 1e-3,
-                "{name}: {max} grey levels off with exact = true"
-            );
-        } else {
-            assert!(max <= 10.0, "{name}: {max}");
-        }
+        assert!(max < 1e-3, "{n}: region decode differs by {max}");
     }
 }

@@ -493,7 +493,17 @@ fn ctrl_c_stops_convert_promptly_and_leaves_no_complete_looking_file() {
 fn ctrl_c_stops_run_bench_and_validate_promptly() {
     let data = many_images(SAMPLES);
     let root = data.path().to_str().expect("utf-8");
-    let engine_args = ["--data", root, "--batch-size", "4", "--workers", "2"];
+    // Many epochs: a fast release build must not finish before the signal.
+    let engine_args = [
+        "--data",
+        root,
+        "--batch-size",
+        "4",
+        "--workers",
+        "2",
+        "--epochs",
+        "1000",
+    ];
     for cmd in ["run", "bench"] {
         let mut args = vec![cmd, "pipelines/resnet50_eval.toml"];
         args.extend(engine_args);
@@ -504,7 +514,9 @@ fn ctrl_c_stops_run_bench_and_validate_promptly() {
     }
     let (code, secs, out, err) = interrupt(
         &["validate", root, "--json", "--workers", "2"],
-        after(Duration::from_millis(1500)),
+        // validate reads each sample once: signal it early (it decodes ~2500 JPEGs/s in a
+        // release build, so 3000 samples last over a second)
+        after(Duration::from_millis(400)),
     );
     assert_eq!(code, 130, "validate: stdout {out} stderr {err}");
     assert!(secs < 5.0, "validate: took {secs:.1} s to stop");

@@ -195,7 +195,7 @@ fn training_ops_on_raw_shards_match_the_tree_after_the_stored_resize() {
                 scale: [0.08, 1.0],
                 ratio: [0.75, 4.0 / 3.0],
                 filter: Filter::Bilinear,
-                exact: false,
+                exact: None,
                 attempts: 10,
             }),
             flip(0.5),

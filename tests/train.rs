@@ -15,7 +15,7 @@ fn rrc(size: [usize; 2], scale: [f64; 2], ratio: [f64; 2], attempts: u32) -> Ran
         scale,
         ratio,
         filter: Filter::Bilinear,
-        exact: false,
+        exact: None,
         attempts,
     }
 }

@@ -15,7 +15,7 @@ use crate::ops::decode::Decoder;
 use crate::ops::decode::Rect;
 use crate::ops::geometry::{copy_window, flip_horizontal};
 use crate::ops::pointwise::{write, write_rgbx, Affine, Dst, Pixels, View};
-use crate::ops::resize::Resizer;
+use crate::ops::resize::{pillow_arithmetic, Resizer};
 use crate::ops::{Decode, Filter, Op, RandomCrop, RandomResizedCrop, Resize};
 use crate::plan::SplitMix64;
 use crate::source::Raw;
@@ -521,7 +521,7 @@ impl Worker {
                 let (oh, ow) = self.resize_held(
                     input.take(),
                     (self.full, self.origin, (self.h, self.w)),
-                    (r.filter, r.exact),
+                    (r.filter, pillow_arithmetic(r.filter, r.exact)),
                     (nh, nw),
                     window,
                 )?;
@@ -555,7 +555,7 @@ impl Worker {
                 self.resize_held(
                     input.take(),
                     (whole, (0, 0), whole),
-                    (rrc.filter, rrc.exact),
+                    (rrc.filter, pillow_arithmetic(rrc.filter, rrc.exact)),
                     rrc.size.square(),
                     None,
                 )?;

@@ -52,9 +52,9 @@ pub struct RandomResizedCrop {
     /// MindSpore's `Inter.LINEAR`).
     #[serde(default)]
     pub filter: Filter,
-    /// `bilinear` only: Pillow's exact fixed-point arithmetic (see `resize`).
-    #[serde(default)]
-    pub exact: bool,
+    /// `bilinear` only: Pillow's exact fixed-point arithmetic, the default (see `resize`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact: Option<bool>,
     /// Boxes drawn before falling back to the central crop (default 10).
     #[serde(default = "ten")]
     pub attempts: u32,
@@ -79,7 +79,7 @@ impl RandomResizedCrop {
         if self.attempts > 1000 {
             return Err("random_resized_crop: attempts must be at most 1000".into());
         }
-        if self.exact && self.filter != Filter::Bilinear {
+        if self.exact == Some(true) && self.filter != Filter::Bilinear {
             return Err(
                 "random_resized_crop: `exact` is Pillow's bilinear arithmetic; it needs \
                  filter = \"bilinear\""

@@ -6,8 +6,9 @@
 //!
 //! Filters, named for what users compare against:
 //! * `bilinear` — Pillow's (and so torchvision's) antialiased bilinear: a triangle filter
-//!   widened by the scale factor when shrinking. fast_image_resize's
-//!   `Convolution(Bilinear)`, within 1 grey level of Pillow.
+//!   widened by the scale factor when shrinking, computed with Pillow's own fixed-point
+//!   arithmetic on u8 images (`pillow_bilinear`: bit-identical to torchvision); with
+//!   `exact = false`, fast_image_resize's `Convolution(Bilinear)`, within 2 grey levels.
 //! * `linear` — MindSpore `Inter.LINEAR` / OpenCV `INTER_LINEAR`: plain 2×2 interpolation,
 //!   not antialiased.
 //! * `nearest`, `bicubic` (Pillow's, Catmull-Rom), `area` (box filter, OpenCV `INTER_AREA`
@@ -71,12 +72,12 @@ pub struct Resize {
     /// Resampling filter (default `bilinear`).
     #[serde(default)]
     pub filter: Filter,
-    /// `bilinear` only: Pillow's own fixed-point arithmetic, bit-identical to torchvision on
-    /// PIL images (measured: 0 grey levels off on every parity fixture). The default uses
-    /// fast_image_resize's SIMD kernels: within 1 grey level but for about one value in a
-    /// million, and about 12% faster end to end on the canonical pipeline.
-    #[serde(default)]
-    pub exact: bool,
+    /// `bilinear` only: Pillow's own fixed-point arithmetic (22-bit weights, horizontal
+    /// pass rounded to u8, then vertical), bit-identical to torchvision on PIL images —
+    /// the default (`None` = on for `bilinear`). `false` picks fast_image_resize's 16-bit
+    /// kernels instead: within 2 grey levels of Pillow, no faster (see BENCHMARKS.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact: Option<bool>,
 }
 
 /// Largest output a resize may produce (the same bound as decode's default pixel limit).
@@ -86,7 +87,7 @@ impl Resize {
     /// Checks the input is decoded HWC.
     pub fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
         self.size.check("resize")?;
-        if self.exact && self.filter != Filter::Bilinear {
+        if self.exact == Some(true) && self.filter != Filter::Bilinear {
             return Err(
                 "resize: `exact` is Pillow's bilinear arithmetic; it needs filter = \"bilinear\""
                     .into(),
@@ -124,6 +125,12 @@ impl Resize {
             }
         }
     }
+}
+
+/// Whether a resize with `filter` runs Pillow's arithmetic: `exact` when given, else
+/// yes for `bilinear` (u8 images; float images always take fast_image_resize's kernels).
+pub fn pillow_arithmetic(filter: Filter, exact: Option<bool>) -> bool {
+    filter == Filter::Bilinear && exact.unwrap_or(true)
 }
 
 impl Resize {
@@ -178,7 +185,7 @@ pub struct Resizer {
     inner: fir::Resizer,
     /// u8 images come as RGBX (4 bytes a pixel) and go out as RGBX.
     pub rgbx: bool,
-    /// Use Pillow's exact arithmetic for bilinear u8 resizes (`Resize::exact`).
+    /// Use Pillow's exact arithmetic for bilinear u8 resizes (see `pillow_arithmetic`).
     pub exact: bool,
     pillow: super::pillow_bilinear::PillowBilinear,
     /// The horizontal pass's output (f32 storage keeps it aligned for either pixel type).

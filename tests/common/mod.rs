@@ -220,7 +220,7 @@ pub fn resize_short(s: usize, filter: Filter) -> Op {
     Op::Resize(Resize {
         size: Size::One(s),
         filter,
-        exact: false,
+        exact: None,
     })
 }
 
@@ -229,7 +229,7 @@ pub fn resize_exact(h: usize, w: usize, filter: Filter) -> Op {
     Op::Resize(Resize {
         size: Size::Two([h, w]),
         filter,
-        exact: false,
+        exact: None,
     })
 }
 
