@@ -87,6 +87,26 @@ fn kernels(c: &mut Criterion) {
             .expect("resizes")
         })
     });
+    let mut rp = Resizer::new();
+    rp.exact = true;
+    // Pillow's arithmetic (the default for `bilinear`); `Resizer::new()` above runs
+    // fast_image_resize's kernels (`exact = false`).
+    g.bench_function("pillow_fused_window", |b| {
+        b.iter(|| {
+            rp.resize(
+                &rgb,
+                (h, w),
+                (0, 0),
+                (h, w),
+                DType::U8,
+                Filter::Bilinear,
+                (nh, nw),
+                win,
+                &mut dst,
+            )
+            .expect("resizes")
+        })
+    });
     g.bench_function("full_resize", |b| {
         b.iter(|| {
             r.resize(
