@@ -479,10 +479,12 @@ impl Worker {
         input: &mut Option<&[u8]>,
         rng: &mut SplitMix64,
     ) -> Result<(), Fault> {
+        // RGBX passes through the steps that read 4-byte pixels (a flip mirrors whole
+        // pixels); any other step gets RGB.
         if self.stride == 4
             && !matches!(
                 step,
-                Step::Decode(..) | Step::Resize(..) | Step::RandomResizedCrop(..)
+                Step::Decode(..) | Step::Resize(..) | Step::RandomResizedCrop(..) | Step::Flip(_)
             )
         {
             self.pack_rgb();
@@ -577,6 +579,11 @@ impl Worker {
                         self.a8.extend_from_slice(data);
                     }
                     match self.dtype {
+                        // constant channel counts: each call is compiled for its own
+                        // (a run-time count made the RGB flip 3x slower)
+                        DType::U8 if self.stride == 4 => {
+                            flip_horizontal(&mut self.a8, self.h, self.w, 4, self.phys)
+                        }
                         DType::U8 => flip_horizontal(&mut self.a8, self.h, self.w, 3, self.phys),
                         DType::F32 => flip_horizontal(&mut self.af, self.h, self.w, 3, self.phys),
                     }

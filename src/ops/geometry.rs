@@ -59,6 +59,12 @@ pub fn copy_window<T: Copy>(
 /// Mirror an image left-right in place.
 pub fn flip_horizontal<T: Copy>(data: &mut [T], h: usize, w: usize, c: usize, layout: Layout) {
     match layout {
+        Layout::Hwc if c == 4 => {
+            // RGBX: whole 4-byte pixels reversed (vectorised as one shuffle a vector).
+            for row in data[..h * w * c].chunks_exact_mut(w * c) {
+                row.as_chunks_mut::<4>().0.reverse();
+            }
+        }
         Layout::Hwc => {
             // Reverse the row's elements (vectorised), then put each pixel's channels
             // back in order.
