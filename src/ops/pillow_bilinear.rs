@@ -167,9 +167,12 @@ impl PillowBilinear {
             self.hv.build(h, cols, ch);
             // SAFETY: the CPU supports AVX2 (`avx2()` above).
             unsafe {
-                match ch {
-                    4 => horizontal_avx2::<4>(src_band, cols, h, &self.hv, mid, ww),
-                    _ => horizontal_avx2::<3>(src_band, cols, h, &self.hv, mid, ww),
+                match (ch, self.hv.two_taps) {
+                    // Enlarging (at most 2 taps an output) skips the empty tap pair.
+                    (4, true) => horizontal_avx2::<4, true>(src_band, cols, h, &self.hv, mid, ww),
+                    (4, false) => horizontal_avx2::<4, false>(src_band, cols, h, &self.hv, mid, ww),
+                    (_, true) => horizontal_avx2::<3, true>(src_band, cols, h, &self.hv, mid, ww),
+                    (_, false) => horizontal_avx2::<3, false>(src_band, cols, h, &self.hv, mid, ww),
                 }
             }
         }
@@ -358,6 +361,9 @@ struct HorizVectors {
     w: Vec<i16>,
     groups: usize,
     simd_outputs: usize,
+    /// Every output has at most 2 taps, after realignment (enlarging): slots 2-3 of the
+    /// single group are zero and the kernel skips them.
+    two_taps: bool,
 }
 
 impl HorizVectors {
@@ -367,6 +373,10 @@ impl HorizVectors {
         let maxn = axis.len.iter().copied().max().unwrap_or(0);
         let g = maxn.div_ceil(4).max(1);
         self.groups = g;
+        self.two_taps = maxn <= 2;
+        // Taps an output may hold after realignment; enlarging keeps to the first pair
+        // (the right-edge outputs that would not are left to the plain loop).
+        let cap = if self.two_taps { 2 } else { 4 * g };
         self.first.clear();
         // The last 16-byte load of an output starts at pixel `first + 4(g-1)`.
         let last_ok = |f: usize| (f + 4 * (g - 1)) * ch + 16 <= cols * ch;
@@ -376,7 +386,7 @@ impl HorizVectors {
             // Move the window left (zero weights in front) when the load would overrun.
             let limit = (cols * ch).saturating_sub(16) / ch;
             let f2 = f.min(limit.saturating_sub(4 * (g - 1)));
-            if !last_ok(f2) || f - f2 + n > 4 * g {
+            if !last_ok(f2) || f - f2 + n > cap {
                 break;
             }
             self.first.push(f2);
@@ -438,7 +448,7 @@ fn avx2() -> bool {
 /// integer sums as `horizontal_generic`, so the same bytes.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn horizontal_avx2<const CH: usize>(
+unsafe fn horizontal_avx2<const CH: usize, const TWO_TAPS: bool>(
     src: &[u8],
     cols: usize,
     axis: &Axis,
@@ -492,22 +502,14 @@ unsafe fn horizontal_avx2<const CH: usize>(
                 let b = _mm_loadu_si128(srow.add((f1 + 4 * gi) * CH) as *const __m128i);
                 let v = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(a), b);
                 let s01 = _mm256_shuffle_epi8(v, m01);
-                let s23 = _mm256_shuffle_epi8(v, m23);
                 let w = wp.add(gi * 4);
-                ah = _mm256_add_epi32(
-                    ah,
-                    _mm256_add_epi32(
-                        _mm256_madd_epi16(s01, _mm256_loadu_si256(w)),
-                        _mm256_madd_epi16(s23, _mm256_loadu_si256(w.add(1))),
-                    ),
-                );
-                al = _mm256_add_epi32(
-                    al,
-                    _mm256_add_epi32(
-                        _mm256_madd_epi16(s01, _mm256_loadu_si256(w.add(2))),
-                        _mm256_madd_epi16(s23, _mm256_loadu_si256(w.add(3))),
-                    ),
-                );
+                ah = _mm256_add_epi32(ah, _mm256_madd_epi16(s01, _mm256_loadu_si256(w)));
+                al = _mm256_add_epi32(al, _mm256_madd_epi16(s01, _mm256_loadu_si256(w.add(2))));
+                if !TWO_TAPS {
+                    let s23 = _mm256_shuffle_epi8(v, m23);
+                    ah = _mm256_add_epi32(ah, _mm256_madd_epi16(s23, _mm256_loadu_si256(w.add(1))));
+                    al = _mm256_add_epi32(al, _mm256_madd_epi16(s23, _mm256_loadu_si256(w.add(3))));
+                }
             }
             let t = _mm256_add_epi32(
                 _mm256_add_epi32(_mm256_slli_epi32::<{ SPLIT as i32 }>(ah), al),
