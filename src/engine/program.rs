@@ -265,6 +265,11 @@ pub(crate) struct Worker {
     stride: usize,
     /// The random_resized_crop box drawn while decoding, in whole-image coordinates.
     rrc_box: Option<Rect>,
+    /// A horizontal flip drawn but not applied yet: the next step applies it first, or,
+    /// when nothing follows, the final write mirrors the sample's rows in the batch slot
+    /// (a flip commutes with the pointwise tail; reversing float rows that were just
+    /// written is cheaper than swapping 3-byte pixels before).
+    mirror: bool,
     phys: Layout,
     dtype: DType,
     pub profile: bool,
@@ -293,6 +298,7 @@ impl Worker {
             origin: (0, 0),
             stride: 3,
             rrc_box: None,
+            mirror: false,
             phys: Layout::Hwc,
             dtype: DType::U8,
             profile,
@@ -351,6 +357,7 @@ impl Worker {
     ) -> Result<Option<&'r [u8]>, StepError> {
         let mut input: Option<&'r [u8]> = None;
         let mut encoded: Option<&[u8]> = None;
+        self.mirror = false;
         match raw {
             Raw::Encoded(bytes) => encoded = Some(bytes),
             Raw::Planar {
@@ -385,7 +392,8 @@ impl Worker {
         rng: &mut SplitMix64,
         out: &mut Vec<u8>,
     ) -> Result<(usize, usize), StepError> {
-        let borrowed = self.apply(program, raw, rng)?;
+        let mut borrowed = self.apply(program, raw, rng)?;
+        self.flip_pending(&mut borrowed);
         if self.stride == 4 {
             self.pack_rgb();
         }
@@ -441,6 +449,7 @@ impl Worker {
                 program.tail_layout,
                 &mut dst,
             ) {
+                self.mirror_written(&mut dst, program.tail_layout);
                 if let Some(t0) = t0 {
                     self.times.add(WRITE_STAGE, t0.elapsed().as_nanos() as u64);
                 }
@@ -459,13 +468,18 @@ impl Worker {
             width: self.w,
             layout: self.phys,
         };
+        let reborrowed = match &mut dst {
+            Dst::U8(d) => Dst::U8(&mut d[..]),
+            Dst::F32(d) => Dst::F32(&mut d[..]),
+        };
         write(
             &view,
             program.tail_affine.as_ref(),
             program.tail_layout,
-            dst,
+            reborrowed,
         )
         .map_err(|e| (WRITE_STAGE, Fault::from(e)))?;
+        self.mirror_written(&mut dst, program.tail_layout);
         if let Some(t0) = t0 {
             self.times.add(WRITE_STAGE, t0.elapsed().as_nanos() as u64);
         }
@@ -479,6 +493,7 @@ impl Worker {
         input: &mut Option<&[u8]>,
         rng: &mut SplitMix64,
     ) -> Result<(), Fault> {
+        self.flip_pending(input);
         // RGBX passes through the steps that read 4-byte pixels (a flip mirrors whole
         // pixels); any other step gets RGB.
         if self.stride == 4
@@ -573,20 +588,7 @@ impl Worker {
             }
             Step::Flip(p) => {
                 if rng.unit() < *p {
-                    if let Some(data) = input.take() {
-                        // Flipping is in place: the source's pixels are copied first.
-                        self.a8.clear();
-                        self.a8.extend_from_slice(data);
-                    }
-                    match self.dtype {
-                        // constant channel counts: each call is compiled for its own
-                        // (a run-time count made the RGB flip 3x slower)
-                        DType::U8 if self.stride == 4 => {
-                            flip_horizontal(&mut self.a8, self.h, self.w, 4, self.phys)
-                        }
-                        DType::U8 => flip_horizontal(&mut self.a8, self.h, self.w, 3, self.phys),
-                        DType::F32 => flip_horizontal(&mut self.af, self.h, self.w, 3, self.phys),
-                    }
+                    self.mirror = !self.mirror;
                 }
             }
             Step::Pointwise(affine, layout) => {
@@ -619,6 +621,39 @@ impl Worker {
         self.full = (self.h, self.w);
         self.origin = (0, 0);
         Ok(())
+    }
+
+    /// Apply a flip drawn earlier (`mirror`) to the working image.
+    fn flip_pending(&mut self, input: &mut Option<&[u8]>) {
+        if !std::mem::take(&mut self.mirror) {
+            return;
+        }
+        if let Some(data) = input.take() {
+            // Flipping is in place: the source's pixels are copied first.
+            self.a8.clear();
+            self.a8.extend_from_slice(data);
+        }
+        match self.dtype {
+            // constant channel counts: each call is compiled for its own (a run-time count
+            // made the RGB flip 3x slower)
+            DType::U8 if self.stride == 4 => {
+                flip_horizontal(&mut self.a8, self.h, self.w, 4, self.phys)
+            }
+            DType::U8 => flip_horizontal(&mut self.a8, self.h, self.w, 3, self.phys),
+            DType::F32 => flip_horizontal(&mut self.af, self.h, self.w, 3, self.phys),
+        }
+    }
+
+    /// Mirror the sample just written into `dst` when a flip is pending.
+    fn mirror_written(&mut self, dst: &mut Dst<'_>, layout: Layout) {
+        if !std::mem::take(&mut self.mirror) {
+            return;
+        }
+        let n = self.h * self.w * 3;
+        match dst {
+            Dst::U8(d) => flip_horizontal(&mut d[..n], self.h, self.w, 3, layout),
+            Dst::F32(d) => flip_horizontal(&mut d[..n], self.h, self.w, 3, layout),
+        }
     }
 
     /// RGBX → RGB (u8 HWC), through the spare buffer.
