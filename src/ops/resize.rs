@@ -258,21 +258,34 @@ impl Resizer {
             (DType::F32, _) => (fir::PixelType::F32x3, 3),
         };
         let px = ch * std::mem::size_of::<T>();
-        if (oh, ow) == full && origin == (0, 0) && size == full {
+        if (oh, ow) == full {
             // Same size: a copy (of the window), as Pillow and OpenCV return for every
-            // filter — exact, and the whole cost of `resize` on images stored resized.
-            let (w, row) = (fw * ch, dw * ch);
-            if win.top + dh > fh || win.left + dw > fw || src.len() < fh * w {
-                return Err(format!(
-                    "resize: window {dh}x{dw} outside the {fh}x{fw} image"
-                ));
+            // filter — exact, and the whole cost of `resize` on images stored resized
+            // (also when a region decode holds only a rectangle around the window).
+            let (top, left) = (
+                win.top.checked_sub(origin.0),
+                win.left.checked_sub(origin.1),
+            );
+            let (w, row) = (size.1 * ch, dw * ch);
+            match (top, left) {
+                (Some(top), Some(left))
+                    if top + dh <= size.0 && left + dw <= size.1 && src.len() >= size.0 * w =>
+                {
+                    dst.resize(dh * dw * ch, T::default()); // every element is overwritten
+                    for (y, d) in dst.chunks_exact_mut(row).enumerate() {
+                        let s = (top + y) * w + left * ch;
+                        d.copy_from_slice(&src[s..s + row]);
+                    }
+                    return Ok((dh, dw));
+                }
+                _ => {
+                    return Err(format!(
+                        "resize: window {dh}x{dw} at ({}, {}) outside the {}x{} pixels held \
+                         at ({}, {})",
+                        win.top, win.left, size.0, size.1, origin.0, origin.1
+                    ))
+                }
             }
-            dst.resize(dh * dw * ch, T::default()); // every element is overwritten below
-            for (y, d) in dst.chunks_exact_mut(row).enumerate() {
-                let s = (win.top + y) * w + win.left * ch;
-                d.copy_from_slice(&src[s..s + row]);
-            }
-            return Ok((dh, dw));
         }
         // The window in source coordinates: the same scale factors as the full resize, so
         // every output pixel samples the same source positions as resize-then-crop.
@@ -365,5 +378,64 @@ impl Resizer {
             .resize(&mid, &mut dst_img, &opts)
             .map_err(|e| err(&e))?;
         Ok((dh, dw))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A resize to the image's own size is a copy of the window, also when only a
+    /// rectangle around the window is held (a region decode of an image stored resized).
+    #[test]
+    fn same_size_resize_of_a_held_rectangle_copies_the_window() {
+        let (fh, fw) = (20usize, 30usize);
+        let img: Vec<u8> = (0..fh * fw * 3).map(|i| (i * 37 % 251) as u8).collect();
+        let (oy, ox, rh, rw) = (3usize, 4usize, 12usize, 20usize);
+        let rect: Vec<u8> = (0..rh)
+            .flat_map(|y| img[((oy + y) * fw + ox) * 3..((oy + y) * fw + ox + rw) * 3].to_vec())
+            .collect();
+        let win = Window {
+            top: 5,
+            left: 6,
+            height: 8,
+            width: 10,
+        };
+        let mut r = Resizer::new();
+        r.exact = true;
+        let mut out = Vec::new();
+        let got = r
+            .resize(
+                &rect,
+                (fh, fw),
+                (oy, ox),
+                (rh, rw),
+                DType::U8,
+                Filter::Bilinear,
+                (fh, fw),
+                Some(win),
+                &mut out,
+            )
+            .expect("inside");
+        assert_eq!(got, (8, 10));
+        let want: Vec<u8> = (0..8)
+            .flat_map(|y| img[((5 + y) * fw + 6) * 3..((5 + y) * fw + 16) * 3].to_vec())
+            .collect();
+        assert_eq!(out, want);
+        // A window outside the held rectangle is an error, not a wrong copy.
+        let outside = Window { top: 0, ..win };
+        assert!(r
+            .resize(
+                &rect,
+                (fh, fw),
+                (oy, ox),
+                (rh, rw),
+                DType::U8,
+                Filter::Bilinear,
+                (fh, fw),
+                Some(outside),
+                &mut out,
+            )
+            .is_err());
     }
 }
