@@ -604,6 +604,17 @@ fn flip_with_prob_one_mirrors_and_prob_zero_is_identity() {
             }
         }
     }
+    // Two flips cancel (a flip is held until the next step or the final write).
+    let p = build(
+        dir.path(),
+        vec![decode(), center_crop(3, 5), flip(1.0), flip(1.0)],
+        6,
+        2,
+    );
+    let b = single_batch(&p);
+    for (i, img) in imgs.iter().enumerate() {
+        assert_eq!(hwc_sample(&b, i), *img, "two flips, sample {i}");
+    }
 }
 
 fn single_batch_of(p: &Pipeline, epoch: u64) -> Batch {

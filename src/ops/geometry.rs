@@ -82,3 +82,27 @@ pub fn flip_horizontal<T: Copy>(data: &mut [T], h: usize, w: usize, c: usize, la
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// RGBX rows mirror whole 4-byte pixels (the 4th byte travels with its pixel), RGB
+    /// rows whole 3-byte pixels.
+    #[test]
+    fn flips_move_whole_pixels() {
+        let (h, w) = (2usize, 5usize);
+        for c in [3usize, 4] {
+            let img: Vec<u8> = (0..h * w * c).map(|i| i as u8).collect();
+            let mut f = img.clone();
+            flip_horizontal(&mut f, h, w, c, Layout::Hwc);
+            for y in 0..h {
+                for x in 0..w {
+                    let got = &f[(y * w + x) * c..(y * w + x + 1) * c];
+                    let want = &img[(y * w + w - 1 - x) * c..(y * w + w - x) * c];
+                    assert_eq!(got, want, "{c} channels ({x}, {y})");
+                }
+            }
+        }
+    }
+}

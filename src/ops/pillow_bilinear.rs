@@ -342,8 +342,10 @@ fn vertical_row_generic(rows: &[u8], row_bytes: usize, k: &[i32], acc: &mut [i32
 /// Splits a 22-bit weight into `(hi, lo)` with `w = hi * 2^11 + lo`, both fitting i16, so
 /// that 16-bit multiply-adds (`pmaddwd`, two taps a lane) compute Pillow's 32-bit sums
 /// exactly: `Σ p·w = 2^11 · Σ p·hi + Σ p·lo`, every partial sum well inside i32.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const SPLIT: u32 = 11;
 
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
 fn split(w: i32) -> (i16, i16) {
     ((w >> SPLIT) as i16, (w & ((1 << SPLIT) - 1)) as i16)
@@ -355,6 +357,7 @@ fn split(w: i32) -> (i16, i16) {
 /// half repeats the tap pair's `(w_t, w_t+1)` for the 4 channel slots. `first` is each
 /// output's first source pixel moved left where a 16-byte load would run past the row
 /// (its weights move right with it). Outputs from `simd_outputs` on run the plain way.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[derive(Default)]
 struct HorizVectors {
     first: Vec<usize>,
@@ -366,6 +369,7 @@ struct HorizVectors {
     two_taps: bool,
 }
 
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 impl HorizVectors {
     /// Lays out `axis` for rows of `cols` pixels of `ch` bytes.
     fn build(&mut self, axis: &Axis, cols: usize, ch: usize) {
