@@ -341,6 +341,11 @@ pub struct EngineConfig {
     /// region a crop reads). `false` runs each op on its own: to check and measure them.
     #[serde(default = "yes")]
     pub fuse: bool,
+    /// Workers fingerprint every sample they write ([`crate::Batch::fingerprints`]): a
+    /// cheap way to compare outputs across runs, worker counts and machines. `imgfeed
+    /// run` turns it on for its digest.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fingerprint: bool,
 }
 
 fn yes() -> bool {
@@ -357,6 +362,7 @@ impl Default for EngineConfig {
             profile: false,
             work_unit: None,
             fuse: true,
+            fingerprint: false,
         }
     }
 }
@@ -579,6 +585,7 @@ impl Pipeline {
             dtype: spec.dtype,
             label: spec.label,
             label_cols: spec.label_columns,
+            fingerprints: config.engine.fingerprint,
         };
         let e = &config.engine;
         let batch_bytes = (shape.batch_size * shape.sample_elems * shape.dtype.size()).max(1);

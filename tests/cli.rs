@@ -4,31 +4,9 @@
 mod common;
 
 use common::*;
+use imgfeed::engine::fingerprint::{fingerprint, fold, OFFSET64};
 
 const CANONICAL: &str = "pipelines/resnet50_eval.toml";
-
-/// The digest `imgfeed run` prints, written out again: FNV-1a 64 on eight interleaved
-/// lanes of 8-byte words, folded, then the trailing bytes.
-fn fnv(h: u64, bytes: &[u8]) -> u64 {
-    const P: u64 = 0x100_0000_01b3;
-    let mut lanes = [h, h ^ 1, h ^ 2, h ^ 3, h ^ 4, h ^ 5, h ^ 6, h ^ 7];
-    let mut chunks = bytes.chunks_exact(64);
-    for c in &mut chunks {
-        for (k, lane) in lanes.iter_mut().enumerate() {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&c[k * 8..k * 8 + 8]);
-            *lane = (*lane ^ u64::from_le_bytes(w)).wrapping_mul(P);
-        }
-    }
-    let mut h = h;
-    for lane in lanes {
-        h = (h ^ lane).wrapping_mul(P);
-    }
-    for &b in chunks.remainder() {
-        h = (h ^ b as u64).wrapping_mul(P);
-    }
-    h
-}
 
 fn digest_of(stdout: &str) -> String {
     let at = stdout
@@ -97,8 +75,8 @@ fn run_digest_matches_across_workers_and_the_converted_bytes() {
         "--workers 1 and --workers 3 must produce the same bytes"
     );
 
-    // The digest is FNV-1a over each batch's image bytes then label bytes: recompute it
-    // from what `convert` writes, in batches of 4.
+    // The digest folds (FNV-1a 64) each sample's fingerprint, then the fingerprint of the
+    // batch's label bytes: recompute it from what `convert` writes, in batches of 4.
     let tmp = tempfile::tempdir().expect("tempdir");
     let out_dir = tmp.path().join("npy");
     let c = imgfeed(&[
@@ -113,10 +91,13 @@ fn run_digest_matches_across_workers_and_the_converted_bytes() {
     let (_, images) = read_npy(&out_dir.join("images.npy"));
     let (_, labels) = read_npy(&out_dir.join("labels.npy"));
     let per = 3 * 224 * 224 * 4;
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    let mut h = OFFSET64;
     for b in 0..3 {
-        h = fnv(h, &images[b * 4 * per..(b + 1) * 4 * per]);
-        h = fnv(h, &labels[b * 16..(b + 1) * 16]);
+        for s in 0..4 {
+            let at = (b * 4 + s) * per;
+            h = fold(h, fingerprint(&images[at..at + per]));
+        }
+        h = fold(h, fingerprint(&labels[b * 16..(b + 1) * 16]));
     }
     assert_eq!(
         format!("{h:016x}"),

@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use imgfeed::engine::fingerprint::fingerprint;
 use imgfeed::ops::Filter;
 use imgfeed::{EngineConfig, Error, LabelType, Labels, OnError, Pipeline, SourceConfig};
 use std::path::Path;
@@ -799,4 +800,55 @@ fn a_bad_file_does_not_poison_the_next_decode() {
             .collect();
         assert_eq!(got, vec![(vec![1], 1)], "{bad}, then a good JPEG");
     }
+}
+
+#[test]
+fn fingerprints_follow_their_samples_through_skip_repacking() {
+    // Good and bad files interleaved, so skip mode moves samples between batches.
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (k, v) in [(0u8, 10u8), (3, 40), (4, 70), (7, 100), (8, 130)] {
+        Img::uniform(8, 8, [v, v + 1, v + 2]).write_bmp(&dir.path().join(format!("a/{k:02}.bmp")));
+    }
+    for (k, bad) in [
+        (1, "garbage.jpg"),
+        (2, "truncated.png"),
+        (5, "empty.jpg"),
+        (6, "text.png"),
+    ] {
+        copy_into(
+            dir.path(),
+            &format!("a/{k:02}_{bad}"),
+            &fixtures().join("bad").join(bad),
+        );
+    }
+    let make = |fingerprint| {
+        Pipeline::builder(folder_source(dir.path()))
+            .op(decode())
+            .op(center_crop(8, 8))
+            .batch(2, false)
+            .engine(EngineConfig {
+                workers: 2,
+                on_error: OnError::Skip,
+                fingerprint,
+                ..EngineConfig::default()
+            })
+            .build()
+            .expect("pipeline builds")
+    };
+    let p = make(true);
+    let mut seen = Vec::new();
+    for b in p.epoch(0) {
+        let b = b.expect("skip mode");
+        let fps = b.fingerprints().expect("fingerprints on");
+        assert_eq!(fps.len(), b.len());
+        let imgs = b.images_u8().expect("uint8");
+        for (k, &fp) in fps.iter().enumerate() {
+            assert_eq!(fp, fingerprint(&imgs[k * 192..(k + 1) * 192]), "sample {k}");
+        }
+        seen.extend_from_slice(b.indices());
+    }
+    assert_eq!(seen, [0, 3, 4, 7, 8], "every good sample, in order");
+    let off = make(false);
+    let b = off.epoch(0).next().expect("a batch").expect("ok");
+    assert_eq!(b.fingerprints(), None);
 }

@@ -1,36 +1,17 @@
 //! `imgfeed run`: iterate epochs and print what came out, with a digest of every byte so
 //! that two runs (say, with different worker counts) can be compared.
+//!
+//! The digest is FNV-1a 64 folded, batch after batch, over each sample's fingerprint
+//! ([`imgfeed::engine::fingerprint`], computed by the workers while the sample is in
+//! their cache) and then over the fingerprint of the batch's label bytes.
 
 use super::report::Reporter;
 use super::{epoch_range, interrupt, open_epoch, progress, Common};
 use anyhow::Result;
+use imgfeed::engine::fingerprint::{fingerprint, fold, OFFSET64};
+use imgfeed::Pipeline;
 use std::path::Path;
 use std::time::Instant;
-
-/// FNV-1a, 64 bit, run on eight interleaved lanes of 8-byte little-endian words (64 bytes
-/// a step, lanes folded in at the end, trailing bytes one at a time): a stable digest of
-/// the output bytes that keeps up with the raw-shards pipeline (byte-at-a-time FNV capped
-/// `run` at about 1 300 ImageNet-sized images/s on one core).
-pub fn fnv(h: u64, bytes: &[u8]) -> u64 {
-    const P: u64 = 0x100_0000_01b3;
-    let mut lanes = [h, h ^ 1, h ^ 2, h ^ 3, h ^ 4, h ^ 5, h ^ 6, h ^ 7];
-    let mut chunks = bytes.chunks_exact(64);
-    for c in &mut chunks {
-        for (k, lane) in lanes.iter_mut().enumerate() {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&c[k * 8..k * 8 + 8]);
-            *lane = (*lane ^ u64::from_le_bytes(w)).wrapping_mul(P);
-        }
-    }
-    let mut h = h;
-    for lane in lanes {
-        h = (h ^ lane).wrapping_mul(P);
-    }
-    for &b in chunks.remainder() {
-        h = (h ^ b as u64).wrapping_mul(P);
-    }
-    h
-}
 
 pub fn run(
     c: &Common,
@@ -38,7 +19,9 @@ pub fn run(
     max_batches: Option<usize>,
     report: Option<&Path>,
 ) -> Result<i32> {
-    let p = c.pipeline()?;
+    let mut cfg = c.config()?;
+    cfg.engine.fingerprint = true;
+    let p = Pipeline::new(cfg)?;
     let mut bad = Reporter::new(report)?;
     println!("{}", p.source().describe());
     let mut left = max_batches.unwrap_or(usize::MAX);
@@ -49,7 +32,7 @@ pub fn run(
         let bar = progress(p.batches_per_epoch() as u64, "batches");
         let mut samples = 0usize;
         let mut batches = 0usize;
-        let mut digest = 0xcbf2_9ce4_8422_2325u64;
+        let mut digest = OFFSET64;
         let mut shape = [0usize; 4];
         let mut label_sum = 0i64;
         let mut epoch = open_epoch(c, &p, e)?;
@@ -63,8 +46,10 @@ pub fn run(
             for err in batch.skipped() {
                 bar.suspend(|| bad.add(err))?;
             }
-            digest = fnv(digest, batch.image_bytes());
-            digest = fnv(digest, batch.label_bytes());
+            for &f in batch.fingerprints().unwrap_or_default() {
+                digest = fold(digest, f);
+            }
+            digest = fold(digest, fingerprint(batch.label_bytes()));
             for i in 0..batch.len() * batch.label_columns() {
                 label_sum += batch.labels().get(i).unwrap_or(0);
             }

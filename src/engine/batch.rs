@@ -55,6 +55,8 @@ pub(crate) struct BufShape {
     pub dtype: DType,
     pub label: LabelType,
     pub label_cols: usize,
+    /// Workers fingerprint each sample (`[engine] fingerprint`).
+    pub fingerprints: bool,
 }
 
 /// The storage of one batch.
@@ -63,6 +65,8 @@ pub(crate) struct BatchBuf {
     pub images: ImageBuf,
     pub labels: LabelBuf,
     pub indices: Vec<u64>,
+    /// Per sample: its fingerprint (empty unless the shape asks for them).
+    pub fingerprints: Vec<u64>,
 }
 
 impl BatchBuf {
@@ -81,6 +85,7 @@ impl BatchBuf {
                 LabelType::F32 => LabelBuf::F32(vec![0.0; l]),
             },
             indices: vec![0; s.batch_size],
+            fingerprints: vec![0; if s.fingerprints { s.batch_size } else { 0 }],
         }
     }
 
@@ -108,6 +113,9 @@ impl BatchBuf {
             LabelBuf::F32(v) => squeeze(v, keep, s.label_cols),
         }
         squeeze(&mut self.indices, keep, 1);
+        if !self.fingerprints.is_empty() {
+            squeeze(&mut self.fingerprints, keep, 1);
+        }
     }
 }
 
@@ -257,6 +265,16 @@ impl Batch {
         self.buf.as_ref().map_or(&[], |b| &b.indices[..self.len])
     }
 
+    /// Each sample's fingerprint, a 64-bit digest of its image bytes computed by the
+    /// worker that wrote it (see [`crate::engine::fingerprint`]); `None` unless the
+    /// pipeline runs with `[engine] fingerprint = true`.
+    pub fn fingerprints(&self) -> Option<&[u64]> {
+        self.buf
+            .as_ref()
+            .filter(|b| !b.fingerprints.is_empty())
+            .map(|b| &b.fingerprints[..self.len])
+    }
+
     /// The bad samples met while making this batch, with their errors: left out
     /// (`on_error = "skip"`) or replaced by another sample (`on_error = "replace"`).
     pub fn skipped(&self) -> &[Error] {
@@ -303,6 +321,9 @@ impl Batch {
             _ => return,
         }
         app(&mut dst.indices, at, &src.indices, k, 1);
+        if !dst.fingerprints.is_empty() && !src.fingerprints.is_empty() {
+            app(&mut dst.fingerprints, at, &src.fingerprints, k, 1);
+        }
         self.len += k;
     }
 
@@ -328,6 +349,9 @@ impl Batch {
             LabelBuf::F32(v) => shift(v, k, n, c),
         }
         shift(&mut buf.indices, k, n, 1);
+        if !buf.fingerprints.is_empty() {
+            shift(&mut buf.fingerprints, k, n, 1);
+        }
         self.len -= k;
         // positions of the remaining samples are tracked by the caller
         self.lost.clear();

@@ -22,6 +22,7 @@
 //!   is on.
 
 pub mod batch;
+pub mod fingerprint;
 pub(crate) mod program;
 
 pub use batch::{Batch, Labels};
@@ -137,6 +138,8 @@ struct RawParts {
     images: *mut u8,
     labels: *mut u8,
     indices: *mut u64,
+    /// Null unless the pipeline fingerprints its samples.
+    fingerprints: *mut u64,
 }
 
 struct Slot {
@@ -235,6 +238,11 @@ impl Shared {
                 LabelBuf::F32(v) => v.as_mut_ptr() as *mut u8,
             },
             indices: buf.indices.as_mut_ptr(),
+            fingerprints: if buf.fingerprints.is_empty() {
+                std::ptr::null_mut()
+            } else {
+                buf.fingerprints.as_mut_ptr()
+            },
         };
         // SAFETY: no worker touches this slot until `publish` makes batch `b` visible.
         unsafe {
@@ -295,6 +303,7 @@ impl Epoch {
                     images: std::ptr::null_mut(),
                     labels: std::ptr::null_mut(),
                     indices: std::ptr::null_mut(),
+                    fingerprints: std::ptr::null_mut(),
                 }),
                 remaining: AtomicUsize::new(0),
                 failures: Mutex::new(Vec::new()),
@@ -634,6 +643,11 @@ fn run_one(
             )),
         }
     };
+    // The sample's bytes, for its fingerprint after the write.
+    let written = match &dst {
+        Dst::U8(d) => (d.as_ptr(), d.len()),
+        Dst::F32(d) => (d.as_ptr() as *const u8, d.len() * 4),
+    };
     worker
         .run(&job.program, sample.raw, &mut rng, dst)
         .map_err(|(stage, fault)| Error::Sample {
@@ -650,6 +664,14 @@ fn run_one(
             pos * shape.label_cols + c,
             sample.labels[c],
         );
+    }
+    if !parts.fingerprints.is_null() {
+        // SAFETY: the bytes this worker just wrote (its own slot position, see above);
+        // the mutable borrow handed to `run` has ended.
+        let bytes = unsafe { std::slice::from_raw_parts(written.0, written.1) };
+        let fp = fingerprint::fingerprint(bytes);
+        // SAFETY: as above, this sample's fingerprint slot.
+        unsafe { *parts.fingerprints.add(pos) = fp };
     }
     // SAFETY: as above, this sample's index slot.
     unsafe { *parts.indices.add(pos) = index as u64 };
