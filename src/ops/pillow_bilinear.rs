@@ -155,13 +155,14 @@ impl PillowBilinear {
             .unwrap_or(0);
         let band = r1.saturating_sub(r0);
         let row_bytes = ww * ch;
-        if self.mid.len() < band * row_bytes {
-            self.mid.resize(band * row_bytes, 0);
+        // 4 bytes of slack for the AVX2 horizontal pass's RGB stores.
+        if self.mid.len() < band * row_bytes + 4 {
+            self.mid.resize(band * row_bytes + 4, 0);
         }
         let hk = self.horiz.ksize;
         let h = &self.horiz;
         let src_band = &src[r0 * cols * ch..(r0 + band) * cols * ch];
-        let mid = &mut self.mid[..band * row_bytes];
+        let mid = &mut self.mid[..band * row_bytes + 4];
         #[cfg(target_arch = "x86_64")]
         if simd {
             self.hv.build(h, cols, ch);
@@ -474,7 +475,8 @@ unsafe fn horizontal_avx2<const CH: usize, const TWO_TAPS: bool>(
     let rows = src.len() / row;
     let (g, simd) = (hv.groups, hv.simd_outputs);
     // Every index the unchecked loads and stores use, checked once per call.
-    assert!(mid.len() >= rows * ww * CH && axis.first.len() >= ww && axis.len.len() >= ww);
+    // The RGB stores of 8 outputs write 28 bytes for 24: 4 bytes of slack past the band.
+    assert!(mid.len() >= rows * ww * CH + 4 && axis.first.len() >= ww && axis.len.len() >= ww);
     assert!(simd <= ww && hv.first.len() >= simd && hv.w.len() >= (simd / 2) * g * 64);
     for &f in &hv.first[..simd] {
         assert!((f + 4 * (g - 1)) * CH + 16 <= row);
@@ -495,34 +497,66 @@ unsafe fn horizontal_avx2<const CH: usize, const TWO_TAPS: bool>(
     let half = _mm256_set1_epi32(1 << (PRECISION_BITS - 1));
     let (sp, mp) = (src.as_ptr(), mid.as_mut_ptr());
     let wbase = hv.w.as_ptr() as *const __m256i;
+    // Output pair `p` of row `srow`: channel sums of its two outputs (low lane: the
+    // first), shifted down to `PRECISION_BITS`, not yet saturated. The rounding half
+    // starts in the low accumulator: `(hi << 11) + lo + half` is the plain kernel's sum.
+    let pair = |srow: *const u8, p: usize| -> __m256i {
+        let x = 2 * p;
+        let (f0, f1) = (*hv.first.get_unchecked(x), *hv.first.get_unchecked(x + 1));
+        let mut ah = _mm256_setzero_si256();
+        let mut al = half;
+        let wp = wbase.add(p * g * 4);
+        for gi in 0..g {
+            let a = _mm_loadu_si128(srow.add((f0 + 4 * gi) * CH) as *const __m128i);
+            let b = _mm_loadu_si128(srow.add((f1 + 4 * gi) * CH) as *const __m128i);
+            let v = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(a), b);
+            let s01 = _mm256_shuffle_epi8(v, m01);
+            let w = wp.add(gi * 4);
+            ah = _mm256_add_epi32(ah, _mm256_madd_epi16(s01, _mm256_loadu_si256(w)));
+            al = _mm256_add_epi32(al, _mm256_madd_epi16(s01, _mm256_loadu_si256(w.add(2))));
+            if !TWO_TAPS {
+                let s23 = _mm256_shuffle_epi8(v, m23);
+                ah = _mm256_add_epi32(ah, _mm256_madd_epi16(s23, _mm256_loadu_si256(w.add(1))));
+                al = _mm256_add_epi32(al, _mm256_madd_epi16(s23, _mm256_loadu_si256(w.add(3))));
+            }
+        }
+        _mm256_srai_epi32::<{ PRECISION_BITS as i32 }>(_mm256_add_epi32(
+            _mm256_slli_epi32::<{ SPLIT as i32 }>(ah),
+            al,
+        ))
+    };
+    // Four pairs saturate and store together: the two packs leave the eight outputs'
+    // dwords in the order 0 2 4 6 | 1 3 5 7, one permute restores it, and for RGB a
+    // shuffle drops each X byte (12 bytes a lane, stored 16 wide: `mid` has slack).
+    let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    let mut drop_x = [-128i8; 32];
+    for lane in 0..2 {
+        for i in 0..12 {
+            drop_x[lane * 16 + i] = (i / 3 * 4 + i % 3) as i8;
+        }
+    }
+    let drop_x = _mm256_loadu_si256(drop_x.as_ptr() as *const __m256i);
+    let quads = simd / 8;
     for y in 0..rows {
         let srow = sp.add(y * row);
         let drow = mp.add(y * ww * CH);
-        for p in 0..simd / 2 {
-            let x = 2 * p;
-            let (f0, f1) = (*hv.first.get_unchecked(x), *hv.first.get_unchecked(x + 1));
-            let mut ah = _mm256_setzero_si256();
-            let mut al = _mm256_setzero_si256();
-            let wp = wbase.add(p * g * 4);
-            for gi in 0..g {
-                let a = _mm_loadu_si128(srow.add((f0 + 4 * gi) * CH) as *const __m128i);
-                let b = _mm_loadu_si128(srow.add((f1 + 4 * gi) * CH) as *const __m128i);
-                let v = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(a), b);
-                let s01 = _mm256_shuffle_epi8(v, m01);
-                let w = wp.add(gi * 4);
-                ah = _mm256_add_epi32(ah, _mm256_madd_epi16(s01, _mm256_loadu_si256(w)));
-                al = _mm256_add_epi32(al, _mm256_madd_epi16(s01, _mm256_loadu_si256(w.add(2))));
-                if !TWO_TAPS {
-                    let s23 = _mm256_shuffle_epi8(v, m23);
-                    ah = _mm256_add_epi32(ah, _mm256_madd_epi16(s23, _mm256_loadu_si256(w.add(1))));
-                    al = _mm256_add_epi32(al, _mm256_madd_epi16(s23, _mm256_loadu_si256(w.add(3))));
-                }
+        for q in 0..quads {
+            let p = 4 * q;
+            let a = _mm256_packs_epi32(pair(srow, p), pair(srow, p + 1));
+            let b = _mm256_packs_epi32(pair(srow, p + 2), pair(srow, p + 3));
+            let t = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(a, b), order);
+            let d = drow.add(8 * q * CH);
+            if CH == 4 {
+                _mm256_storeu_si256(d as *mut __m256i, t);
+            } else {
+                let t = _mm256_shuffle_epi8(t, drop_x);
+                _mm_storeu_si128(d as *mut __m128i, _mm256_castsi256_si128(t));
+                _mm_storeu_si128(d.add(12) as *mut __m128i, _mm256_extracti128_si256::<1>(t));
             }
-            let t = _mm256_add_epi32(
-                _mm256_add_epi32(_mm256_slli_epi32::<{ SPLIT as i32 }>(ah), al),
-                half,
-            );
-            let t = _mm256_srai_epi32::<{ PRECISION_BITS as i32 }>(t);
+        }
+        for p in 4 * quads..simd / 2 {
+            let x = 2 * p;
+            let t = pair(srow, p);
             let t = _mm256_packs_epi32(t, t);
             let t = _mm256_packus_epi16(t, t);
             let lo = _mm_cvtsi128_si32(_mm256_castsi256_si128(t)).to_le_bytes();
