@@ -35,44 +35,29 @@ impl Axis {
         origin: usize,
         avail: usize,
     ) -> Result<(), String> {
-        let scale = in_size as f64 / out_size as f64;
-        let filterscale = scale.max(1.0);
-        let support = filterscale; // bilinear support is 1
-        let ksize = support.ceil() as usize * 2 + 1;
+        self.compute_with(in_size, out_size, start, count, origin, avail, avx2())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn compute_with(
+        &mut self,
+        in_size: usize,
+        out_size: usize,
+        start: usize,
+        count: usize,
+        origin: usize,
+        avail: usize,
+        simd: bool,
+    ) -> Result<(), String> {
+        let c = Coeffs::new(in_size, out_size);
+        let ksize = c.ksize;
         self.first.clear();
         self.len.clear();
         self.weights.clear();
         self.weights.resize(count * ksize, 0);
         self.ksize = ksize;
-        let ss = 1.0 / filterscale;
-        let mut k = std::mem::take(&mut self.scratch);
-        k.clear();
-        k.resize(ksize, 0.0);
-        for (j, xx) in (start..start + count).enumerate() {
-            let center = (xx as f64 + 0.5) * scale;
-            let xmin = ((center - support + 0.5) as i64).max(0) as usize;
-            let xmax = ((center + support + 0.5) as i64)
-                .min(in_size as i64)
-                .max(xmin as i64) as usize;
-            let n = (xmax - xmin).min(ksize);
-            let mut ww = 0.0;
-            for (x, kx) in k.iter_mut().enumerate().take(n) {
-                let d = ((x + xmin) as f64 - center + 0.5) * ss;
-                let w = if d.abs() < 1.0 { 1.0 - d.abs() } else { 0.0 };
-                *kx = w;
-                ww += w;
-            }
-            for (x, kx) in k.iter_mut().enumerate().take(n) {
-                if ww != 0.0 {
-                    *kx /= ww;
-                }
-                let v = *kx * (1u32 << PRECISION_BITS) as f64;
-                self.weights[j * ksize + x] = if v < 0.0 {
-                    (v - 0.5) as i32
-                } else {
-                    (v + 0.5) as i32
-                };
-            }
+        for xx in start..start + count {
+            let (xmin, n) = c.bounds(xx);
             if xmin < origin || xmin + n > origin + avail {
                 return Err(format!(
                     "resize: source samples {xmin}..{} are outside the decoded {origin}..{}",
@@ -80,12 +65,166 @@ impl Axis {
                     origin + avail
                 ));
             }
-            self.first.push(xmin - origin);
+            self.first.push(xmin);
             self.len.push(n);
         }
+        let mut done = 0;
+        #[cfg(target_arch = "x86_64")]
+        if simd {
+            // SAFETY: the CPU supports AVX2 (the caller checked).
+            done = unsafe { weights_avx2(&c, start, &self.first, &self.len, &mut self.weights) };
+        }
+        let mut k = std::mem::take(&mut self.scratch);
+        k.resize(ksize, 0.0);
+        for j in done..count {
+            let (xmin, n) = (self.first[j], self.len[j]);
+            c.weights(
+                start + j,
+                xmin,
+                n,
+                &mut k,
+                &mut self.weights[j * ksize..][..n],
+            );
+        }
         self.scratch = k;
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = simd;
+        for f in &mut self.first {
+            *f -= origin;
+        }
         Ok(())
     }
+}
+
+/// Pillow's `precompute_coeffs` for the bilinear (triangle) filter, one axis.
+struct Coeffs {
+    in_size: usize,
+    scale: f64,
+    support: f64,
+    /// `1 / filterscale`.
+    ss: f64,
+    ksize: usize,
+}
+
+impl Coeffs {
+    fn new(in_size: usize, out_size: usize) -> Coeffs {
+        let scale = in_size as f64 / out_size as f64;
+        let filterscale = scale.max(1.0);
+        let support = filterscale; // bilinear support is 1
+        Coeffs {
+            in_size,
+            scale,
+            support,
+            ss: 1.0 / filterscale,
+            ksize: support.ceil() as usize * 2 + 1,
+        }
+    }
+
+    fn center(&self, xx: usize) -> f64 {
+        (xx as f64 + 0.5) * self.scale
+    }
+
+    /// First source index and number of taps of output `xx`.
+    fn bounds(&self, xx: usize) -> (usize, usize) {
+        let center = self.center(xx);
+        let xmin = ((center - self.support + 0.5) as i64).max(0) as usize;
+        let xmax = ((center + self.support + 0.5) as i64)
+            .min(self.in_size as i64)
+            .max(xmin as i64) as usize;
+        (xmin, (xmax - xmin).min(self.ksize))
+    }
+
+    /// The fixed-point weights of output `xx` (taps `xmin .. xmin + n`), one at a time.
+    fn weights(&self, xx: usize, xmin: usize, n: usize, k: &mut [f64], out: &mut [i32]) {
+        let center = self.center(xx);
+        let mut ww = 0.0;
+        for (x, kx) in k.iter_mut().enumerate().take(n) {
+            let d = ((x + xmin) as f64 - center + 0.5) * self.ss;
+            let w = if d.abs() < 1.0 { 1.0 - d.abs() } else { 0.0 };
+            *kx = w;
+            ww += w;
+        }
+        for (kx, o) in k.iter_mut().zip(out.iter_mut()).take(n) {
+            if ww != 0.0 {
+                *kx /= ww;
+            }
+            let v = *kx * (1u32 << PRECISION_BITS) as f64;
+            *o = if v < 0.0 {
+                (v - 0.5) as i32
+            } else {
+                (v + 0.5) as i32
+            };
+        }
+    }
+}
+
+/// The weights of four outputs at a time, in double-precision vectors: the same
+/// operations in the same order as [`Coeffs::weights`] (IEEE division and all), so the
+/// same fixed-point weights; taps past an output's count are masked to zero, and adding
+/// zero leaves its sum as it was. Returns how many outputs it did (a multiple of 4).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn weights_avx2(
+    c: &Coeffs,
+    start: usize,
+    first: &[usize],
+    len: &[usize],
+    weights: &mut [i32],
+) -> usize {
+    use std::arch::x86_64::*;
+    let count = first.len().min(len.len());
+    let ks = c.ksize;
+    if ks > 64 || weights.len() < count * ks {
+        return 0;
+    }
+    let mut tmp = [_mm256_setzero_pd(); 64];
+    let zero = _mm256_setzero_pd();
+    let one = _mm256_set1_pd(1.0);
+    let half = _mm256_set1_pd(0.5);
+    let abs = _mm256_castsi256_pd(_mm256_set1_epi64x(i64::MAX));
+    let ss = _mm256_set1_pd(c.ss);
+    let fixed = _mm256_set1_pd((1u32 << PRECISION_BITS) as f64);
+    let quads = count / 4;
+    for q in 0..quads {
+        let j = 4 * q;
+        let lane = |i: usize| {
+            (
+                first[j + i] as f64,
+                len[j + i] as f64,
+                c.center(start + j + i),
+            )
+        };
+        let (l0, l1, l2, l3) = (lane(0), lane(1), lane(2), lane(3));
+        let xmin = _mm256_setr_pd(l0.0, l1.0, l2.0, l3.0);
+        let n = _mm256_setr_pd(l0.1, l1.1, l2.1, l3.1);
+        let center = _mm256_setr_pd(l0.2, l1.2, l2.2, l3.2);
+        let mut ww = zero;
+        for (x, t) in tmp.iter_mut().enumerate().take(ks) {
+            let xf = _mm256_set1_pd(x as f64);
+            // ((x + xmin) - center + 0.5) * ss; x + xmin is exact in a double.
+            let d = _mm256_mul_pd(
+                _mm256_add_pd(_mm256_sub_pd(_mm256_add_pd(xf, xmin), center), half),
+                ss,
+            );
+            // |d| < 1 ? 1 - |d| : 0, as max(1 - |d|, +0) (1 - |d| <= 0 exactly when |d| >= 1).
+            let w = _mm256_max_pd(_mm256_sub_pd(one, _mm256_and_pd(d, abs)), zero);
+            let w = _mm256_and_pd(w, _mm256_cmp_pd::<_CMP_LT_OQ>(xf, n));
+            ww = _mm256_add_pd(ww, w);
+            *t = w;
+        }
+        let nonzero = _mm256_cmp_pd::<_CMP_NEQ_OQ>(ww, zero);
+        for (x, &t) in tmp.iter().enumerate().take(ks) {
+            let k = _mm256_blendv_pd(t, _mm256_div_pd(t, ww), nonzero);
+            let v = _mm256_cvttpd_epi32(_mm256_add_pd(_mm256_mul_pd(k, fixed), half));
+            let mut o = [0i32; 4];
+            _mm_storeu_si128(o.as_mut_ptr() as *mut __m128i, v);
+            for (i, &oi) in o.iter().enumerate() {
+                // Taps past the count stay zero (masked weights give 0 here too).
+                weights[(j + i) * ks + x] = oi;
+            }
+        }
+    }
+    4 * quads
 }
 
 #[inline(always)]
@@ -656,6 +795,30 @@ mod tests {
                 out,
             );
             assert_eq!(a, b, "{cols} -> {out}");
+        }
+    }
+
+    /// The vectorised weights are the scalar ones, bit for bit: shrinking and enlarging,
+    /// whole axes and windows, sizes that are not multiples of 4.
+    #[test]
+    fn simd_weights_match_the_scalar_ones() {
+        if !avx2() {
+            return;
+        }
+        let (mut a, mut b) = (Axis::default(), Axis::default());
+        for in_size in (1..700).step_by(7).chain([224, 256, 341, 375, 500]) {
+            for out_size in [1usize, 3, 31, 224, 256, 341] {
+                for (start, count) in [(0, out_size), (out_size / 4, out_size / 2 + 1)] {
+                    let count = count.min(out_size - start);
+                    a.compute_with(in_size, out_size, start, count, 0, in_size, true)
+                        .expect("inside");
+                    b.compute_with(in_size, out_size, start, count, 0, in_size, false)
+                        .expect("inside");
+                    let at = format!("{in_size} -> {out_size} from {start}");
+                    assert_eq!(a.weights, b.weights, "{at}");
+                    assert_eq!((&a.first, &a.len), (&b.first, &b.len), "{at}");
+                }
+            }
         }
     }
 
