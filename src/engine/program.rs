@@ -14,7 +14,7 @@ use crate::ops::center_crop::offset;
 use crate::ops::decode::Decoder;
 use crate::ops::decode::Rect;
 use crate::ops::geometry::{copy_window, flip_horizontal};
-use crate::ops::pointwise::{write, write_rgbx, Affine, Dst, Pixels, View};
+use crate::ops::pointwise::{write, write_mirrored, write_rgbx, Affine, Dst, Pixels, View};
 use crate::ops::resize::{pillow_arithmetic, Resizer};
 use crate::ops::{Decode, Filter, Op, RandomCrop, RandomResizedCrop, Resize};
 use crate::plan::SplitMix64;
@@ -440,6 +440,30 @@ impl Worker {
             ));
         }
         let mut dst = dst;
+        // A flip drawn last is applied by the write itself (u8 pixels into float CHW).
+        let (pixels, stride) = match borrowed {
+            Some(b) => (b, 3),
+            None => (&self.a8[..], self.stride),
+        };
+        if self.mirror
+            && self.dtype == DType::U8
+            && self.phys == Layout::Hwc
+            && write_mirrored(
+                pixels,
+                stride,
+                self.h,
+                self.w,
+                program.tail_affine.as_ref(),
+                program.tail_layout,
+                &mut dst,
+            )
+        {
+            self.mirror = false;
+            if let Some(t0) = t0 {
+                self.times.add(WRITE_STAGE, t0.elapsed().as_nanos() as u64);
+            }
+            return Ok(());
+        }
         if self.stride == 4 {
             if write_rgbx(
                 &self.a8,
