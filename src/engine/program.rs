@@ -590,16 +590,34 @@ impl Worker {
                         self.h, self.w
                     )));
                 }
-                // From the source's own pixels (raw shards) when no step copied them yet.
-                self.crop_from(input, top, left, bh, bw, 0);
-                let whole = (bh, bw);
-                self.resize_held(
-                    input.take(),
-                    (whole, (0, 0), whole),
-                    (rrc.filter, pillow_arithmetic(rrc.filter, rrc.exact)),
-                    rrc.size.square(),
-                    None,
-                )?;
+                let exact = pillow_arithmetic(rrc.filter, rrc.exact);
+                if exact && self.dtype == DType::U8 && self.phys == Layout::Hwc {
+                    // Pillow's arithmetic reads the box where it lies: in the decoded
+                    // rectangle, or in the source's own pixels (raw shards).
+                    let (src, stride) = match input.take() {
+                        Some(b) => (b, 3),
+                        None => (&self.a8[..], self.stride),
+                    };
+                    let bx = (top as usize, left as usize, bh, bw);
+                    let size = (self.h, self.w);
+                    let out = rrc.size.square();
+                    self.resizer
+                        .pillow_box(src, stride, size, bx, out, &mut self.b8)
+                        .map_err(Fault::from)?;
+                    self.swap();
+                    (self.h, self.w) = out;
+                } else {
+                    // From the source's own pixels (raw shards) when no step copied them.
+                    self.crop_from(input, top, left, bh, bw, 0);
+                    let whole = (bh, bw);
+                    self.resize_held(
+                        input.take(),
+                        (whole, (0, 0), whole),
+                        (rrc.filter, exact),
+                        rrc.size.square(),
+                        None,
+                    )?;
+                }
             }
             Step::CenterCrop(ch, cw) => {
                 let (top, left) = (offset(self.h, *ch), offset(self.w, *cw));

@@ -25,14 +25,15 @@ struct Axis {
 
 impl Axis {
     /// Outputs `start .. start + count` of an `in_size → out_size` resize, for a buffer that
-    /// begins at source index `origin` and holds `avail` samples.
+    /// begins at source index `origin` (negative: the source starts inside the buffer, at
+    /// `-origin`) and holds `avail` samples.
     fn compute(
         &mut self,
         in_size: usize,
         out_size: usize,
         start: usize,
         count: usize,
-        origin: usize,
+        origin: isize,
         avail: usize,
     ) -> Result<(), String> {
         self.compute_with(in_size, out_size, start, count, origin, avail, avx2())
@@ -45,7 +46,7 @@ impl Axis {
         out_size: usize,
         start: usize,
         count: usize,
-        origin: usize,
+        origin: isize,
         avail: usize,
         simd: bool,
     ) -> Result<(), String> {
@@ -58,11 +59,12 @@ impl Axis {
         self.ksize = ksize;
         for xx in start..start + count {
             let (xmin, n) = c.bounds(xx);
-            if xmin < origin || xmin + n > origin + avail {
+            let at = xmin as isize - origin;
+            if at < 0 || at as usize + n > avail {
                 return Err(format!(
                     "resize: source samples {xmin}..{} are outside the decoded {origin}..{}",
                     xmin + n,
-                    origin + avail
+                    origin + avail as isize
                 ));
             }
             self.first.push(xmin);
@@ -90,7 +92,7 @@ impl Axis {
         #[cfg(not(target_arch = "x86_64"))]
         let _ = simd;
         for f in &mut self.first {
-            *f -= origin;
+            *f = (*f as isize - origin) as usize; // checked above
         }
         Ok(())
     }
@@ -246,14 +248,15 @@ impl PillowBilinear {
     /// Resize the `full = (h, w)` image to `out = (oh, ow)` and write rows
     /// `win.0 .. win.0 + win.2`, columns `win.1 .. win.1 + win.3` of the result into `dst`
     /// (`ch` bytes a pixel, 3 or 4, the 4th carried). `src` holds the source rectangle at
-    /// `origin = (top, left)` of size `size = (rows, cols)`.
+    /// `origin = (top, left)` of size `size = (rows, cols)`; a negative origin means the
+    /// image starts inside `src`, at `(-top, -left)` (a crop box read in place).
     #[allow(clippy::too_many_arguments)]
     pub fn resize(
         &mut self,
         src: &[u8],
         ch: usize,
         full: (usize, usize),
-        origin: (usize, usize),
+        origin: (isize, isize),
         size: (usize, usize),
         out: (usize, usize),
         win: (usize, usize, usize, usize),
@@ -269,7 +272,7 @@ impl PillowBilinear {
         src: &[u8],
         ch: usize,
         full: (usize, usize),
-        origin: (usize, usize),
+        origin: (isize, isize),
         size: (usize, usize),
         out: (usize, usize),
         win: (usize, usize, usize, usize),
@@ -901,7 +904,7 @@ mod tests {
             &rect,
             ch,
             (h, w),
-            (top, left),
+            (top as isize, left as isize),
             (rh, rw),
             (256, 341),
             win,

@@ -211,6 +211,56 @@ impl Resizer {
         Resizer::default()
     }
 
+    /// Crop the box `(top, left, height, width)` of the u8 image held in `src` (`size =
+    /// (rows, cols)`, `ch` bytes a pixel) and resize it to `out` with Pillow's bilinear
+    /// arithmetic, reading the box where it lies (no copy of it first): what
+    /// random_resized_crop does, bit for bit the crop-then-resize result.
+    pub fn pillow_box(
+        &mut self,
+        src: &[u8],
+        ch: usize,
+        size: (usize, usize),
+        bx: (usize, usize, usize, usize),
+        out: (usize, usize),
+        dst: &mut Vec<u8>,
+    ) -> Result<(usize, usize), String> {
+        let (top, left, bh, bw) = bx;
+        let (oh, ow) = out;
+        if bh == 0 || bw == 0 || top + bh > size.0 || left + bw > size.1 {
+            return Err(format!(
+                "resize: box {bh}x{bw} at ({top}, {left}) is outside the {}x{} pixels held",
+                size.0, size.1
+            ));
+        }
+        if oh == 0 || ow == 0 || oh * ow > MAX_OUTPUT_PIXELS {
+            return Err(format!("resize target {oh}x{ow} is empty or too large"));
+        }
+        if src.len() < size.0 * size.1 * ch {
+            return Err("resize: source buffer too small".into());
+        }
+        dst.resize(oh * ow * ch, 0); // every element is overwritten
+        if (oh, ow) == (bh, bw) {
+            // Same size: the box itself.
+            let (w, row) = (size.1 * ch, ow * ch);
+            for (y, d) in dst.chunks_exact_mut(row).enumerate() {
+                let s = (top + y) * w + left * ch;
+                d.copy_from_slice(&src[s..s + row]);
+            }
+            return Ok(out);
+        }
+        self.pillow.resize(
+            &src[..size.0 * size.1 * ch],
+            ch,
+            (bh, bw),
+            (-(top as isize), -(left as isize)),
+            size,
+            out,
+            (0, 0, oh, ow),
+            dst,
+        )?;
+        Ok(out)
+    }
+
     /// Resize an RGB image (`src`, u8 or f32 HWC, see `dtype`) of `full = (h, w)` to
     /// `out = (out_h, out_w)`, keeping only `window` of that result when given. `src` may
     /// hold only a rectangle of the image: `origin` is its top-left corner and `size` its
@@ -304,7 +354,7 @@ impl Resizer {
                 src_u8,
                 ch,
                 (fh, fw),
-                origin,
+                (origin.0 as isize, origin.1 as isize),
                 (h, w),
                 (oh, ow),
                 (win.top, win.left, dh, dw),
@@ -437,5 +487,55 @@ mod tests {
                 &mut out,
             )
             .is_err());
+    }
+
+    /// A box resized where it lies gives the bytes of the box copied out and resized:
+    /// 3 and 4 bytes a pixel, boxes at every edge, shrinking, enlarging, same size.
+    #[test]
+    fn a_box_resized_in_place_is_crop_then_resize() {
+        let (h, w) = (61usize, 83usize);
+        for ch in [3usize, 4] {
+            let img: Vec<u8> = (0..h * w * ch).map(|i| (i * 37 % 251) as u8).collect();
+            let boxes = [
+                (0, 0, h, w),
+                (0, 0, 17, 29),
+                (h - 40, w - 50, 40, 50),
+                (5, w - 9, h - 5, 9),
+                (h - 7, 3, 7, 70),
+                (10, 20, 24, 24),
+            ];
+            for bx in boxes {
+                let (top, left, bh, bw) = bx;
+                let crop: Vec<u8> = (0..bh)
+                    .flat_map(|y| img[((top + y) * w + left) * ch..][..bw * ch].to_vec())
+                    .collect();
+                for out in [(24usize, 24usize), (9, 40), (bh, bw)] {
+                    let mut a = Resizer::new();
+                    let mut b = Resizer::new();
+                    (a.exact, b.exact, b.rgbx) = (true, true, ch == 4);
+                    let (mut got, mut want) = (Vec::new(), Vec::new());
+                    a.pillow_box(&img, ch, (h, w), bx, out, &mut got)
+                        .expect("inside");
+                    b.resize(
+                        &crop,
+                        (bh, bw),
+                        (0, 0),
+                        (bh, bw),
+                        DType::U8,
+                        Filter::Bilinear,
+                        out,
+                        None,
+                        &mut want,
+                    )
+                    .expect("inside");
+                    assert_eq!(got, want, "{ch} channels, box {bx:?} -> {out:?}");
+                }
+            }
+            let mut r = Resizer::new();
+            let mut out = Vec::new();
+            assert!(r
+                .pillow_box(&img, ch, (h, w), (1, 0, h, w), (8, 8), &mut out)
+                .is_err());
+        }
     }
 }
