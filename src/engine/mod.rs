@@ -648,8 +648,9 @@ fn run_one(
         Dst::U8(d) => (d.as_ptr(), d.len()),
         Dst::F32(d) => (d.as_ptr() as *const u8, d.len() * 4),
     };
-    worker
-        .run(&job.program, sample.raw, &mut rng, dst)
+    let hash = !parts.fingerprints.is_null();
+    let fused = worker
+        .run(&job.program, sample.raw, &mut rng, dst, hash)
         .map_err(|(stage, fault)| Error::Sample {
             index,
             file: job.source.sample_name(index),
@@ -665,11 +666,14 @@ fn run_one(
             sample.labels[c],
         );
     }
-    if !parts.fingerprints.is_null() {
-        // SAFETY: the bytes this worker just wrote (its own slot position, see above);
-        // the mutable borrow handed to `run` has ended.
-        let bytes = unsafe { std::slice::from_raw_parts(written.0, written.1) };
-        let fp = fingerprint::fingerprint(bytes);
+    if hash {
+        // The write computed it, or the sample is hashed now, while it is in cache.
+        let fp = fused.unwrap_or_else(|| {
+            // SAFETY: the bytes this worker just wrote (its own slot position, see
+            // above); the mutable borrow handed to `run` has ended.
+            let bytes = unsafe { std::slice::from_raw_parts(written.0, written.1) };
+            fingerprint::fingerprint(bytes)
+        });
         // SAFETY: as above, this sample's fingerprint slot.
         unsafe { *parts.fingerprints.add(pos) = fp };
     }

@@ -14,7 +14,9 @@ use crate::ops::center_crop::offset;
 use crate::ops::decode::Decoder;
 use crate::ops::decode::Rect;
 use crate::ops::geometry::{copy_window, flip_horizontal};
-use crate::ops::pointwise::{write, write_mirrored, write_rgbx, Affine, Dst, Pixels, View};
+use crate::ops::pointwise::{
+    write, write_mirrored, write_planes_streaming, write_rgbx, Affine, Dst, Pixels, View,
+};
 use crate::ops::resize::{pillow_arithmetic, Resizer};
 use crate::ops::{Decode, Filter, Op, RandomCrop, RandomResizedCrop, Resize};
 use crate::plan::SplitMix64;
@@ -416,14 +418,17 @@ impl Worker {
         Ok((self.h, self.w))
     }
 
-    /// Run `program` on one sample and write the result into `dst`.
+    /// Run `program` on one sample and write the result into `dst`. With `hash`, returns
+    /// the fingerprint of the written bytes when the write computed it on the way (`None`:
+    /// the caller hashes the written sample).
     pub fn run(
         &mut self,
         program: &Program,
         raw: Raw<'_>,
         rng: &mut SplitMix64,
         dst: Dst<'_>,
-    ) -> Result<(), StepError> {
+        hash: bool,
+    ) -> Result<Option<u64>, StepError> {
         let borrowed = self.apply(program, raw, rng)?;
         let t0 = self.profile.then(Instant::now);
         let (eh, ew) = program.out.fixed_size().unwrap_or((0, 0));
@@ -445,6 +450,21 @@ impl Worker {
             Some(b) => (b, 3),
             None => (&self.a8[..], self.stride),
         };
+        if self.dtype == DType::U8 && self.phys == Layout::Hwc && program.tail_layout == Layout::Chw
+        {
+            if let Dst::F32(d) = &mut dst {
+                let (h, w, affine) = (self.h, self.w, program.tail_affine.as_ref());
+                if let Some(fp) =
+                    write_planes_streaming(pixels, stride, h, w, affine, self.mirror, d, hash)
+                {
+                    self.mirror = false;
+                    if let Some(t0) = t0 {
+                        self.times.add(WRITE_STAGE, t0.elapsed().as_nanos() as u64);
+                    }
+                    return Ok(fp);
+                }
+            }
+        }
         if self.mirror
             && self.dtype == DType::U8
             && self.phys == Layout::Hwc
@@ -462,7 +482,7 @@ impl Worker {
             if let Some(t0) = t0 {
                 self.times.add(WRITE_STAGE, t0.elapsed().as_nanos() as u64);
             }
-            return Ok(());
+            return Ok(None);
         }
         if self.stride == 4 {
             if write_rgbx(
@@ -477,7 +497,7 @@ impl Worker {
                 if let Some(t0) = t0 {
                     self.times.add(WRITE_STAGE, t0.elapsed().as_nanos() as u64);
                 }
-                return Ok(());
+                return Ok(None);
             }
             self.pack_rgb();
         }
@@ -507,7 +527,7 @@ impl Worker {
         if let Some(t0) = t0 {
             self.times.add(WRITE_STAGE, t0.elapsed().as_nanos() as u64);
         }
-        Ok(())
+        Ok(None)
     }
 
     fn step(

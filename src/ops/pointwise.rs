@@ -144,6 +144,172 @@ pub fn write_rgbx(
     true
 }
 
+/// u8 pixels (`stride` 3 or 4 bytes, X ignored) into float CHW planes through `affine`,
+/// mirrored left-right when `mirror`: the write of the ImageNet pipelines into the batch
+/// buffer, with AVX2 and non-temporal stores (the 602 KB a sample go straight to memory,
+/// not read in first and not left to evict the worker's cache). With `hash`, it also
+/// computes the fingerprint of the bytes it writes from its registers, one fingerprint
+/// part per plane ([`crate::engine::fingerprint`]).
+///
+/// Returns `None`, writing nothing, where it does not apply (no AVX2, a width that is not
+/// a multiple of 32, a destination not 16-byte aligned); else `Some(fingerprint)`, the
+/// fingerprint being `None` unless `hash`.
+#[allow(clippy::too_many_arguments)]
+pub fn write_planes_streaming(
+    src: &[u8],
+    stride: usize,
+    height: usize,
+    width: usize,
+    affine: Option<&Affine>,
+    mirror: bool,
+    dst: &mut [f32],
+    hash: bool,
+) -> Option<Option<u64>> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use crate::engine::fingerprint::{from_parts, start_lanes};
+        let hw = height * width;
+        if !std::arch::is_x86_feature_detected!("avx2")
+            || hw == 0
+            || !width.is_multiple_of(32)
+            || !(stride == 3 || stride == 4)
+            || src.len() < hw * stride
+            || dst.len() < hw * 3
+            || !(dst.as_ptr() as usize).is_multiple_of(16)
+        {
+            return None;
+        }
+        let a = affine.copied().unwrap_or_else(Affine::identity);
+        let (s, d) = (&src[..hw * stride], &mut dst[..hw * 3]);
+        let mut parts = [start_lanes(0), start_lanes(1), start_lanes(2)];
+        // SAFETY: the CPU supports AVX2 (checked above); the kernel's preconditions
+        // (lengths, width a multiple of 32, 16-byte aligned destination) are checked above.
+        unsafe {
+            match (stride, mirror, hash) {
+                (3, false, false) => {
+                    planes_avx2::<3, false, false>(s, height, width, &a, d, &mut parts)
+                }
+                (3, false, true) => {
+                    planes_avx2::<3, false, true>(s, height, width, &a, d, &mut parts)
+                }
+                (3, true, false) => {
+                    planes_avx2::<3, true, false>(s, height, width, &a, d, &mut parts)
+                }
+                (3, true, true) => {
+                    planes_avx2::<3, true, true>(s, height, width, &a, d, &mut parts)
+                }
+                (_, false, false) => {
+                    planes_avx2::<4, false, false>(s, height, width, &a, d, &mut parts)
+                }
+                (_, false, true) => {
+                    planes_avx2::<4, false, true>(s, height, width, &a, d, &mut parts)
+                }
+                (_, true, false) => {
+                    planes_avx2::<4, true, false>(s, height, width, &a, d, &mut parts)
+                }
+                (_, true, true) => {
+                    planes_avx2::<4, true, true>(s, height, width, &a, d, &mut parts)
+                }
+            }
+        }
+        Some(hash.then(|| from_parts(hw * 12, &parts)))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (src, stride, height, width, affine, mirror, dst, hash);
+        None
+    }
+}
+
+/// The kernel of [`write_planes_streaming`]: per row and plane, 8 pixels a vector widened
+/// to one u32 each (RGB through a shuffle of two overlapping 16-byte loads, so nothing
+/// past the row's last pixel is read), reversed when mirroring, the channel masked out,
+/// converted, `* scale + shift` (no FMA: the bits of the plain path), stored with
+/// `movntps`, and (`HASH`) folded into the plane's 32 fingerprint lanes, vector `v` of a
+/// 128-byte step into lanes `8v .. 8v + 8`.
+///
+/// # Safety
+/// AVX2; `src` holds `h × w` pixels of `S` bytes, `dst` `3 × h × w` floats and is 16-byte
+/// aligned; `w` is a multiple of 32.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn planes_avx2<const S: usize, const MIRROR: bool, const HASH: bool>(
+    src: &[u8],
+    h: usize,
+    w: usize,
+    a: &Affine,
+    dst: &mut [f32],
+    parts: &mut [[u32; 32]; 3],
+) {
+    use crate::engine::fingerprint::P32;
+    use std::arch::x86_64::*;
+    let hw = h * w;
+    debug_assert!(src.len() >= hw * S && dst.len() >= hw * 3 && w.is_multiple_of(32));
+    // RGB: the low lane holds bytes 0-15 (pixels 0-3 in 0-11), the high lane bytes 8-23
+    // (pixels 4-7 in its bytes 4-15).
+    let rgb = _mm256_setr_epi8(
+        0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1, 4, 5, 6, -1, 7, 8, 9, -1, 10, 11, 12,
+        -1, 13, 14, 15, -1,
+    );
+    let reverse = _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0);
+    let ff = _mm256_set1_epi32(0xff);
+    let p32 = _mm256_set1_epi32(P32 as i32);
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    let mut state = [[_mm256_setzero_si256(); 4]; 3];
+    for (c, st) in state.iter_mut().enumerate() {
+        for (v, s) in st.iter_mut().enumerate() {
+            *s = _mm256_loadu_si256(parts[c][8 * v..].as_ptr() as *const __m256i);
+        }
+    }
+    for y in 0..h {
+        let srow = sp.add(y * w * S);
+        for (c, st) in state.iter_mut().enumerate() {
+            let scale = _mm256_set1_ps(a.scale[c]);
+            let shift = _mm256_set1_ps(a.shift[c]);
+            let bits = _mm_cvtsi32_si128(8 * c as i32);
+            let drow = dp.add(c * hw + y * w);
+            let mut s = *st;
+            for x32 in (0..w).step_by(32) {
+                for (v, sv) in s.iter_mut().enumerate() {
+                    let x = x32 + 8 * v;
+                    let sx = if MIRROR { w - 8 - x } else { x };
+                    let px = if S == 4 {
+                        _mm256_loadu_si256(srow.add(sx * 4) as *const __m256i)
+                    } else {
+                        let lo = _mm_loadu_si128(srow.add(sx * 3) as *const __m128i);
+                        let hi = _mm_loadu_si128(srow.add(sx * 3 + 8) as *const __m128i);
+                        let both = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(lo), hi);
+                        _mm256_shuffle_epi8(both, rgb)
+                    };
+                    let px = if MIRROR {
+                        _mm256_permutevar8x32_epi32(px, reverse)
+                    } else {
+                        px
+                    };
+                    let v8 = _mm256_and_si256(_mm256_srl_epi32(px, bits), ff);
+                    let f = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v8), scale), shift);
+                    let d = drow.add(x);
+                    _mm_stream_ps(d, _mm256_castps256_ps128(f));
+                    _mm_stream_ps(d.add(4), _mm256_extractf128_ps::<1>(f));
+                    if HASH {
+                        let t =
+                            _mm256_mullo_epi32(_mm256_xor_si256(*sv, _mm256_castps_si256(f)), p32);
+                        *sv = _mm256_xor_si256(t, _mm256_srli_epi32::<15>(t));
+                    }
+                }
+            }
+            *st = s;
+        }
+    }
+    // Non-temporal stores are weakly ordered: fence them before the batch is handed on.
+    _mm_sfence();
+    for (c, st) in state.iter().enumerate() {
+        for (v, s) in st.iter().enumerate() {
+            _mm256_storeu_si256(parts[c][8 * v..].as_mut_ptr() as *mut __m256i, *s);
+        }
+    }
+}
+
 /// Like [`write()`] for `stride`-byte u8 pixels (RGB: 3, RGBX: 4, X ignored) into float
 /// planes, mirrored left-right on the way: a pending flip costs no pass of its own.
 /// Returns false, writing nothing, for any other combination (the caller then writes and
@@ -364,6 +530,57 @@ mod tests {
             Layout::Hwc,
             &mut Dst::F32(&mut hwc)
         ));
+    }
+
+    /// The streaming write gives the plain write's bits (mirrored or not, RGB and RGBX),
+    /// and the fingerprint it computes on the way is the fingerprint of those bytes.
+    #[test]
+    fn streaming_write_matches_the_plain_one_and_fingerprints_it() {
+        use crate::engine::fingerprint::fingerprint;
+        use crate::ops::geometry::flip_horizontal;
+        let (h, w) = (5, 64);
+        let rgb: Vec<u8> = (0..h * w * 3).map(|i| (i * 7 % 251) as u8).collect();
+        let rgbx: Vec<u8> = rgb
+            .chunks_exact(3)
+            .flat_map(|p| [p[0], p[1], p[2], 99])
+            .collect();
+        let a = Affine {
+            scale: [0.017, 0.0175, -0.0174],
+            shift: [-2.1, -2.03, 1.8],
+        };
+        let view = View {
+            pixels: Pixels::U8(&rgb),
+            height: h,
+            width: w,
+            layout: Layout::Hwc,
+        };
+        let mut plain = vec![0f32; h * w * 3];
+        write(&view, Some(&a), Layout::Chw, Dst::F32(&mut plain)).unwrap();
+        let mut mirrored = plain.clone();
+        flip_horizontal(&mut mirrored, h, w, 3, Layout::Chw);
+        for (src, stride) in [(&rgb, 3), (&rgbx, 4)] {
+            for (mirror, want) in [(false, &plain), (true, &mirrored)] {
+                for hash in [false, true] {
+                    let mut got = vec![0f32; h * w * 3];
+                    let Some(fp) =
+                        write_planes_streaming(src, stride, h, w, Some(&a), mirror, &mut got, hash)
+                    else {
+                        assert!(!std::arch::is_x86_feature_detected!("avx2"));
+                        return;
+                    };
+                    let at = format!("{stride} bytes a pixel, mirror {mirror}, hash {hash}");
+                    assert_eq!(&got, want, "{at}");
+                    let bytes: &[u8] = bytemuck::cast_slice(&got);
+                    assert_eq!(fp, hash.then(|| fingerprint(bytes)), "{at}");
+                }
+            }
+        }
+        // Widths that are not a multiple of 32 are left to the other kernels.
+        let mut out = vec![0f32; 3 * 2 * 40];
+        assert_eq!(
+            write_planes_streaming(&rgb[..2 * 40 * 3], 3, 2, 40, None, false, &mut out, true),
+            None
+        );
     }
 
     #[test]
