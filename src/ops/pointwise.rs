@@ -221,18 +221,20 @@ pub fn write_planes_streaming(
     }
 }
 
-/// The kernel of [`write_planes_streaming`]: per row and plane, 8 pixels a vector widened
-/// to one u32 each (RGB through a shuffle of two overlapping 16-byte loads, so nothing
-/// past the row's last pixel is read), reversed when mirroring, the channel masked out,
-/// converted, `* scale + shift` (no FMA: the bits of the plain path), stored with
-/// `movntps`, and (`HASH`) folded into the plane's 32 fingerprint lanes, vector `v` of a
-/// 128-byte step into lanes `8v .. 8v + 8`.
+/// The kernel of [`write_planes_streaming`]: 8 pixels a step, loaded once (RGB as two
+/// overlapping 16-byte loads, so nothing past the row's last pixel is read; mirrored, the
+/// two halves swap lanes), then per channel one shuffle puts the channel's bytes in
+/// zero-extended dwords (in reverse pixel order when mirroring), which are converted,
+/// `* scale + shift` (no FMA: the bits of the plain path), stored with `movntps`, and
+/// (`HASH`) folded into that plane's 32 fingerprint lanes, vector `v` of a 128-byte step
+/// into lanes `8v .. 8v + 8`.
 ///
 /// # Safety
 /// AVX2; `src` holds `h × w` pixels of `S` bytes, `dst` `3 × h × w` floats and is 16-byte
 /// aligned; `w` is a multiple of 32.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
+#[allow(clippy::needless_range_loop)] // `v` and `c` index the 3 x 4 lane vectors
 unsafe fn planes_avx2<const S: usize, const MIRROR: bool, const HASH: bool>(
     src: &[u8],
     h: usize,
@@ -245,15 +247,27 @@ unsafe fn planes_avx2<const S: usize, const MIRROR: bool, const HASH: bool>(
     use std::arch::x86_64::*;
     let hw = h * w;
     debug_assert!(src.len() >= hw * S && dst.len() >= hw * 3 && w.is_multiple_of(32));
-    // RGB: the low lane holds bytes 0-15 (pixels 0-3 in 0-11), the high lane bytes 8-23
-    // (pixels 4-7 in its bytes 4-15).
-    let rgb = _mm256_setr_epi8(
-        0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1, 4, 5, 6, -1, 7, 8, 9, -1, 10, 11, 12,
-        -1, 13, 14, 15, -1,
-    );
-    let reverse = _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0);
-    let ff = _mm256_set1_epi32(0xff);
+    // Per channel, per lane, per output dword: the byte to take (-1: zero). A lane holds
+    // 4 pixels: RGB at bytes 0, 3, 6, 9 of the low lane (bytes 0-15 of the 8 pixels) and
+    // 4, 7, 10, 13 of the high lane (bytes 8-23); RGBX at 0, 4, 8, 12 of each. Mirrored,
+    // the lanes are loaded swapped and each takes its pixels in reverse.
+    let mut masks = [_mm256_setzero_si256(); 3];
+    for (c, m) in masks.iter_mut().enumerate() {
+        let mut b = [-1i8; 32];
+        for lane in 0..2 {
+            // Which half of the 8 pixels this lane holds once loaded.
+            let half = if MIRROR { 1 - lane } else { lane };
+            for k in 0..4 {
+                let i = if MIRROR { 3 - k } else { k };
+                let at = if S == 3 { 3 * i + 4 * half } else { 4 * i };
+                b[lane * 16 + 4 * k] = (at + c) as i8;
+            }
+        }
+        *m = _mm256_loadu_si256(b.as_ptr() as *const __m256i);
+    }
     let p32 = _mm256_set1_epi32(P32 as i32);
+    let scale = [0, 1, 2].map(|c| _mm256_set1_ps(a.scale[c]));
+    let shift = [0, 1, 2].map(|c| _mm256_set1_ps(a.shift[c]));
     let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
     let mut state = [[_mm256_setzero_si256(); 4]; 3];
     for (c, st) in state.iter_mut().enumerate() {
@@ -263,42 +277,38 @@ unsafe fn planes_avx2<const S: usize, const MIRROR: bool, const HASH: bool>(
     }
     for y in 0..h {
         let srow = sp.add(y * w * S);
-        for (c, st) in state.iter_mut().enumerate() {
-            let scale = _mm256_set1_ps(a.scale[c]);
-            let shift = _mm256_set1_ps(a.shift[c]);
-            let bits = _mm_cvtsi32_si128(8 * c as i32);
-            let drow = dp.add(c * hw + y * w);
-            let mut s = *st;
-            for x32 in (0..w).step_by(32) {
-                for (v, sv) in s.iter_mut().enumerate() {
-                    let x = x32 + 8 * v;
-                    let sx = if MIRROR { w - 8 - x } else { x };
-                    let px = if S == 4 {
-                        _mm256_loadu_si256(srow.add(sx * 4) as *const __m256i)
-                    } else {
-                        let lo = _mm_loadu_si128(srow.add(sx * 3) as *const __m128i);
-                        let hi = _mm_loadu_si128(srow.add(sx * 3 + 8) as *const __m128i);
-                        let both = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(lo), hi);
-                        _mm256_shuffle_epi8(both, rgb)
-                    };
-                    let px = if MIRROR {
-                        _mm256_permutevar8x32_epi32(px, reverse)
-                    } else {
-                        px
-                    };
-                    let v8 = _mm256_and_si256(_mm256_srl_epi32(px, bits), ff);
-                    let f = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v8), scale), shift);
-                    let d = drow.add(x);
+        for x32 in (0..w).step_by(32) {
+            for v in 0..4 {
+                let x = x32 + 8 * v;
+                // Source pixels of output pixels x .. x + 8 (mirrored: the same 8 from
+                // the other end, reversed by the masks).
+                let sx = if MIRROR { w - 8 - x } else { x };
+                let p = srow.add(sx * S);
+                let (lo, hi) = if S == 3 {
+                    (p, p.add(8))
+                } else {
+                    (p, p.add(16))
+                };
+                let (first, second) = if MIRROR { (hi, lo) } else { (lo, hi) };
+                let px = _mm256_inserti128_si256::<1>(
+                    _mm256_castsi128_si256(_mm_loadu_si128(first as *const __m128i)),
+                    _mm_loadu_si128(second as *const __m128i),
+                );
+                for c in 0..3 {
+                    let v8 = _mm256_shuffle_epi8(px, masks[c]);
+                    let f =
+                        _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v8), scale[c]), shift[c]);
+                    let d = dp.add(c * hw + y * w + x);
                     _mm_stream_ps(d, _mm256_castps256_ps128(f));
                     _mm_stream_ps(d.add(4), _mm256_extractf128_ps::<1>(f));
                     if HASH {
+                        let s = &mut state[c][v];
                         let t =
-                            _mm256_mullo_epi32(_mm256_xor_si256(*sv, _mm256_castps_si256(f)), p32);
-                        *sv = _mm256_xor_si256(t, _mm256_srli_epi32::<15>(t));
+                            _mm256_mullo_epi32(_mm256_xor_si256(*s, _mm256_castps_si256(f)), p32);
+                        *s = _mm256_xor_si256(t, _mm256_srli_epi32::<15>(t));
                     }
                 }
             }
-            *st = s;
         }
     }
     // Non-temporal stores are weakly ordered: fence them before the batch is handed on.
