@@ -552,33 +552,27 @@ impl HorizVectors {
         self.simd_outputs = pairs * 2;
         self.w.clear();
         self.w.resize(pairs * g * 4 * 16, 0);
-        for p in 0..pairs {
-            for gi in 0..g {
-                let base = (p * g + gi) * 64;
-                for half in 0..2 {
-                    let x = 2 * p + half;
-                    let shift = axis.first[x] - self.first[x];
-                    let tap = |t: usize| -> i32 {
-                        // Slot t of this output's 4g slots holds tap t - shift.
-                        let t = (4 * gi + t).wrapping_sub(shift);
-                        if t < axis.len[x] {
-                            axis.weights[x * axis.ksize + t]
-                        } else {
-                            0
-                        }
-                    };
-                    for (v, (t0, t1)) in [(0usize, (0usize, 1usize)), (1, (2, 3))] {
-                        let (h0, l0) = split(tap(t0));
-                        let (h1, l1) = split(tap(t1));
-                        for c in 0..4 {
-                            let hi = base + v * 16 + half * 8 + c * 2;
-                            let lo = base + (v + 2) * 16 + half * 8 + c * 2;
-                            self.w[hi] = h0;
-                            self.w[hi + 1] = h1;
-                            self.w[lo] = l0;
-                            self.w[lo + 1] = l1;
-                        }
+        // Enlarging leaves the second tap pair's vectors zero (the kernel skips them).
+        let vectors = if self.two_taps { 1 } else { 2 };
+        for (pg, block) in self.w.chunks_exact_mut(64).enumerate() {
+            let (p, gi) = (pg / g, pg % g);
+            for half in 0..2 {
+                let x = 2 * p + half;
+                // Slot t of this output's 4g slots holds tap t - shift.
+                let shift = axis.first[x] - self.first[x];
+                let k = &axis.weights[x * axis.ksize..][..axis.len[x]];
+                let mut slots = [0i32; 4];
+                for (t, s) in slots.iter_mut().enumerate() {
+                    if let Some(&w) = k.get((4 * gi + t).wrapping_sub(shift)) {
+                        *s = w;
                     }
+                }
+                for v in 0..vectors {
+                    let (h0, l0) = split(slots[2 * v]);
+                    let (h1, l1) = split(slots[2 * v + 1]);
+                    let at = v * 16 + half * 8;
+                    block[at..at + 8].copy_from_slice(&[h0, h1, h0, h1, h0, h1, h0, h1]);
+                    block[at + 32..at + 40].copy_from_slice(&[l0, l1, l0, l1, l0, l1, l0, l1]);
                 }
             }
         }
