@@ -158,9 +158,15 @@ impl Resize {
     ) -> Option<(usize, usize, usize, usize)> {
         let win = self.crop_window(h, w, crop)?;
         let (nh, nw) = self.target(h, w);
+        // The filter's reach in source pixels (its support widened when shrinking), plus
+        // 2 for libjpeg-turbo's chroma upsampling at a region's edges and rounding.
+        let support = match self.filter {
+            Filter::Bicubic => 2.0,
+            Filter::Bilinear | Filter::Linear | Filter::Nearest | Filter::Area => 1.0,
+        };
         let axis = |start: usize, len: usize, n: usize, src: usize| {
             let s = src as f64 / n as f64;
-            let reach = 3.0 * s.max(1.0) + 2.0;
+            let reach = support * s.max(1.0) + 2.0;
             let a = (start as f64 * s - reach).floor().max(0.0) as usize;
             let b = (((start + len) as f64 * s + reach).ceil() as usize).min(src);
             (a, b.saturating_sub(a))
