@@ -309,6 +309,57 @@ fn decoding_only_the_box_matches_decoding_everything() {
     }
 }
 
+/// The region margin holds for every chroma subsampling libjpeg-turbo decodes by region
+/// (and for greyscale, restart markers and progressive files): the fused training path
+/// gives the whole-decode bytes, box after box.
+#[test]
+fn decoding_only_the_box_matches_for_every_subsampling() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = [
+        "sampling_411.jpg",
+        "sampling_420.jpg",
+        "sampling_422.jpg",
+        "sampling_440.jpg",
+        "sampling_444.jpg",
+        "gray.jpg",
+        "restart.jpg",
+        "progressive.jpg",
+    ];
+    for f in files {
+        copy_into(
+            dir.path(),
+            &format!("a/{f}"),
+            &fixtures().join("edge").join(f),
+        );
+    }
+    let make = |fuse| {
+        let mut src = folder_source(dir.path());
+        src.shuffle = true;
+        Pipeline::builder(src)
+            .op(decode())
+            .op(Op::RandomResizedCrop(default_rrc(56)))
+            .batch(1, false)
+            .engine(EngineConfig {
+                workers: 2,
+                fuse,
+                ..EngineConfig::default()
+            })
+            .build()
+            .expect("builds")
+    };
+    let (fused, plain) = (make(true), make(false));
+    for epoch in 0..16 {
+        let (a, b) = (samples_u8(&fused, epoch), samples_u8(&plain, epoch));
+        assert_eq!(a.len(), files.len());
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            assert!(
+                x == y,
+                "epoch {epoch} sample {i} differs between region and whole decode"
+            );
+        }
+    }
+}
+
 // ---- on_error = "replace" ---------------------------------------------------------------------------
 
 /// 12 good BMPs (two classes) with 4 bad files among them.
