@@ -437,6 +437,38 @@ fn split_conversion_merged_equals_a_single_conversion() {
     );
 }
 
+/// Slices whose pipeline files spell the same arithmetic differently (`exact` unset or
+/// `true` on a bilinear resize) merge; `exact = false` is a different conversion.
+#[test]
+fn slices_merge_when_their_ops_mean_the_same() {
+    let with_exact = |exact: Option<bool>| {
+        let mut op = resize_short(64, Filter::Bilinear);
+        if let Op::Resize(r) = &mut op {
+            r.exact = exact;
+        }
+        vec![decode(), op]
+    };
+    for (second, merges) in [(Some(true), true), (None, true), (Some(false), false)] {
+        let split = tempfile::tempdir().expect("tempdir");
+        for (id, exact) in [(0, None), (1, second)] {
+            let mut src = folder_source(&folder());
+            src.num_shards = 2;
+            src.shard_id = id;
+            convert(
+                src,
+                with_exact(exact),
+                store(Storage::Raw, 90),
+                split.path(),
+            );
+        }
+        let r = merge_index(split.path());
+        assert_eq!(r.is_ok(), merges, "second slice exact = {second:?}: {r:?}");
+        if let Err(e) = r {
+            assert!(e.to_string().contains("different settings"), "{e}");
+        }
+    }
+}
+
 /// A small original-storage dataset of BMPs (records are plain pixels with a header, so a
 /// flipped byte is never caught by a decoder first: only the checksum finds it).
 fn small_dataset() -> (tempfile::TempDir, tempfile::TempDir) {

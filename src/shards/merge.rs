@@ -10,7 +10,35 @@ use super::format::{
 };
 use super::writer::Names;
 use crate::error::{Error, Result};
+use crate::ops::resize::pillow_arithmetic;
+use crate::ops::Op;
 use std::path::Path;
+
+/// Whether two manifests' conversion ops do the same thing: equal once parsed, with
+/// `exact` spelled out (unset means Pillow's arithmetic for `bilinear` and nothing for
+/// other filters), so slices converted from pipeline files that differ only in how they
+/// say it still merge. Ops this version cannot parse must be equal as written.
+fn same_ops(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    fn parse(v: &serde_json::Value) -> Option<Vec<Op>> {
+        let mut ops: Vec<Op> = serde_json::from_value(v.clone()).ok()?;
+        for op in &mut ops {
+            match op {
+                Op::Resize(r) => {
+                    r.exact = pillow_arithmetic(r.filter, r.exact).then_some(true);
+                }
+                Op::RandomResizedCrop(r) => {
+                    r.exact = pillow_arithmetic(r.filter, r.exact).then_some(true);
+                }
+                _ => {}
+            }
+        }
+        Some(ops)
+    }
+    match (parse(a), parse(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
 
 fn bad(path: &Path, reason: impl Into<String>) -> Error {
     Error::Dataset {
@@ -90,7 +118,7 @@ pub fn merge_index(dir: &Path) -> Result<Manifest> {
             && m.label_columns == first.label_columns
             && m.classes == first.classes
             && m.source == first.source
-            && m.ops == first.ops;
+            && same_ops(&m.ops, &first.ops);
         if !same {
             return Err(bad(
                 &path,
