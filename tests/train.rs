@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use imgfeed::engine::fingerprint::fingerprint;
 use imgfeed::ops::{Filter, Op, RandomResizedCrop, Size};
 use imgfeed::plan::SplitMix64;
 use imgfeed::{EngineConfig, Error, OnError, Pipeline, PipelineConfig, SourceConfig, State};
@@ -356,6 +357,62 @@ fn decoding_only_the_box_matches_for_every_subsampling() {
                 x == y,
                 "epoch {epoch} sample {i} differs between region and whole decode"
             );
+        }
+    }
+}
+
+/// The float CHW write of the training pipeline (a width that is a multiple of 32 takes the
+/// streaming kernel): a flip drawn last gives the mirror of the unflipped sample, and the
+/// fingerprints the workers report are those of the bytes in the batch.
+#[test]
+fn streamed_samples_flip_and_fingerprint_as_written() {
+    let make = |flipped: bool| {
+        let mut b = Pipeline::builder(folder_source(&fixtures().join("imagefolder")))
+            .op(decode())
+            .op(Op::RandomResizedCrop(default_rrc(64)));
+        if flipped {
+            b = b.op(flip(1.0));
+        }
+        b.op(normalize(
+            [123.675, 116.28, 103.53],
+            [58.395, 57.12, 57.375],
+        ))
+        .op(hwc_to_chw())
+        .batch(4, false)
+        .engine(EngineConfig {
+            workers: 2,
+            fingerprint: true,
+            ..EngineConfig::default()
+        })
+        .build()
+        .expect("builds")
+    };
+    let (plain, flipped) = (make(false), make(true));
+    let per = 3 * 64 * 64;
+    for epoch in 0..2 {
+        let (a, b) = (batches(&plain, epoch), batches(&flipped, epoch));
+        assert_eq!(a.len(), 3);
+        for (x, y) in a.iter().zip(&b) {
+            for batch in [x, y] {
+                let imgs = batch.images_f32().expect("float");
+                let fps = batch.fingerprints().expect("fingerprints on");
+                for (i, &fp) in fps.iter().enumerate() {
+                    let bytes: &[u8] = bytemuck::cast_slice(&imgs[i * per..(i + 1) * per]);
+                    assert_eq!(fp, fingerprint(bytes), "epoch {epoch} sample {i}");
+                }
+            }
+            let (xi, yi) = (
+                x.images_f32().expect("float"),
+                y.images_f32().expect("float"),
+            );
+            for (rx, ry) in xi.chunks_exact(64).zip(yi.chunks_exact(64)) {
+                let mirrored: Vec<f32> = rx.iter().rev().copied().collect();
+                assert_eq!(
+                    ry,
+                    &mirrored[..],
+                    "epoch {epoch}: a flipped row is the row mirrored"
+                );
+            }
         }
     }
 }

@@ -12,7 +12,8 @@
 //!
 //! The function, stable across versions and machines (tests re-derive it):
 //! * the bytes are split into three equal consecutive parts when their length is a
-//!   multiple of 384 (three planes of whole 128-byte steps), and are one part otherwise;
+//!   nonzero multiple of 384 (three planes of whole 128-byte steps), and are one part
+//!   otherwise;
 //! * each part is read as little-endian `u32` words, 128 bytes a step, into its own 32
 //!   lanes; lane `k` of part `q` starts at `0x811c9dc5 ^ (32q + k)` and takes its word `w`
 //!   as `x = (lane ^ w) * 0x01000193 (mod 2^32); lane = x ^ (x >> 15)`: every step is a

@@ -643,11 +643,6 @@ fn run_one(
             )),
         }
     };
-    // The sample's bytes, for its fingerprint after the write.
-    let written = match &dst {
-        Dst::U8(d) => (d.as_ptr(), d.len()),
-        Dst::F32(d) => (d.as_ptr() as *const u8, d.len() * 4),
-    };
     let hash = !parts.fingerprints.is_null();
     let fused = worker
         .run(&job.program, sample.raw, &mut rng, dst, hash)
@@ -669,9 +664,15 @@ fn run_one(
     if hash {
         // The write computed it, or the sample is hashed now, while it is in cache.
         let fp = fused.unwrap_or_else(|| {
-            // SAFETY: the bytes this worker just wrote (its own slot position, see
-            // above); the mutable borrow handed to `run` has ended.
-            let bytes = unsafe { std::slice::from_raw_parts(written.0, written.1) };
+            // SAFETY: the bytes this worker just wrote: its own slot position of the
+            // batch buffer (see above), re-derived from the raw pointer now that the
+            // mutable slice handed to `run` is gone.
+            let bytes = unsafe {
+                std::slice::from_raw_parts(
+                    parts.images.add(pos * n * shape.dtype.size()),
+                    n * shape.dtype.size(),
+                )
+            };
             fingerprint::fingerprint(bytes)
         });
         // SAFETY: as above, this sample's fingerprint slot.

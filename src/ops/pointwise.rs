@@ -585,7 +585,14 @@ mod tests {
                 }
             }
         }
-        // Widths that are not a multiple of 32 are left to the other kernels.
+        // A destination that is not 16-byte aligned, and widths that are not a multiple of
+        // 32, are left to the other kernels.
+        let mut buf = vec![0f32; h * w * 3 + 8];
+        let off = buf.as_ptr().align_offset(16) + 1;
+        assert_eq!(
+            write_planes_streaming(&rgb, 3, h, w, None, false, &mut buf[off..], true),
+            None
+        );
         let mut out = vec![0f32; 3 * 2 * 40];
         assert_eq!(
             write_planes_streaming(&rgb[..2 * 40 * 3], 3, 2, 40, None, false, &mut out, true),

@@ -228,3 +228,29 @@ pub fn merge_index(dir: &Path) -> Result<Manifest> {
     manifest.write(&target)?;
     Ok(manifest)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::same_ops;
+    use serde_json::json;
+
+    #[test]
+    fn ops_compare_by_meaning() {
+        let rrc = |exact: Option<bool>| {
+            let mut op = json!({"op": "random_resized_crop", "size": 224});
+            if let Some(e) = exact {
+                op["exact"] = json!(e);
+            }
+            json!([{"op": "decode"}, op])
+        };
+        assert!(same_ops(&rrc(None), &rrc(Some(true))));
+        assert!(!same_ops(&rrc(None), &rrc(Some(false))));
+        // Not bilinear: `exact` does nothing either way.
+        let cubic = |exact: bool| json!([{"op": "resize", "size": 64, "filter": "bicubic", "exact": exact}]);
+        assert!(same_ops(&cubic(true), &cubic(false)));
+        // Ops this version cannot parse compare as written.
+        let future = json!([{"op": "sharpen", "amount": 1}]);
+        assert!(same_ops(&future, &future.clone()));
+        assert!(!same_ops(&future, &json!([{"op": "sharpen", "amount": 2}])));
+    }
+}
