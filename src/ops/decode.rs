@@ -244,6 +244,13 @@ impl Decoder {
         let rect = want(h, w)
             .filter(|&(t, l, rh, rw)| rh > 0 && rw > 0 && t + rh <= h && l + rw <= w)
             .filter(|_| header.mcu_width.is_some())
+            .map(|r| {
+                if header.progressive {
+                    widen(r, h, w)
+                } else {
+                    r
+                }
+            })
             .unwrap_or(whole);
         let channels = if rgbx { 4 } else { 3 };
         let mut r = t.decode(bytes, &header, rect, channels, out);
@@ -273,6 +280,24 @@ impl Decoder {
         }
         Some(r)
     }
+}
+
+/// A progressive file whose scans leave coefficients unrefined is block-smoothed by
+/// libjpeg-turbo, from neighbouring blocks up to two away (32 pixels for subsampled
+/// chroma), which a region's edge cuts off: such files get 32 more pixels on every side,
+/// so the wanted rectangle stays bit-identical to a whole decode.
+#[cfg(feature = "turbojpeg")]
+fn widen((t, l, rh, rw): Rect, h: usize, w: usize) -> Rect {
+    const PROGRESSIVE_MARGIN: usize = 32;
+    let (t0, l0) = (
+        t.saturating_sub(PROGRESSIVE_MARGIN),
+        l.saturating_sub(PROGRESSIVE_MARGIN),
+    );
+    let (t1, l1) = (
+        (t + rh + PROGRESSIVE_MARGIN).min(h),
+        (l + rw + PROGRESSIVE_MARGIN).min(w),
+    );
+    (t0, l0, t1 - t0, l1 - l0)
 }
 
 /// libjpeg-turbo reports errors as text: a premature end is a truncated file (so is a
@@ -437,4 +462,33 @@ fn image_fault(format: &str, e: image::ImageError) -> Fault {
         }
     };
     Fault::new(kind, format!("invalid {format}: {text}"))
+}
+
+#[cfg(all(test, feature = "turbojpeg"))]
+mod tests {
+    use super::*;
+
+    fn edge(name: &str) -> Vec<u8> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/edge")
+            .join(name);
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// A progressive file's region grows by 32 pixels a side (block smoothing reaches that
+    /// far); a baseline file's is the rectangle asked for, its left edge on an iMCU.
+    #[test]
+    fn progressive_files_decode_a_wider_region() {
+        let mut d = Decoder::new(&Decode::default());
+        let mut out = Vec::new();
+        let want = |_: usize, _: usize| Some((20, 17, 8, 8));
+        let p = d
+            .decode_region(&edge("progressive.jpg"), want, false, &mut out)
+            .expect("decodes");
+        assert_eq!((p.full, p.origin, p.size), ((43, 61), (0, 0), (43, 57)));
+        let b = d
+            .decode_region(&edge("sampling_420.jpg"), want, false, &mut out)
+            .expect("decodes");
+        assert_eq!((b.full, b.origin, b.size), ((43, 61), (20, 16), (8, 9)));
+    }
 }

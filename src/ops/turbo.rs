@@ -33,6 +33,8 @@ pub struct Header {
     /// Width of an iMCU in pixels (a region's left edge must be a multiple of it); `None`
     /// for unknown subsampling, which libjpeg-turbo cannot decode by region.
     pub mcu_width: Option<usize>,
+    /// Progressive coding.
+    pub progressive: bool,
 }
 
 /// A rectangle of the image: `(top, left, height, width)`.
@@ -97,6 +99,7 @@ impl Turbo {
             height: height as usize,
             cmyk: cs == tj::TJCS_TJCS_CMYK as i32 || cs == tj::TJCS_TJCS_YCCK as i32,
             mcu_width,
+            progressive: self.get(tj::TJPARAM_TJPARAM_PROGRESSIVE) == 1,
         })
     }
 
