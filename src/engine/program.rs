@@ -12,7 +12,7 @@
 use crate::error::{Fault, SampleErrorKind};
 use crate::ops::center_crop::offset;
 use crate::ops::decode::Decoder;
-use crate::ops::decode::Rect;
+use crate::ops::decode::{grow, Rect};
 use crate::ops::geometry::{copy_window, flip_horizontal};
 use crate::ops::pointwise::{
     write, write_mirrored, write_planes_streaming, write_rgbx, Affine, Dst, Pixels, View,
@@ -209,18 +209,6 @@ impl Program {
 /// the margin-16 output, and with 0 it is not; 2 keeps one pixel of slack. (It was one
 /// iMCU, 16 pixels: the extra rows and columns cost jpeg shards 4% of their time.)
 const REGION_MARGIN: usize = 2;
-
-fn with_margin((t, l, bh, bw): Rect, h: usize, w: usize) -> Rect {
-    let (t0, l0) = (
-        t.saturating_sub(REGION_MARGIN),
-        l.saturating_sub(REGION_MARGIN),
-    );
-    let (t1, l1) = (
-        (t + bh + REGION_MARGIN).min(h),
-        (l + bw + REGION_MARGIN).min(w),
-    );
-    (t0, l0, t1 - t0, l1 - l0)
-}
 
 /// Per-stage time and counts of one worker (or of an epoch, summed).
 #[derive(Clone, Debug, Default)]
@@ -562,7 +550,7 @@ impl Worker {
                     Some(Roi::RandomBox(rrc)) => {
                         let b = rrc.sample_box(h, w, &mut rng_cell.borrow_mut());
                         drawn.set(Some(b));
-                        Some(with_margin(b, h, w))
+                        Some(grow(b, REGION_MARGIN, h, w))
                     }
                     None => None,
                 };

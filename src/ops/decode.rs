@@ -130,6 +130,13 @@ pub fn sniff(bytes: &[u8]) -> Option<Format> {
 /// `(top, left, height, width)` of a rectangle of the image.
 pub type Rect = (usize, usize, usize, usize);
 
+/// `rect` grown by `by` pixels on every side, kept inside an `h × w` image.
+pub fn grow((t, l, rh, rw): Rect, by: usize, h: usize, w: usize) -> Rect {
+    let (t0, l0) = (t.saturating_sub(by), l.saturating_sub(by));
+    let (t1, l1) = ((t + rh + by).min(h), (l + rw + by).min(w));
+    (t0, l0, t1 - t0, l1 - l0)
+}
+
 /// What a decode produced: the whole image, or a rectangle of it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Decoded {
@@ -246,7 +253,7 @@ impl Decoder {
             .filter(|_| header.mcu_width.is_some())
             .map(|r| {
                 if header.progressive {
-                    widen(r, h, w)
+                    grow(r, PROGRESSIVE_MARGIN, h, w)
                 } else {
                     r
                 }
@@ -287,18 +294,7 @@ impl Decoder {
 /// chroma), which a region's edge cuts off: such files get 32 more pixels on every side,
 /// so the wanted rectangle stays bit-identical to a whole decode.
 #[cfg(feature = "turbojpeg")]
-fn widen((t, l, rh, rw): Rect, h: usize, w: usize) -> Rect {
-    const PROGRESSIVE_MARGIN: usize = 32;
-    let (t0, l0) = (
-        t.saturating_sub(PROGRESSIVE_MARGIN),
-        l.saturating_sub(PROGRESSIVE_MARGIN),
-    );
-    let (t1, l1) = (
-        (t + rh + PROGRESSIVE_MARGIN).min(h),
-        (l + rw + PROGRESSIVE_MARGIN).min(w),
-    );
-    (t0, l0, t1 - t0, l1 - l0)
-}
+const PROGRESSIVE_MARGIN: usize = 32;
 
 /// libjpeg-turbo reports errors as text: a premature end is a truncated file (so is a
 /// missing SOS: at the end of the data libjpeg inserts an EOI, then finds no scan), an
