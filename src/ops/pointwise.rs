@@ -493,17 +493,23 @@ mod tests {
         }
     }
 
+    /// An `h × w` test image as RGB and as RGBX (X = 99).
+    fn rgb_and_rgbx(h: usize, w: usize) -> (Vec<u8>, Vec<u8>) {
+        let rgb: Vec<u8> = (0..h * w * 3).map(|i| (i * 7 % 251) as u8).collect();
+        let rgbx = rgb
+            .chunks_exact(3)
+            .flat_map(|p| [p[0], p[1], p[2], 99])
+            .collect();
+        (rgb, rgbx)
+    }
+
     /// A mirrored write is the plain write followed by a flip of the written sample, for
     /// RGB and RGBX pixels.
     #[test]
     fn mirrored_write_is_write_then_flip() {
         use crate::ops::geometry::flip_horizontal;
         let (h, w) = (3, 37);
-        let rgb: Vec<u8> = (0..h * w * 3).map(|i| (i * 7 % 251) as u8).collect();
-        let rgbx: Vec<u8> = rgb
-            .chunks_exact(3)
-            .flat_map(|p| [p[0], p[1], p[2], 99])
-            .collect();
+        let (rgb, rgbx) = rgb_and_rgbx(h, w);
         let a = Affine {
             scale: [0.5, 2.0, -1.0],
             shift: [1.0, 2.0, 3.0],
@@ -549,11 +555,7 @@ mod tests {
         use crate::engine::fingerprint::fingerprint;
         use crate::ops::geometry::flip_horizontal;
         let (h, w) = (5, 64);
-        let rgb: Vec<u8> = (0..h * w * 3).map(|i| (i * 7 % 251) as u8).collect();
-        let rgbx: Vec<u8> = rgb
-            .chunks_exact(3)
-            .flat_map(|p| [p[0], p[1], p[2], 99])
-            .collect();
+        let (rgb, rgbx) = rgb_and_rgbx(h, w);
         let a = Affine {
             scale: [0.017, 0.0175, -0.0174],
             shift: [-2.1, -2.03, 1.8],
