@@ -39,11 +39,11 @@ pub mod source;
 pub mod spec;
 pub mod validate;
 
-pub use engine::{Batch, Epoch, Labels, OnError, StageTimes, State};
+pub use engine::{Batch, Epoch, Labels, OnError, StageTimes, State, TimedOut};
 pub use error::{Error, Fault, Result, SampleErrorKind};
 pub use pipeline::{
-    BatchConfig, EngineConfig, Pipeline, PipelineBuilder, PipelineConfig, ShardFrom, SourceConfig,
-    SourceKind,
+    spec_chain, BatchConfig, EngineConfig, Pipeline, PipelineBuilder, PipelineConfig, ShardFrom,
+    SourceConfig, SourceKind,
 };
 pub use plan::Uneven;
 pub use spec::{DType, LabelType, Layout, Spec};

@@ -428,6 +428,20 @@ impl PipelineConfig {
     }
 }
 
+/// `(stage, spec after it)` for `ops` applied to samples of `source` (starting with
+/// `("source", source)`), or the first op that cannot take its input, by index and name.
+pub fn spec_chain(source: &Spec, ops: &[Op]) -> Result<Vec<(String, Spec)>> {
+    let mut spec = source.clone();
+    let mut stages = vec![("source".to_string(), spec.clone())];
+    for (i, op) in ops.iter().enumerate() {
+        spec = op
+            .output_spec(&spec)
+            .map_err(|e| Error::Invalid(format!("ops[{i}] ({}): {e}", op.name())))?;
+        stages.push((op.name().to_string(), spec.clone()));
+    }
+    Ok(stages)
+}
+
 /// A checked pipeline, ready to run epochs.
 pub struct Pipeline {
     config: PipelineConfig,
@@ -519,15 +533,25 @@ impl Pipeline {
     }
 
     /// Check a configuration against its source and build it.
-    pub fn new(mut config: PipelineConfig) -> Result<Pipeline> {
+    pub fn new(config: PipelineConfig) -> Result<Pipeline> {
+        // The settings are checked before the dataset is listed.
+        let config = Pipeline::checked(config)?;
+        let source = config.source.open()?;
+        Pipeline::with_source(config, source)
+    }
+
+    /// The settings that need no dataset: the shard from the environment, epochs,
+    /// sampling, batch size and workers.
+    fn checked(mut config: PipelineConfig) -> Result<PipelineConfig> {
         config.source.resolve_shard(|k| std::env::var(k).ok())?;
         if config.source.num_epochs == 0 {
             return Err(Error::Invalid(
                 "source.num_epochs must be at least 1".into(),
             ));
         }
-        let sampling = config.source.sampling();
-        sampling
+        config
+            .source
+            .sampling()
             .validate()
             .map_err(|e| Error::Invalid(format!("source: {e}")))?;
         if config.batch.size == 0 {
@@ -538,15 +562,17 @@ impl Pipeline {
                 "engine.workers must be between 1 and 1024".into(),
             ));
         }
-        let source = config.source.open()?;
-        let mut spec = source.spec();
-        let mut stages = vec![("source".to_string(), spec.clone())];
-        for (i, op) in config.ops.iter().enumerate() {
-            spec = op
-                .output_spec(&spec)
-                .map_err(|e| Error::Invalid(format!("ops[{i}] ({}): {e}", op.name())))?;
-            stages.push((op.name().to_string(), spec.clone()));
-        }
+        Ok(config)
+    }
+
+    /// [`Pipeline::new`] over a source already opened from `config.source` (a caller that
+    /// listed the dataset once to show its size and classes does not list it again).
+    pub fn with_source(config: PipelineConfig, source: Arc<dyn Source>) -> Result<Pipeline> {
+        let config = Pipeline::checked(config)?;
+        let stages = spec_chain(&source.spec(), &config.ops)?;
+        let spec = stages
+            .last()
+            .map_or_else(|| source.spec(), |(_, s)| s.clone());
         if spec.encoded {
             return Err(Error::Invalid(
                 "the samples are still encoded at the end: add a `decode` op".into(),

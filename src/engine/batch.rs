@@ -225,6 +225,30 @@ impl Batch {
         }
     }
 
+    /// The images as raw bytes, writable: for a consumer that hands the batch's memory on
+    /// without a copy (the Python package's numpy arrays view it, and trainers may write
+    /// to them in place). The memory stays where it is until the batch is dropped.
+    pub fn image_bytes_mut(&mut self) -> &mut [u8] {
+        let n = self.elems();
+        match self.buf.as_mut().map(|b| &mut b.images) {
+            Some(ImageBuf::U8(v)) => &mut v[..n],
+            Some(ImageBuf::F32(v)) => bytemuck::cast_slice_mut(&mut v[..n]),
+            None => &mut [],
+        }
+    }
+
+    /// The labels as raw bytes, writable (see [`Batch::image_bytes_mut`]).
+    pub fn label_bytes_mut(&mut self) -> &mut [u8] {
+        let n = self.len * self.label_cols;
+        match self.buf.as_mut().map(|b| &mut b.labels) {
+            Some(LabelBuf::U32(v)) => bytemuck::cast_slice_mut(&mut v[..n]),
+            Some(LabelBuf::I32(v)) => bytemuck::cast_slice_mut(&mut v[..n]),
+            Some(LabelBuf::I64(v)) => bytemuck::cast_slice_mut(&mut v[..n]),
+            Some(LabelBuf::F32(v)) => bytemuck::cast_slice_mut(&mut v[..n]),
+            None => &mut [],
+        }
+    }
+
     /// Number of label columns (1, or 2 for CIFAR-100 with both labels).
     pub fn label_columns(&self) -> usize {
         self.label_cols

@@ -34,7 +34,7 @@ use crate::plan::{replacement_rng, sample_rng};
 use crate::source::Source;
 use crate::spec::{DType, LabelType};
 use batch::{BatchBuf, ImageBuf, LabelBuf, Pool};
-use crossbeam_channel::{bounded, Receiver, Sender};
+use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
 use program::{Program, Worker};
 use serde::{Deserialize, Serialize};
 use std::cell::UnsafeCell;
@@ -42,7 +42,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What to do with a sample that fails.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -407,37 +407,62 @@ impl Epoch {
     }
 }
 
+/// [`Epoch::next_timeout`] waited as long as it was asked to and no batch was ready.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimedOut;
+
 impl Epoch {
-    fn pull(&mut self) -> Option<Result<Batch>> {
-        self.rx.as_ref()?.recv().ok()
+    /// The next item from the engine's queue, `None` once it is closed.
+    fn pull(
+        &mut self,
+        deadline: Option<Instant>,
+    ) -> std::result::Result<Option<Result<Batch>>, TimedOut> {
+        let Some(rx) = self.rx.as_ref() else {
+            return Ok(None);
+        };
+        match deadline {
+            None => Ok(rx.recv().ok()),
+            Some(d) => match rx.recv_deadline(d) {
+                Ok(item) => Ok(Some(item)),
+                Err(RecvTimeoutError::Timeout) => Err(TimedOut),
+                Err(RecvTimeoutError::Disconnected) => Ok(None),
+            },
+        }
     }
 
     /// The next batch in skip mode: full batches, filled from the samples that follow a
-    /// skipped one.
-    fn next_repacked(&mut self) -> Option<Result<Batch>> {
+    /// skipped one. A batch being filled stays in `repack` when the deadline passes.
+    fn next_repacked(
+        &mut self,
+        deadline: Option<Instant>,
+    ) -> Result<Option<Result<Batch>>, TimedOut> {
         let bs = self.batch_size;
         let drop_remainder = self.shared.job.drop_remainder;
         loop {
-            let pulled = self.pull();
-            let r = self.repack.as_mut()?;
+            let pulled = self.pull(deadline)?;
+            let Some(r) = self.repack.as_mut() else {
+                return Ok(None);
+            };
             let mut b = match pulled {
                 Some(Ok(b)) => b,
-                Some(Err(e)) => return Some(Err(e)),
+                Some(Err(e)) => return Ok(Some(Err(e))),
                 None => {
-                    let carry = r.carry.take()?;
+                    let Some(carry) = r.carry.take() else {
+                        return Ok(None);
+                    };
                     if drop_remainder && carry.len < bs {
                         let mut carry = carry;
                         r.tail.append(&mut carry.skipped);
-                        return None;
+                        return Ok(None);
                     }
-                    return Some(Ok(carry));
+                    return Ok(Some(Ok(carry)));
                 }
             };
             let pos0 = self.start + r.pulled * bs;
             r.pulled += 1;
             let Some(mut carry) = r.carry.take() else {
                 if b.len == bs {
-                    return Some(Ok(b));
+                    return Ok(Some(Ok(b)));
                 }
                 r.carry_first = b.position_of(0, pos0);
                 r.carry = Some(b);
@@ -455,7 +480,7 @@ impl Epoch {
                 b.drop_front(take);
                 r.carry = Some(b);
             }
-            return Some(Ok(carry));
+            return Ok(Some(Ok(carry)));
         }
     }
 
@@ -469,14 +494,31 @@ impl Epoch {
     }
 }
 
-impl Iterator for Epoch {
-    type Item = Result<Batch>;
-    fn next(&mut self) -> Option<Result<Batch>> {
+impl Epoch {
+    /// [`Iterator::next`], waiting at most `timeout` for the batch: `Err(TimedOut)` when
+    /// none was ready by then (the epoch goes on; call again). A consumer that must stay
+    /// responsive while it waits — a Python loop checking for Ctrl-C — polls with this.
+    pub fn next_timeout(
+        &mut self,
+        timeout: Duration,
+    ) -> std::result::Result<Option<Result<Batch>>, TimedOut> {
+        self.next_until(Some(Instant::now() + timeout))
+    }
+
+    fn next_until(
+        &mut self,
+        deadline: Option<Instant>,
+    ) -> std::result::Result<Option<Result<Batch>>, TimedOut> {
         let item = if self.repack.is_some() {
-            self.next_repacked()
+            self.next_repacked(deadline)?
         } else {
-            self.pull()
+            self.pull(deadline)?
         };
+        Ok(self.numbered(item))
+    }
+
+    /// Number a batch and move the state past it.
+    fn numbered(&mut self, item: Option<Result<Batch>>) -> Option<Result<Batch>> {
         match item {
             Some(Ok(mut b)) => {
                 b.number = self.state.batch;
@@ -490,6 +532,14 @@ impl Iterator for Epoch {
             }
             other => other,
         }
+    }
+}
+
+impl Iterator for Epoch {
+    type Item = Result<Batch>;
+    fn next(&mut self) -> Option<Result<Batch>> {
+        // Without a deadline the wait cannot time out.
+        self.next_until(None).unwrap_or_default()
     }
 }
 

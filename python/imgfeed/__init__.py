@@ -1,0 +1,24 @@
+"""imgfeed: image datasets to training batches, from a native multi-threaded engine.
+
+Three ways in:
+
+* :class:`imgfeed.Loader` — a PyTorch-shaped loader over a pipeline file or an
+  :class:`imgfeed.Pipeline` built in Python;
+* :mod:`imgfeed.dataset` — MindSpore's dataset API (``ImageFolderDataset``, ``map``,
+  ``batch``, ``create_tuple_iterator``, ...): a MindSpore ``create_dataset`` runs by changing
+  its imports;
+* :class:`imgfeed.Pipeline` — the pipeline description itself.
+
+Batches are numpy arrays viewing the engine's buffers (no copy); a bad sample raises
+:class:`imgfeed.SampleError`.
+"""
+
+from __future__ import annotations
+
+from . import dtype
+from ._errors import SampleError
+from ._imgfeed import Batch, __version__
+from ._loader import Loader
+from ._pipeline import Pipeline
+
+__all__ = ["Batch", "Loader", "Pipeline", "SampleError", "dtype", "__version__"]

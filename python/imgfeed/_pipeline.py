@@ -1,0 +1,156 @@
+"""``imgfeed.Pipeline``: a pipeline description (the tables of a pipeline file) built in
+Python or read from a file, and the overrides the command line also has."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _imgfeed
+
+__all__ = ["Pipeline"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _op_tables(op: Any) -> List[Dict[str, Any]]:
+    """An op given as a table (``{"op": "resize", "size": 256}``) or as an op object of
+    ``imgfeed.dataset.vision`` / ``imgfeed.dataset.transforms``, as engine op tables."""
+    if isinstance(op, Mapping):
+        if "op" not in op:
+            raise ValueError(f"op table {dict(op)!r} has no \"op\" key")
+        return [dict(op)]
+    tables = getattr(op, "_tables", None)
+    if callable(tables):
+        return list(tables())
+    raise NotImplementedError(
+        f"{op!r} is not an imgfeed op: ops are tables such as {{'op': 'resize', 'size': 256}} "
+        "or objects of imgfeed.dataset.vision / imgfeed.dataset.transforms (a Python callable "
+        "cannot run inside the native engine)"
+    )
+
+
+class Pipeline:
+    """A pipeline: where samples come from, the per-sample ops, batching and the engine's
+    settings, as the tables of a pipeline file (``pipelines/*.toml``).
+
+    Build one from a file with :meth:`from_file`, or in code::
+
+        p = imgfeed.Pipeline(
+            source={"kind": "image_folder", "root": "data/train", "shuffle": True, "seed": 1},
+            ops=[{"op": "decode"}, {"op": "random_resized_crop", "size": 224},
+                 {"op": "random_horizontal_flip", "prob": 0.5},
+                 {"op": "normalize", "mean": [123.675, 116.28, 103.53], "std": [58.395, 57.12, 57.375]},
+                 {"op": "hwc_to_chw"}, {"op": "type_cast", "column": "label", "dtype": "int32"}],
+            batch_size=256, drop_remainder=True, engine={"workers": 8})
+
+    Ops may also be the op objects of ``imgfeed.dataset.vision`` (``C.Decode()``, ...).
+    Nothing is read until :meth:`build` (or a :class:`imgfeed.Loader`) opens the dataset.
+    """
+
+    def __init__(
+        self,
+        source: Mapping[str, Any],
+        ops: Iterable[Any] = (),
+        batch_size: int = 1,
+        drop_remainder: bool = False,
+        engine: Optional[Mapping[str, Any]] = None,
+    ) -> None:
+        src = dict(source)
+        if "root" in src:
+            src["root"] = os.path.abspath(os.fspath(src["root"]))
+        tables: List[Dict[str, Any]] = []
+        for op in ops:
+            tables.extend(_op_tables(op))
+        self._config: Dict[str, Any] = {
+            "source": src,
+            "ops": tables,
+            "batch": {"size": int(batch_size), "drop_remainder": bool(drop_remainder)},
+        }
+        if engine:
+            self._config["engine"] = dict(engine)
+
+    @classmethod
+    def from_file(cls, path: PathLike) -> "Pipeline":
+        """Read a pipeline file (TOML); a relative ``root`` is relative to the file."""
+        config = json.loads(_imgfeed.Pipeline.load_config(os.fspath(path)))
+        return cls.from_config(config)
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> "Pipeline":
+        """From the tables as a dict (``{"source": ..., "ops": [...], "batch": ..., "engine": ...}``)."""
+        p = cls.__new__(cls)
+        p._config = copy.deepcopy(dict(config))
+        return p
+
+    @property
+    def config(self) -> Dict[str, Any]:
+        """A copy of the tables."""
+        return copy.deepcopy(self._config)
+
+    def replace(
+        self,
+        *,
+        data: Optional[PathLike] = None,
+        batch_size: Optional[int] = None,
+        drop_remainder: Optional[bool] = None,
+        workers: Optional[int] = None,
+        shuffle: Optional[bool] = None,
+        seed: Optional[int] = None,
+        num_shards: Optional[int] = None,
+        shard_id: Optional[int] = None,
+        uneven: Optional[str] = None,
+        on_error: Optional[str] = None,
+        usage: Optional[str] = None,
+    ) -> "Pipeline":
+        """A copy with the given settings changed (the command line's flags of the same names)."""
+        cfg = self.config
+        src = cfg["source"]
+        batch = cfg.setdefault("batch", {"size": 1, "drop_remainder": False})
+        engine = cfg.setdefault("engine", {})
+        if data is not None:
+            src["root"] = os.path.abspath(os.fspath(data))
+        if batch_size is not None:
+            batch["size"] = int(batch_size)
+        if drop_remainder is not None:
+            batch["drop_remainder"] = bool(drop_remainder)
+        if workers is not None:
+            engine["workers"] = int(workers)
+        if shuffle is not None:
+            src["shuffle"] = bool(shuffle)
+        if seed is not None:
+            src["seed"] = int(seed)
+        if num_shards is not None or shard_id is not None:
+            if num_shards is None or shard_id is None:
+                raise ValueError("num_shards and shard_id must be given together")
+            src["shard"] = "config"
+            src["num_shards"] = int(num_shards)
+            src["shard_id"] = int(shard_id)
+        if uneven is not None:
+            src["uneven"] = uneven
+        if on_error is not None:
+            if on_error not in ("error", "skip", "replace"):
+                raise ValueError(f"on_error must be 'error', 'skip' or 'replace', not {on_error!r}")
+            engine["on_error"] = on_error
+        if usage is not None:
+            src["usage"] = usage
+        return Pipeline.from_config(cfg)
+
+    def to_json(self) -> str:
+        """The tables as JSON (what the native engine reads)."""
+        return json.dumps(self._config)
+
+    def build(self) -> "_imgfeed.Pipeline":
+        """Open the dataset and check the whole pipeline (``ValueError`` naming the problem)."""
+        return _imgfeed.Pipeline(self.to_json())
+
+    def check(self) -> List[Tuple[str, Dict[str, Any]]]:
+        """``[(stage, spec after it)]``, starting with the source: what ``imgfeed check`` prints."""
+        return self.build().stages()
+
+    def __repr__(self) -> str:
+        ops: Sequence[Dict[str, Any]] = self._config.get("ops", [])
+        names = ", ".join(str(o.get("op")) for o in ops)
+        return f"Pipeline(source={self._config['source'].get('kind')!r} at {self._config['source'].get('root')!r}, ops=[{names}], batch={self._config.get('batch')})"

@@ -1,0 +1,601 @@
+"""MindSpore's dataset API (``mindspore.dataset``) over imgfeed's native engine.
+
+A MindSpore ``create_dataset`` runs by changing only its imports::
+
+    import imgfeed.dataset as ds
+    import imgfeed.dataset.vision as C
+    import imgfeed.dataset.transforms as C2
+    from imgfeed import dtype as mstype
+
+Datasets, ``map``, ``batch``, ``shuffle``, ``repeat`` and the iterators keep MindSpore's
+argument names, defaults and semantics (class indexing, CIFAR columns and usage,
+DistributedSampler's shard assignment and padding, ``drop_remainder``). Every map/batch
+call is translated to the engine's ops at once; an op, argument or combination the engine
+cannot run (a Python callable in ``map``, ``per_batch_map``, ``map`` after ``batch``, ...)
+raises ``NotImplementedError`` (or ``ValueError`` for a bad value) naming it at the call
+that introduced it, never later and never silently.
+
+Output: ``create_tuple_iterator(output_numpy=True)`` and ``create_dict_iterator(...)``
+yield numpy arrays that view the engine's batch buffers (no copy).
+``output_numpy=False`` yields ``mindspore.Tensor`` s (``Tensor.from_numpy``, no copy) when
+MindSpore is installed, and is refused when it is not.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from .. import _imgfeed
+from . import config
+from . import transforms as transforms
+from . import vision as vision
+from ._op import Op
+
+__all__ = [
+    "Dataset",
+    "ImageFolderDataset",
+    "Cifar10Dataset",
+    "Cifar100Dataset",
+    "TupleIterator",
+    "DictIterator",
+    "config",
+    "vision",
+    "transforms",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _no(call: str, what: str, why: str = "") -> None:
+    raise NotImplementedError(f"{call}: {what} is not supported by imgfeed's engine" + (f" ({why})" if why else ""))
+
+
+def _positive(call: str, name: str, value: Any, allow_none: bool = True) -> Optional[int]:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{call}: {name} must be a positive int, not {value!r}")
+    return value
+
+
+def _shards(call: str, num_shards: Optional[int], shard_id: Optional[int]) -> Tuple[int, int]:
+    if (num_shards is None) != (shard_id is None):
+        raise ValueError(f"{call}: num_shards and shard_id must be given together (MindSpore's rule)")
+    if num_shards is None or shard_id is None:
+        return 1, 0
+    _positive(call, "num_shards", num_shards, allow_none=False)
+    if isinstance(shard_id, bool) or not isinstance(shard_id, int) or not 0 <= shard_id < num_shards:
+        raise ValueError(f"{call}: shard_id must be in [0, {num_shards}), not {shard_id!r}")
+    return num_shards, shard_id
+
+
+def _sampling_args(call: str, sampler: Any, cache: Any, num_samples: Optional[int]) -> None:
+    if sampler is not None:
+        _no(call, "sampler", "use shuffle, num_samples, num_shards and shard_id")
+    if cache is not None:
+        _no(call, "cache")
+    _positive(call, "num_samples", num_samples)
+
+
+class Dataset:
+    """A dataset pipeline: a source followed by map, batch, shuffle and repeat steps.
+
+    Every step returns a new dataset and leaves this one as it was (as MindSpore's do).
+    """
+
+    # Set by the source datasets' constructors.
+    _source: Dict[str, Any]
+    _native_source: Any
+    _columns: List[str]
+    _label_columns: List[str]
+    _class_count: Optional[int]
+
+    def __init__(self) -> None:
+        raise TypeError("Dataset is abstract: create an ImageFolderDataset, Cifar10Dataset or Cifar100Dataset")
+
+    def _init(self, call: str, source: Dict[str, Any], workers: Optional[int], columns: List[str]) -> None:
+        self._call = call
+        self._source = source
+        self._columns = columns
+        self._label_columns = columns[1:]
+        self._ops: List[Dict[str, Any]] = []
+        self._batch: Optional[Tuple[int, bool]] = None
+        self._repeat: Optional[int] = 1
+        self._workers = _positive(call, "num_parallel_workers", workers)
+        self._native_source = _imgfeed.Source(json.dumps(source))
+        self._class_count = None
+
+    def _derive(self) -> "Dataset":
+        d = copy.copy(self)
+        d._ops = list(self._ops)
+        d._source = dict(self._source)
+        return d
+
+    def _more_workers(self, call: str, workers: Optional[int]) -> None:
+        w = _positive(call, "num_parallel_workers", workers)
+        if w is not None:
+            self._workers = max(self._workers or 0, w)
+
+    def _stages(self, ops: List[Dict[str, Any]]) -> List[Tuple[str, Dict[str, Any]]]:
+        return self._native_source.check_ops(json.dumps(ops))
+
+    # --- steps -----------------------------------------------------------------------
+    def map(
+        self,
+        operations: Any,
+        input_columns: Optional[Union[str, Sequence[str]]] = None,
+        output_columns: Optional[Union[str, Sequence[str]]] = None,
+        column_order: Optional[Sequence[str]] = None,
+        num_parallel_workers: Optional[int] = None,
+        python_multiprocessing: bool = False,
+        cache: Any = None,
+        callbacks: Any = None,
+        max_rowsize: Any = 16,
+        offload: Optional[bool] = None,
+    ) -> "Dataset":
+        """Apply ``operations`` (ops of :mod:`imgfeed.dataset.vision` on ``"image"``,
+        ``transforms.TypeCast`` on a label column) to every row."""
+        if self._batch is not None:
+            _no("map", "map after batch", "the engine's ops run on samples before batching")
+        if self._repeat != 1:
+            _no("map", "map after repeat")
+        ops = list(operations) if isinstance(operations, (list, tuple)) else [operations]
+        if not ops:
+            raise ValueError("map: operations is empty")
+        if input_columns is None:
+            cols = [self._columns[0]]
+        elif isinstance(input_columns, str):
+            cols = [input_columns]
+        else:
+            cols = list(input_columns)
+        for c in cols:
+            if c not in self._columns:
+                raise ValueError(f"map: input column {c!r} is not one of {self._columns}")
+        if output_columns is not None:
+            outs = [output_columns] if isinstance(output_columns, str) else list(output_columns)
+            if outs != cols:
+                _no("map", f"output_columns={output_columns!r}", "ops write back to their input columns")
+        if column_order is not None and list(column_order) != self._columns:
+            _no("map", f"column_order={column_order!r}")
+        if python_multiprocessing:
+            _no("map", "python_multiprocessing=True", "the engine's workers are native threads")
+        if cache is not None:
+            _no("map", "cache")
+        if callbacks is not None:
+            _no("map", "callbacks")
+        if offload:
+            _no("map", "offload=True")
+        d = self._derive()
+        d._more_workers("map", num_parallel_workers)
+        for op in ops:
+            name = getattr(type(op), "__name__", repr(op))
+            if not isinstance(op, Op):
+                if callable(op):
+                    _no("map", f"the Python callable {op!r}", "a Python function cannot run inside the native engine; "
+                        "use the ops of imgfeed.dataset.vision / transforms")
+                _no("map", f"{op!r}", "not an op of imgfeed.dataset.vision / transforms")
+            if op.column == "image":
+                if cols != ["image"]:
+                    _no("map", f"{name} on input_columns={cols}", f"{name} is an image op")
+            else:
+                if cols == ["image"]:
+                    _no("map", f"{name} on the image column",
+                        "the image's type follows from Normalize/Rescale (float32) or stays uint8")
+                if sorted(cols) != sorted(self._label_columns):
+                    _no("map", f"{name} on {cols}",
+                        f"the engine casts the label columns {self._label_columns} together: name them all")
+            tables = op._tables()
+            try:
+                d._stages(d._ops + tables)
+            except ValueError as e:
+                raise ValueError(f"map: {name}: {e}") from None
+            d._ops.extend(tables)
+        return d
+
+    def batch(
+        self,
+        batch_size: int,
+        drop_remainder: bool = False,
+        num_parallel_workers: Optional[int] = None,
+        per_batch_map: Any = None,
+        input_columns: Any = None,
+        output_columns: Any = None,
+        column_order: Any = None,
+        pad_info: Any = None,
+        python_multiprocessing: bool = False,
+        max_rowsize: Any = 16,
+    ) -> "Dataset":
+        """Combine ``batch_size`` consecutive rows; ``drop_remainder`` drops the last,
+        incomplete batch."""
+        if self._batch is not None:
+            _no("batch", "batch of batches")
+        if self._repeat != 1:
+            _no("batch", "batch after repeat",
+                "MindSpore batches across repeats; the engine's batches end with each epoch: call repeat after batch")
+        if callable(batch_size):
+            _no("batch", "a callable batch_size")
+        for arg, value in (("per_batch_map", per_batch_map), ("input_columns", input_columns),
+                           ("output_columns", output_columns), ("column_order", column_order),
+                           ("pad_info", pad_info)):
+            if value is not None:
+                _no("batch", arg)
+        if python_multiprocessing:
+            _no("batch", "python_multiprocessing=True")
+        _positive("batch", "batch_size", batch_size, allow_none=False)
+        d = self._derive()
+        d._more_workers("batch", num_parallel_workers)
+        d._batch = (batch_size, bool(drop_remainder))
+        return d
+
+    def shuffle(self, buffer_size: int) -> "Dataset":
+        """Shuffle the rows every epoch. The engine shuffles the whole shard (a seeded
+        permutation, new every epoch): a ``buffer_size`` at least the shard's size asks for
+        exactly that; a smaller buffer's partial shuffle is refused."""
+        if self._batch is not None:
+            _no("shuffle", "shuffle after batch")
+        if self._repeat != 1:
+            _no("shuffle", "shuffle after repeat")
+        if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 2:
+            raise ValueError(f"shuffle: buffer_size must be an int > 1, not {buffer_size!r}")
+        n = self._samples()
+        if buffer_size < n:
+            _no("shuffle", f"buffer_size={buffer_size} below the {n} rows",
+                "the engine shuffles globally: pass shuffle=True to the dataset or buffer_size >= the dataset size")
+        d = self._derive()
+        d._source["shuffle"] = True
+        d._native_source = self._native_source
+        return d
+
+    def repeat(self, count: Optional[int] = None) -> "Dataset":
+        """Repeat the dataset ``count`` times (``None`` or ``-1``: forever); each repetition
+        is a new engine epoch, reshuffled."""
+        if count is None or count == -1:
+            n: Optional[int] = None
+        else:
+            n = _positive("repeat", "count", count, allow_none=False)
+        if self._batch is None and n != 1:
+            _no("repeat", "repeat before batch",
+                "MindSpore would batch across the repetitions; call batch first, then repeat")
+        d = self._derive()
+        d._repeat = None if (n is None or self._repeat is None) else self._repeat * n
+        return d
+
+    # --- facts -----------------------------------------------------------------------
+    def _samples(self) -> int:
+        return self._native_source.samples_per_epoch(json.dumps(self._source))
+
+    def _batches_per_repeat(self) -> int:
+        n = self._samples()
+        if self._batch is None:
+            return n
+        bs, drop = self._batch
+        return n // bs if drop else math.ceil(n / bs)
+
+    def get_dataset_size(self) -> int:
+        """Rows per epoch: batches once batched (× the repeat count), samples before. A
+        dataset repeated forever has no size: -1."""
+        if self._repeat is None:
+            return -1
+        return self._batches_per_repeat() * self._repeat
+
+    def get_col_names(self) -> List[str]:
+        """The columns: ``["image", "label"]`` (CIFAR-100: ``["image", "coarse_label", "fine_label"]``)."""
+        return list(self._columns)
+
+    def get_batch_size(self) -> int:
+        """Rows per batch (1 before ``batch``)."""
+        return self._batch[0] if self._batch else 1
+
+    def get_repeat_count(self) -> int:
+        """How many times ``repeat`` repeats (-1: forever)."""
+        return -1 if self._repeat is None else self._repeat
+
+    def get_class_indexing(self) -> Dict[str, int]:
+        """Class name → label (ImageFolder; ``{}`` for CIFAR)."""
+        return dict(self._native_source.classes())
+
+    def num_classes(self) -> Optional[int]:
+        """Number of classes (ImageFolder: class folders read; CIFAR-10: 10; CIFAR-100: 100)."""
+        if self._class_count is not None:
+            return self._class_count
+        return len(set(label for _, label in self._native_source.classes())) or None
+
+    def _final_spec(self) -> Dict[str, Any]:
+        spec = self._stages(self._ops)[-1][1]
+        if spec["encoded"]:
+            raise ValueError("the images are still encoded: map a vision.Decode() (or pass decode=True)")
+        if spec["height"] is None or spec["width"] is None:
+            raise ValueError(
+                "the image size varies from sample to sample; imgfeed batches fixed sizes: end the image ops "
+                "with CenterCrop, RandomCrop, RandomResizedCrop or Resize((h, w))"
+            )
+        return spec
+
+    def output_shapes(self) -> List[List[int]]:
+        """The shape of each column of the first row (``[batch, ...]`` once batched)."""
+        spec = self._final_spec()
+        h, w, c = spec["height"], spec["width"], spec["channels"]
+        image = [c, h, w] if spec["layout"] == "chw" else [h, w, c]
+        lead: List[int] = []
+        if self._batch is not None:
+            lead = [min(self._batch[0], self._samples())]
+        return [lead + image] + [list(lead) for _ in self._label_columns]
+
+    def output_types(self) -> List[Any]:
+        """The numpy dtype of each column."""
+        spec = self._final_spec()
+        return [np.dtype(spec["dtype"])] + [np.dtype(spec["label"]) for _ in self._label_columns]
+
+    # --- running ---------------------------------------------------------------------
+    def _pipeline_json(self) -> str:
+        spec_ok = self._final_spec()  # the same errors before the engine is built
+        del spec_ok
+        src = dict(self._source)
+        src["seed"] = config.get_seed()
+        bs, drop = self._batch if self._batch is not None else (1, False)
+        cfg = {
+            "source": src,
+            "ops": self._ops,
+            "batch": {"size": bs, "drop_remainder": drop},
+            "engine": {
+                "workers": self._workers or config.get_num_parallel_workers(),
+                "on_error": config.get_error_samples_mode().value,
+            },
+        }
+        return json.dumps(cfg)
+
+    def _build(self) -> Any:
+        native = _imgfeed.Pipeline(self._pipeline_json(), self._native_source)
+        return native
+
+    def create_tuple_iterator(
+        self,
+        columns: Optional[Sequence[str]] = None,
+        num_epochs: int = -1,
+        output_numpy: bool = False,
+        do_copy: bool = True,
+    ) -> "TupleIterator":
+        """An iterator of rows as lists, one item per column (``columns`` picks and orders
+        them). Each pass over it is one epoch; ``num_epochs`` passes (-1: no limit)."""
+        return TupleIterator(self, columns, num_epochs, output_numpy)
+
+    def create_dict_iterator(
+        self,
+        num_epochs: int = -1,
+        output_numpy: bool = False,
+        do_copy: bool = True,
+    ) -> "DictIterator":
+        """An iterator of rows as ``{column: value}`` dicts."""
+        return DictIterator(self, None, num_epochs, output_numpy)
+
+    def __iter__(self) -> Iterator[List[Any]]:
+        return iter(self.create_tuple_iterator(num_epochs=1))
+
+    def __len__(self) -> int:
+        return self.get_dataset_size()
+
+    _MINDSPORE_METHODS = frozenset(
+        "add_sampler apply bucket_batch_by_length build_sentencepiece_vocab build_vocab concat "
+        "device_que filter flat_map padded_batch project rename reset save skip split sync_update "
+        "sync_wait take to_device zip".split()
+    )
+
+    def __getattr__(self, name: str) -> Any:
+        if name in Dataset._MINDSPORE_METHODS:
+            raise NotImplementedError(f"Dataset.{name} is not supported by imgfeed's engine")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __repr__(self) -> str:
+        steps = [f"{self._call}({self._source.get('root')!r})"]
+        if self._ops:
+            steps.append("map(" + ", ".join(o["op"] for o in self._ops) + ")")
+        if self._batch:
+            steps.append(f"batch({self._batch[0]}, drop_remainder={self._batch[1]})")
+        if self._repeat != 1:
+            steps.append(f"repeat({self.get_repeat_count()})")
+        return " -> ".join(steps)
+
+
+class ImageFolderDataset(Dataset):
+    """``root/<class>/<image>``: classes sorted by name, labels from 0 (or ``class_indexing``);
+    columns ``image`` (the encoded file, ``uint8``; decoded when ``decode=True``) and
+    ``label`` (``uint32``).
+
+    ``shuffle=None`` shuffles, as MindSpore does; ``num_shards``/``shard_id`` follow
+    MindSpore's DistributedSampler (each shard gets ``ceil(N / num_shards)`` samples, padded
+    by wrapping around); ``num_samples`` caps the samples per shard.
+    """
+
+    def __init__(
+        self,
+        dataset_dir: PathLike,
+        num_samples: Optional[int] = None,
+        num_parallel_workers: Optional[int] = None,
+        shuffle: Optional[bool] = None,
+        sampler: Any = None,
+        extensions: Optional[Sequence[str]] = None,
+        class_indexing: Optional[Dict[str, int]] = None,
+        decode: bool = False,
+        num_shards: Optional[int] = None,
+        shard_id: Optional[int] = None,
+        cache: Any = None,
+        decrypt: Any = None,
+    ) -> None:
+        call = "ImageFolderDataset"
+        _sampling_args(call, sampler, cache, num_samples)
+        if decrypt is not None:
+            _no(call, "decrypt")
+        n, i = _shards(call, num_shards, shard_id)
+        source: Dict[str, Any] = {
+            "kind": "image_folder",
+            "root": os.path.abspath(os.fspath(dataset_dir)),
+            "shuffle": True if shuffle is None else bool(shuffle),
+            "num_shards": n,
+            "shard_id": i,
+        }
+        if num_samples is not None:
+            source["num_samples"] = num_samples
+        if extensions is not None:
+            source["extensions"] = [str(e) for e in extensions]
+        if class_indexing is not None:
+            source["class_indexing"] = {str(k): int(v) for k, v in class_indexing.items()}
+        self._init(call, source, num_parallel_workers, ["image", "label"])
+        if decode:
+            self._ops.append({"op": "decode"})
+
+
+class _Cifar(Dataset):
+    _kind = ""
+    _classes = 0
+
+    def __init__(
+        self,
+        dataset_dir: PathLike,
+        usage: Optional[str] = None,
+        num_samples: Optional[int] = None,
+        num_parallel_workers: Optional[int] = None,
+        shuffle: Optional[bool] = None,
+        sampler: Any = None,
+        num_shards: Optional[int] = None,
+        shard_id: Optional[int] = None,
+        cache: Any = None,
+    ) -> None:
+        call = type(self).__name__
+        _sampling_args(call, sampler, cache, num_samples)
+        n, i = _shards(call, num_shards, shard_id)
+        usage = "all" if usage is None else usage
+        if usage not in ("train", "test", "all"):
+            raise ValueError(f"{call}: usage must be 'train', 'test' or 'all', not {usage!r}")
+        source: Dict[str, Any] = {
+            "kind": self._kind,
+            "root": os.path.abspath(os.fspath(dataset_dir)),
+            "usage": usage,
+            "shuffle": True if shuffle is None else bool(shuffle),
+            "num_shards": n,
+            "shard_id": i,
+        }
+        if num_samples is not None:
+            source["num_samples"] = num_samples
+        columns = ["image", "label"]
+        if self._kind == "cifar100":
+            source["label"] = "both"
+            columns = ["image", "coarse_label", "fine_label"]
+        self._init(call, source, num_parallel_workers, columns)
+        self._class_count = self._classes
+
+
+class Cifar10Dataset(_Cifar):
+    """CIFAR-10's binary files (``data_batch_1.bin`` … ``data_batch_5.bin``,
+    ``test_batch.bin``), memory-mapped: columns ``image`` (``uint8`` 32×32×3) and ``label``
+    (``uint32``). ``usage``: ``"train"``, ``"test"`` or ``"all"`` (the default, MindSpore's)."""
+
+    _kind = "cifar10"
+    _classes = 10
+
+
+class Cifar100Dataset(_Cifar):
+    """CIFAR-100's binary files (``train.bin``, ``test.bin``): columns ``image``,
+    ``coarse_label`` and ``fine_label`` (``uint32``)."""
+
+    _kind = "cifar100"
+    _classes = 100
+
+
+class TupleIterator:
+    """Rows of a dataset, epoch after epoch: each ``for`` loop over it is one epoch (as
+    MindSpore's iterators). Ends for good after ``num_epochs`` epochs (-1: never)."""
+
+    _as_dict = False
+
+    def __init__(self, dataset: Dataset, columns: Optional[Sequence[str]], num_epochs: int, output_numpy: bool) -> None:
+        if isinstance(num_epochs, bool) or not isinstance(num_epochs, int) or (num_epochs < 1 and num_epochs != -1):
+            raise ValueError(f"num_epochs must be a positive int or -1, not {num_epochs!r}")
+        names = dataset.get_col_names()
+        if columns is None:
+            picked = list(range(len(names)))
+        else:
+            cols = [columns] if isinstance(columns, str) else list(columns)
+            for c in cols:
+                if c not in names:
+                    raise ValueError(f"columns: {c!r} is not one of {names}")
+            picked = [names.index(c) for c in cols]
+        self._names = [names[i] for i in picked]
+        self._picked = picked
+        self._convert: Any = None
+        if not output_numpy:
+            try:
+                import mindspore  # type: ignore[import-not-found]
+            except ImportError:
+                raise ValueError(
+                    "output_numpy=False yields mindspore.Tensor, but mindspore is not installed: pass output_numpy=True"
+                ) from None
+            self._convert = mindspore.Tensor.from_numpy
+        self._native = dataset._build()
+        self._batched = dataset._batch is not None
+        self._repeat = dataset._repeat
+        self._epochs_left = num_epochs
+        self._engine_epoch = 0
+        self._repeats_done = 0
+        self._running: Any = None
+        self._empty = self._native.batches_per_epoch() == 0
+
+    def __iter__(self) -> "TupleIterator":
+        return self
+
+    def _row(self, b: Any) -> Any:
+        images, labels = b.images, b.labels
+        if labels.ndim == 2:
+            cols = [images] + [labels[:, k] for k in range(labels.shape[1])]
+        else:
+            cols = [images, labels]
+        if not self._batched:
+            cols = [c[0, ...] for c in cols]
+        out = [cols[i] for i in self._picked]
+        if self._convert is not None:
+            out = [self._convert(np.ascontiguousarray(c)) for c in out]
+        if self._as_dict:
+            return dict(zip(self._names, out))
+        return out
+
+    def __next__(self) -> Any:
+        while True:
+            if self._running is None:
+                if self._epochs_left == 0:
+                    raise StopIteration
+                self._running = self._native.epoch(self._engine_epoch)
+                self._engine_epoch += 1
+            b = next(self._running, None)
+            if b is not None:
+                return self._row(b)
+            self._running = None
+            self._repeats_done += 1
+            if self._empty or (self._repeat is not None and self._repeats_done >= self._repeat):
+                # One epoch of the (repeated) dataset is done: this pass ends here; the next
+                # pass starts the next epoch.
+                self._repeats_done = 0
+                if self._epochs_left > 0:
+                    self._epochs_left -= 1
+                raise StopIteration
+
+    def stop(self) -> None:
+        """Stop the engine's workers now (also done when the iterator is released)."""
+        if self._running is not None:
+            self._running.close()
+            self._running = None
+        self._epochs_left = 0
+
+    def get_col_names(self) -> List[str]:
+        """The columns of each row."""
+        return list(self._names)
+
+
+class DictIterator(TupleIterator):
+    """Rows as ``{column: value}`` dicts (see :class:`TupleIterator`)."""
+
+    _as_dict = True

@@ -1,0 +1,534 @@
+//! `imgfeed._imgfeed`: the native half of the Python package.
+//!
+//! A thin layer over the `imgfeed` library: a [`Source`] opened once (size, classes, op
+//! checks), a [`Pipeline`] built from the same JSON the pipeline files deserialize to, an
+//! [`Epoch`] iterator that waits for batches with the GIL released, and [`Batch`]es whose
+//! numpy arrays view the engine's pooled buffer. Everything MindSpore- or torch-shaped is
+//! written in Python on top of these (`imgfeed/dataset`, `imgfeed/_loader.py`).
+//!
+//! Zero copy: a batch's buffer moves into a [`BatchMemory`] object, which becomes the numpy
+//! base object of the `images` and `labels` arrays. The buffer goes back to the pipeline's
+//! pool when the last array viewing it is released.
+
+use imgfeed::engine::fingerprint as fp;
+use imgfeed::{Error, LabelType, Layout, PipelineConfig, SourceConfig, Spec, State, TimedOut};
+use numpy::ndarray::{ArrayView, IxDyn};
+use numpy::{Element, PyArray1, PyArrayDyn};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// How long one wait for a batch lasts before the waiting thread takes the GIL back to
+/// let Python run its signal handlers (Ctrl-C raises `KeyboardInterrupt` within this).
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// A library error as the Python exception a user expects: `imgfeed.SampleError` (a
+/// `ValueError`) for a bad sample, `ValueError` for a bad pipeline or dataset, `OSError`
+/// for a failed write, `RuntimeError` for a bug.
+fn to_py(py: Python<'_>, e: Error) -> PyErr {
+    match e {
+        Error::Sample {
+            index,
+            ref file,
+            stage,
+            kind,
+            ref reason,
+        } => sample_error(py, &e.to_string(), file, index, stage, kind.name(), reason)
+            .unwrap_or_else(|err| err),
+        Error::Config { .. } | Error::Invalid(_) | Error::Dataset { .. } => {
+            PyValueError::new_err(e.to_string())
+        }
+        Error::Io { .. } => PyOSError::new_err(e.to_string()),
+        Error::Internal(_) => PyRuntimeError::new_err(e.to_string()),
+    }
+}
+
+/// An `imgfeed.SampleError` instance (the class lives in `imgfeed/_errors.py`).
+fn sample_error(
+    py: Python<'_>,
+    message: &str,
+    path: &str,
+    index: usize,
+    stage: &str,
+    kind: &str,
+    reason: &str,
+) -> PyResult<PyErr> {
+    let class = py.import("imgfeed._errors")?.getattr("SampleError")?;
+    let value = class.call1((message, path, index, stage, kind, reason))?;
+    Ok(PyErr::from_value(value))
+}
+
+/// `MutexGuard` even after a panic elsewhere poisoned the lock (the data is still whole:
+/// every critical section here only moves values in or out).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn parse_json<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> PyResult<T> {
+    serde_json::from_str(text).map_err(|e| PyValueError::new_err(format!("{what}: {e}")))
+}
+
+/// A spec as a plain dict: `encoded`, `height`, `width` (None when it varies),
+/// `channels`, `layout` ("hwc"/"chw"), `dtype`, `label`, `label_columns`.
+fn spec_dict<'py>(py: Python<'py>, s: &Spec) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("encoded", s.encoded)?;
+    d.set_item("height", s.height)?;
+    d.set_item("width", s.width)?;
+    d.set_item("channels", s.channels)?;
+    d.set_item(
+        "layout",
+        match s.layout {
+            Layout::Hwc => "hwc",
+            Layout::Chw => "chw",
+        },
+    )?;
+    d.set_item("dtype", s.dtype.name())?;
+    d.set_item("label", s.label.name())?;
+    d.set_item("label_columns", s.label_columns)?;
+    Ok(d)
+}
+
+/// Two `[source]` tables that list the same samples (they may sample them differently).
+fn same_dataset(a: &SourceConfig, b: &SourceConfig) -> bool {
+    a.kind == b.kind
+        && a.root == b.root
+        && a.extensions == b.extensions
+        && a.class_indexing == b.class_indexing
+        && a.usage == b.usage
+        && a.label == b.label
+        && a.max_file_bytes == b.max_file_bytes
+}
+
+/// A dataset opened once: listed (ImageFolder) or mapped (CIFAR, shards), no sample read.
+#[pyclass(module = "imgfeed._imgfeed", frozen)]
+struct Source {
+    config: SourceConfig,
+    inner: Arc<dyn imgfeed::source::Source>,
+}
+
+#[pymethods]
+impl Source {
+    /// Open the `[source]` table given as JSON (the GIL is released while it lists).
+    #[new]
+    fn new(py: Python<'_>, source_json: &str) -> PyResult<Source> {
+        let config: SourceConfig = parse_json("source", source_json)?;
+        let opened = py.detach(|| config.open());
+        let inner = opened.map_err(|e| to_py(py, e))?;
+        Ok(Source { config, inner })
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// One line: kind, root, sample and class counts.
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    /// `[(class name, label)]` for sources that name their classes, else `[]`.
+    fn classes(&self) -> Vec<(String, u32)> {
+        self.inner.classes().to_vec()
+    }
+
+    /// What a sample looks like as read.
+    fn spec<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        spec_dict(py, &self.inner.spec())
+    }
+
+    /// The samples an epoch reads with the sampling of `source_json` (shards, padding,
+    /// `num_samples`): what one rank sees.
+    fn samples_per_epoch(&self, py: Python<'_>, source_json: &str) -> PyResult<usize> {
+        let mut cfg: SourceConfig = parse_json("source", source_json)?;
+        cfg.resolve_shard(|k| std::env::var(k).ok())
+            .map_err(|e| to_py(py, e))?;
+        let sampling = cfg.sampling();
+        sampling
+            .validate()
+            .map_err(|e| PyValueError::new_err(format!("source: {e}")))?;
+        Ok(sampling.len(self.inner.len()))
+    }
+
+    /// `[(stage, spec)]` after each op of `ops_json` (a JSON list of op tables), or
+    /// `ValueError` naming the first op that cannot take its input.
+    fn check_ops<'py>(
+        &self,
+        py: Python<'py>,
+        ops_json: &str,
+    ) -> PyResult<Vec<(String, Bound<'py, PyDict>)>> {
+        let ops: Vec<imgfeed::ops::Op> = parse_json("ops", ops_json)?;
+        let stages = imgfeed::spec_chain(&self.inner.spec(), &ops).map_err(|e| to_py(py, e))?;
+        stages
+            .iter()
+            .map(|(name, spec)| Ok((name.clone(), spec_dict(py, spec)?)))
+            .collect()
+    }
+}
+
+/// A checked pipeline, ready to run epochs.
+#[pyclass(module = "imgfeed._imgfeed", frozen)]
+struct Pipeline {
+    inner: Arc<imgfeed::Pipeline>,
+}
+
+#[pymethods]
+impl Pipeline {
+    /// Build from the pipeline's JSON (the pipeline file's tables); over `source` when it
+    /// was opened from the same `[source]` table, else the source is opened here.
+    #[new]
+    #[pyo3(signature = (config_json, source = None))]
+    fn new(py: Python<'_>, config_json: &str, source: Option<&Source>) -> PyResult<Pipeline> {
+        let config: PipelineConfig = parse_json("pipeline", config_json)?;
+        let reused = source
+            .filter(|s| same_dataset(&s.config, &config.source))
+            .map(|s| Arc::clone(&s.inner));
+        let built = py.detach(|| match reused {
+            Some(src) => imgfeed::Pipeline::with_source(config, src),
+            None => imgfeed::Pipeline::new(config),
+        });
+        let inner = built.map_err(|e| to_py(py, e))?;
+        Ok(Pipeline {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// A pipeline file's tables as JSON, with `root` made absolute (relative to the file).
+    #[staticmethod]
+    fn load_config(py: Python<'_>, path: std::path::PathBuf) -> PyResult<String> {
+        let mut config = PipelineConfig::from_file(&path).map_err(|e| to_py(py, e))?;
+        if let Ok(abs) = std::path::absolute(&config.source.root) {
+            config.source.root = abs;
+        }
+        serde_json::to_string(&config).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    }
+
+    /// The configuration it was built from, as JSON.
+    fn config_json(&self) -> PyResult<String> {
+        serde_json::to_string(self.inner.config())
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    }
+
+    /// Samples per epoch (this shard).
+    fn samples_per_epoch(&self) -> usize {
+        self.inner.samples_per_epoch()
+    }
+
+    /// Batches per epoch (this shard).
+    fn batches_per_epoch(&self) -> usize {
+        self.inner.batches_per_epoch()
+    }
+
+    /// Samples in the dataset (every shard).
+    fn source_len(&self) -> usize {
+        self.inner.source().len()
+    }
+
+    /// One line about the source.
+    fn describe(&self) -> String {
+        self.inner.source().describe()
+    }
+
+    /// `[(class name, label)]` for sources that name their classes.
+    fn classes(&self) -> Vec<(String, u32)> {
+        self.inner.source().classes().to_vec()
+    }
+
+    /// `[(stage, spec)]`, starting with the source.
+    fn stages<'py>(&self, py: Python<'py>) -> PyResult<Vec<(String, Bound<'py, PyDict>)>> {
+        self.inner
+            .stages()
+            .iter()
+            .map(|(name, spec)| Ok((name.clone(), spec_dict(py, spec)?)))
+            .collect()
+    }
+
+    /// The fusions the engine applies, in words.
+    fn fusions(&self) -> Vec<String> {
+        self.inner.fusions().to_vec()
+    }
+
+    /// The spec of one output sample.
+    fn output_spec<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        spec_dict(py, self.inner.output_spec())
+    }
+
+    /// Start epoch `epoch`, or resume it at `batch` (and, after skipped samples, at
+    /// position `sample` of the shard's order).
+    #[pyo3(signature = (epoch, batch = 0, sample = None))]
+    fn epoch(
+        &self,
+        py: Python<'_>,
+        epoch: u64,
+        batch: usize,
+        sample: Option<usize>,
+    ) -> PyResult<Epoch> {
+        let state = State {
+            epoch,
+            batch,
+            sample: if batch == 0 { Some(0) } else { sample },
+        };
+        let inner = Arc::clone(&self.inner);
+        let started = py.detach(move || {
+            if state == State::epoch_start(epoch) {
+                Ok(inner.epoch(epoch))
+            } else {
+                inner.resume(state)
+            }
+        });
+        let started = started.map_err(|e| to_py(py, e))?;
+        let spec = self.inner.output_spec();
+        Ok(Epoch {
+            state: Mutex::new(started.state()),
+            batches: started.batches(),
+            inner: Mutex::new(Some(started)),
+            label: spec.label,
+            float: spec.dtype == imgfeed::DType::F32,
+        })
+    }
+}
+
+/// One epoch in flight: iterate it for [`Batch`]es. Dropping or closing it stops and joins
+/// the engine's threads.
+#[pyclass(module = "imgfeed._imgfeed", frozen)]
+struct Epoch {
+    inner: Mutex<Option<imgfeed::Epoch>>,
+    /// Where the run stands (kept after the epoch ends or is closed).
+    state: Mutex<State>,
+    batches: usize,
+    label: LabelType,
+    float: bool,
+}
+
+impl Epoch {
+    /// Stop the engine, joining its threads without the GIL.
+    fn close_inner(&self, py: Python<'_>) {
+        let taken = lock(&self.inner).take();
+        if let Some(epoch) = taken {
+            py.detach(move || drop(epoch));
+        }
+    }
+}
+
+#[pymethods]
+impl Epoch {
+    fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    /// The next batch. The GIL is released while waiting; every 50 ms the wait takes it
+    /// back to run Python's signal handlers, so Ctrl-C raises `KeyboardInterrupt` (and
+    /// stops the workers) promptly.
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Batch>> {
+        loop {
+            let polled = py.detach(|| match lock(&self.inner).as_mut() {
+                Some(epoch) => epoch
+                    .next_timeout(SIGNAL_POLL)
+                    .map(|item| (item, epoch.state())),
+                None => Ok((None, *lock(&self.state))),
+            });
+            match polled {
+                Err(TimedOut) => {
+                    if let Err(interrupted) = py.check_signals() {
+                        self.close_inner(py);
+                        return Err(interrupted);
+                    }
+                }
+                Ok((item, state)) => {
+                    *lock(&self.state) = state;
+                    return match item {
+                        Some(Ok(batch)) => Batch::new(py, batch, self.label, self.float).map(Some),
+                        Some(Err(e)) => {
+                            self.close_inner(py);
+                            Err(to_py(py, e))
+                        }
+                        None => {
+                            self.close_inner(py);
+                            Ok(None)
+                        }
+                    };
+                }
+            }
+        }
+    }
+
+    /// `(epoch, next batch, position of its first sample)`: resume from it with
+    /// `Pipeline.epoch(epoch, batch, sample)`.
+    fn state(&self) -> (u64, usize, Option<usize>) {
+        let s = *lock(&self.state);
+        (s.epoch, s.batch, s.sample)
+    }
+
+    /// Batches this epoch yields from where it started (fewer after skipped samples).
+    fn __len__(&self) -> usize {
+        self.batches
+    }
+
+    /// With `on_error="skip"` and `drop_remainder`: the bad samples among those of the
+    /// dropped last batch, as `SampleError`s (call once the iteration has ended).
+    fn dropped_tail_errors(&self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
+        let errors = lock(&self.inner)
+            .as_mut()
+            .map(|e| e.dropped_tail_errors())
+            .unwrap_or_default();
+        errors
+            .into_iter()
+            .map(|e| Ok(to_py(py, e).into_value(py).into_any()))
+            .collect()
+    }
+
+    /// Stop the workers now (also done when the epoch ends, fails or is dropped).
+    fn close(&self, py: Python<'_>) {
+        self.close_inner(py);
+    }
+}
+
+/// Owns one batch's buffer while numpy arrays view it: the arrays' base object. When the
+/// last of them is released this is dropped and the buffer returns to the pool.
+#[pyclass(module = "imgfeed._imgfeed", frozen)]
+struct BatchMemory {
+    _batch: imgfeed::Batch,
+}
+
+/// A writable numpy array of `shape` over `ptr`, kept alive by `owner`.
+///
+/// # Safety
+/// `ptr` must point to `shape.product()` initialised, aligned `T`s that stay valid, and
+/// that nothing else reads or writes, for as long as `owner` lives.
+unsafe fn view<'py, T: Element>(
+    owner: &Bound<'py, BatchMemory>,
+    ptr: *mut u8,
+    shape: &[usize],
+) -> PyResult<Bound<'py, PyAny>> {
+    let ptr = if shape.iter().product::<usize>() == 0 {
+        NonNull::<T>::dangling().as_ptr()
+    } else {
+        ptr.cast::<T>()
+    };
+    // SAFETY: the caller's contract; the element count matches `shape`.
+    let arr = unsafe { ArrayView::from_shape_ptr(IxDyn(shape), ptr.cast_const()) };
+    // SAFETY: `owner` keeps the buffer alive and in place for the array's lifetime.
+    let out = unsafe { PyArrayDyn::<T>::borrow_from_array(&arr, owner.clone().into_any()) };
+    Ok(out.into_any())
+}
+
+/// One batch: `images` `[n, c, h, w]` (or `[n, h, w, c]`), `labels` `[n]` (or `[n, k]`),
+/// both numpy arrays over the engine's buffer; `indices` (source index of each sample);
+/// `number` (position in the epoch); `skipped` (the bad samples left out or replaced).
+#[pyclass(module = "imgfeed._imgfeed", frozen)]
+struct Batch {
+    #[pyo3(get)]
+    images: Py<PyAny>,
+    #[pyo3(get)]
+    labels: Py<PyAny>,
+    #[pyo3(get)]
+    indices: Py<PyAny>,
+    #[pyo3(get)]
+    number: usize,
+    #[pyo3(get)]
+    skipped: Py<PyList>,
+    len: usize,
+}
+
+impl Batch {
+    fn new(
+        py: Python<'_>,
+        mut batch: imgfeed::Batch,
+        label: LabelType,
+        float: bool,
+    ) -> PyResult<Batch> {
+        let image_shape = batch.shape().to_vec();
+        let label_shape = match batch.label_columns() {
+            1 => vec![batch.len()],
+            k => vec![batch.len(), k],
+        };
+        let (number, len) = (batch.number(), batch.len());
+        let indices = PyArray1::from_slice(py, batch.indices())
+            .into_any()
+            .unbind();
+        let skipped = batch
+            .skipped()
+            .iter()
+            .map(|e| match e {
+                Error::Sample {
+                    index,
+                    file,
+                    stage,
+                    kind,
+                    reason,
+                } => sample_error(py, &e.to_string(), file, *index, stage, kind.name(), reason)
+                    .map(|err| err.into_value(py).into_any()),
+                other => Ok(PyRuntimeError::new_err(other.to_string())
+                    .into_value(py)
+                    .into_any()),
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let image_ptr = batch.image_bytes_mut().as_mut_ptr();
+        let label_ptr = batch.label_bytes_mut().as_mut_ptr();
+        // The buffers are heap allocations: moving the batch does not move them.
+        let owner = Bound::new(py, BatchMemory { _batch: batch })?;
+        // SAFETY: the pointers come from the batch now owned by `owner`, which no code
+        // touches again until it is dropped; the shapes are the batch's own, the element
+        // types the pipeline's output spec.
+        let (images, labels) = unsafe {
+            let images = if float {
+                view::<f32>(&owner, image_ptr, &image_shape)?
+            } else {
+                view::<u8>(&owner, image_ptr, &image_shape)?
+            };
+            let labels = match label {
+                LabelType::U32 => view::<u32>(&owner, label_ptr, &label_shape)?,
+                LabelType::I32 => view::<i32>(&owner, label_ptr, &label_shape)?,
+                LabelType::I64 => view::<i64>(&owner, label_ptr, &label_shape)?,
+                LabelType::F32 => view::<f32>(&owner, label_ptr, &label_shape)?,
+            };
+            (images, labels)
+        };
+        Ok(Batch {
+            images: images.unbind(),
+            labels: labels.unbind(),
+            indices,
+            number,
+            skipped: PyList::new(py, skipped)?.unbind(),
+            len,
+        })
+    }
+}
+
+#[pymethods]
+impl Batch {
+    fn __len__(&self) -> usize {
+        self.len
+    }
+}
+
+/// The 64-bit fingerprint of `data` that the engine's workers compute for each sample
+/// (`imgfeed run` folds them into its digest).
+#[pyfunction]
+fn fingerprint(data: &[u8]) -> u64 {
+    fp::fingerprint(data)
+}
+
+/// One FNV-1a 64 step of `imgfeed run`'s digest: fold `value` into `h`.
+#[pyfunction]
+fn fold(h: u64, value: u64) -> u64 {
+    fp::fold(h, value)
+}
+
+/// The native module.
+#[pymodule]
+fn _imgfeed(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Source>()?;
+    m.add_class::<Pipeline>()?;
+    m.add_class::<Epoch>()?;
+    m.add_class::<Batch>()?;
+    m.add_class::<BatchMemory>()?;
+    m.add_function(wrap_pyfunction!(fingerprint, m)?)?;
+    m.add_function(wrap_pyfunction!(fold, m)?)?;
+    m.add("OFFSET64", fp::OFFSET64)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
