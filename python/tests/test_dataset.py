@@ -1,0 +1,298 @@
+"""The MindSpore-shaped API: the ResNet-50 `create_dataset` of MindSpore's migration guide,
+with only its imports changed, against the imgfeed binary on the same data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import imgfeed
+import imgfeed.dataset as ds
+import imgfeed.dataset.transforms as C2
+import imgfeed.dataset.vision as C
+from imgfeed import dtype as mstype
+
+from conftest import FIXTURES, TREE, digest_of, run_digests
+
+
+def create_dataset(dataset_path, batch_size=32, rank_size=1, rank_id=0, do_train=True):
+    # MindSpore's create_dataset, verbatim but for the imports above.
+    data_set = ds.ImageFolderDataset(dataset_path, num_parallel_workers=8, shuffle=do_train,
+                                     num_shards=rank_size, shard_id=rank_id)
+    mean = [0.485 * 255, 0.456 * 255, 0.406 * 255]
+    std = [0.229 * 255, 0.224 * 255, 0.225 * 255]
+    trans = [C.Decode(), C.Resize(256), C.CenterCrop(224), C.Normalize(mean=mean, std=std), C.HWC2CHW()]
+    type_cast_op = C2.TypeCast(mstype.int32)
+    data_set = data_set.map(operations=trans, input_columns="image", num_parallel_workers=8)
+    data_set = data_set.map(operations=type_cast_op, input_columns="label", num_parallel_workers=8)
+    data_set = data_set.batch(batch_size, drop_remainder=do_train)
+    return data_set
+
+
+@pytest.fixture(autouse=True)
+def mindspore_defaults():
+    yield
+    ds.config.set_seed(5489)
+    ds.config.set_num_parallel_workers(8)
+    ds.config.set_error_samples_mode(ds.config.ErrorSamplesMode.RETURN)
+
+
+def collect(it):
+    return [(np.array(images), np.array(labels)) for images, labels in it]
+
+
+def test_create_dataset_eval_equals_convert_bit_for_bit(converted):
+    data = create_dataset(str(TREE), batch_size=4, do_train=False)
+    batches = collect(data.create_tuple_iterator(output_numpy=True, num_epochs=1))
+    images, labels = converted("resnet50_eval.toml", "--batch-size", "4")
+    assert len(batches) == 3
+    got_images = np.concatenate([b[0] for b in batches])
+    got_labels = np.concatenate([b[1] for b in batches])
+    assert got_images.dtype == np.float32 and got_labels.dtype == np.int32
+    assert got_images.shape == images.shape == (12, 3, 224, 224)
+    assert got_images.tobytes() == images.tobytes()
+    assert np.array_equal(got_labels, labels)
+
+
+def test_create_dataset_train_equals_run_with_the_same_seed(cli, converted):
+    ds.config.set_seed(7)
+    data = create_dataset(str(TREE), batch_size=4, do_train=True)
+    it = data.create_tuple_iterator(output_numpy=True, num_epochs=2)
+    epochs = [collect(it), collect(it)]
+    digests = run_digests(cli, "resnet50_eval.toml", "--batch-size", "4", "--shuffle", "--seed", "7", "--epochs", "2")
+    assert [digest_of(e) for e in epochs] == digests
+    # Shuffled: epoch 0 is not the file order, and epoch 1 is another permutation.
+    images, labels = converted("resnet50_eval.toml", "--batch-size", "4", "--shuffle", "--seed", "7")
+    assert np.concatenate([b[0] for b in epochs[0]]).tobytes() == images.tobytes()
+    order0 = np.concatenate([b[1] for b in epochs[0]])
+    assert not np.array_equal(order0, np.sort(order0))
+    assert digests[0] != digests[1]
+
+
+def test_training_ops_equal_the_training_pipeline(cli):
+    ds.config.set_seed(1)
+    data = ds.ImageFolderDataset(str(TREE), num_parallel_workers=2, shuffle=True)
+    mean = [0.485 * 255, 0.456 * 255, 0.406 * 255]
+    std = [0.229 * 255, 0.224 * 255, 0.225 * 255]
+    trans = [C.RandomCropDecodeResize(224, scale=(0.08, 1.0), ratio=(0.75, 1.3333333333333333)),
+             C.RandomHorizontalFlip(prob=0.5), C.Normalize(mean=mean, std=std), C.HWC2CHW()]
+    data = data.map(operations=trans, input_columns="image")
+    data = data.map(operations=C2.TypeCast(mstype.int32), input_columns="label")
+    data = data.batch(4, drop_remainder=True)
+    it = data.create_tuple_iterator(output_numpy=True, num_epochs=2)
+    got = [digest_of(collect(it)), digest_of(collect(it))]
+    assert got == run_digests(cli, "resnet50_train.toml", "--batch-size", "4", "--epochs", "2")
+
+
+def cifar10_eval(batch_size):
+    data = ds.Cifar10Dataset(str(FIXTURES / "cifar10"), usage="test", shuffle=False)
+    trans = [C.Rescale(1.0 / 255.0, 0.0), C.Normalize(mean=[0.4914, 0.4822, 0.4465], std=[0.2023, 0.1994, 0.2010]),
+             C.HWC2CHW()]
+    data = data.map(operations=trans, input_columns="image", num_parallel_workers=2)
+    data = data.map(operations=C2.TypeCast(mstype.int32), input_columns="label")
+    return data.batch(batch_size, drop_remainder=True)
+
+
+def test_cifar10_equals_convert(converted):
+    data = cifar10_eval(2)
+    batches = collect(data.create_tuple_iterator(output_numpy=True, num_epochs=1))
+    images, labels = converted("cifar10_eval.toml", "--batch-size", "2")
+    assert data.get_dataset_size() == len(batches) == 2
+    assert np.concatenate([b[0] for b in batches]).tobytes() == images.tobytes()
+    assert np.array_equal(np.concatenate([b[1] for b in batches]), labels)
+
+
+def test_cifar10_training_ops_equal_the_training_pipeline(cli):
+    ds.config.set_seed(1)
+    data = ds.Cifar10Dataset(str(FIXTURES / "cifar10"), usage="train", shuffle=True)
+    trans = [C.RandomCrop(32, padding=4), C.RandomHorizontalFlip(0.5), C.Rescale(0.00392156862745098, 0.0),
+             C.Normalize(mean=[0.4914, 0.4822, 0.4465], std=[0.2023, 0.1994, 0.2010]), C.HWC2CHW()]
+    data = data.map(operations=trans, input_columns="image")
+    data = data.map(operations=C2.TypeCast(mstype.int32), input_columns="label")
+    data = data.batch(4, drop_remainder=True)
+    got = digest_of(collect(data.create_tuple_iterator(output_numpy=True, num_epochs=1)))
+    assert [got] == run_digests(cli, "cifar10_train.toml", "--batch-size", "4")
+
+
+def test_cifar_usage_defaults_to_all_and_counts_records():
+    # MindSpore's usage=None is "all": 5 train files of 3 records and a test file of 4.
+    assert ds.Cifar10Dataset(str(FIXTURES / "cifar10")).get_dataset_size() == 19
+    assert ds.Cifar10Dataset(str(FIXTURES / "cifar10"), usage="train").get_dataset_size() == 15
+    assert ds.Cifar10Dataset(str(FIXTURES / "cifar10"), usage="test").get_dataset_size() == 4
+
+
+def test_cifar100_has_coarse_and_fine_label_columns(converted):
+    data = ds.Cifar100Dataset(str(FIXTURES / "cifar100"), usage="train", shuffle=False)
+    assert data.get_col_names() == ["image", "coarse_label", "fine_label"]
+    assert data.num_classes() == 100
+    data = data.map(operations=C2.TypeCast(mstype.int32), input_columns=["coarse_label", "fine_label"])
+    data = data.map(operations=[C.HWC2CHW()], input_columns="image").batch(2)
+    rows = list(data.create_dict_iterator(output_numpy=True, num_epochs=1))
+    assert set(rows[0]) == {"image", "coarse_label", "fine_label"}
+    # The two label columns are strided views of one buffer: no copy per column.
+    coarse0, fine0 = rows[0]["coarse_label"], rows[0]["fine_label"]
+    assert np.may_share_memory(coarse0, fine0) and not coarse0.flags.owndata and not fine0.flags.owndata
+    assert coarse0.base is fine0.base
+    coarse = np.concatenate([r["coarse_label"] for r in rows])
+    fine = np.concatenate([r["fine_label"] for r in rows])
+    # Against the binary layout read directly: record = coarse byte, fine byte, 3072 pixels.
+    raw = np.fromfile(FIXTURES / "cifar100" / "train.bin", dtype=np.uint8).reshape(-1, 3074)
+    assert np.array_equal(coarse, raw[:, 0]) and np.array_equal(fine, raw[:, 1])
+    images = np.concatenate([r["image"] for r in rows])
+    assert np.array_equal(images, raw[:, 2:].reshape(-1, 3, 32, 32))
+
+
+def test_facts_behave_as_mindspore():
+    data = create_dataset(str(TREE), batch_size=4, do_train=True)
+    assert data.get_dataset_size() == 3
+    assert data.get_batch_size() == 4
+    assert data.get_col_names() == ["image", "label"]
+    assert data.output_shapes() == [[4, 3, 224, 224], [4]]
+    assert data.output_types() == [np.dtype("float32"), np.dtype("int32")]
+    assert data.get_class_indexing() == {"bird": 0, "cat": 1, "coffee": 2}
+    assert data.num_classes() == 3
+    # drop_remainder decides the last batch: 12 samples in batches of 5.
+    assert create_dataset(str(TREE), batch_size=5, do_train=True).get_dataset_size() == 2
+    assert create_dataset(str(TREE), batch_size=5, do_train=False).get_dataset_size() == 3
+    raw = ds.ImageFolderDataset(str(TREE))
+    assert raw.get_dataset_size() == 12 and raw.get_batch_size() == 1
+
+
+def test_sharding_follows_distributed_sampler():
+    # 12 samples on 5 shards: ceil(12 / 5) = 3 each, padded by wrapping around; one order.
+    seen = []
+    for rank in range(5):
+        data = create_dataset(str(TREE), batch_size=1, rank_size=5, rank_id=rank, do_train=False)
+        assert data.get_dataset_size() == 3
+        it = data.create_tuple_iterator(output_numpy=True, num_epochs=1)
+        seen.append([float(images[0, 0, 0, 0]) for images, _ in it])
+    whole = create_dataset(str(TREE), batch_size=1, do_train=False)
+    order = [float(images[0, 0, 0, 0]) for images, _ in whole.create_tuple_iterator(output_numpy=True, num_epochs=1)]
+    for rank in range(5):
+        assert seen[rank] == [order[(rank + 5 * k) % 12] for k in range(3)]
+
+
+def test_iterator_epochs_and_repeat():
+    data = create_dataset(str(TREE), batch_size=4, do_train=False)
+    it = data.create_tuple_iterator(output_numpy=True, num_epochs=2)
+    assert len(collect(it)) == 3
+    assert len(collect(it)) == 3
+    assert collect(it) == []  # num_epochs passes, then nothing
+    ds.config.set_seed(3)
+    shuffled = create_dataset(str(TREE), batch_size=4, do_train=True)
+    repeated = shuffled.repeat(2)
+    assert repeated.get_dataset_size() == 6 and repeated.get_repeat_count() == 2
+    one_pass = collect(repeated.create_tuple_iterator(output_numpy=True, num_epochs=1))
+    two_epochs = shuffled.create_tuple_iterator(output_numpy=True, num_epochs=2)
+    expected = collect(two_epochs) + collect(two_epochs)
+    assert len(one_pass) == 6
+    assert all(a[0].tobytes() == b[0].tobytes() for a, b in zip(one_pass, expected))
+    forever = shuffled.repeat()
+    assert forever.get_dataset_size() == -1
+    it = forever.create_tuple_iterator(output_numpy=True)
+    assert len([next(it) for _ in range(10)]) == 10
+    it.stop()
+
+
+def test_unbatched_rows_and_dict_iterator():
+    data = ds.ImageFolderDataset(str(TREE), shuffle=False, decode=True)
+    data = data.map([C.Resize((32, 48))], input_columns="image")
+    assert data.output_shapes() == [[32, 48, 3], []]
+    rows = list(data.create_dict_iterator(output_numpy=True, num_epochs=1))
+    assert len(rows) == 12
+    assert rows[0]["image"].shape == (32, 48, 3) and rows[0]["image"].dtype == np.uint8
+    assert rows[0]["label"].shape == () and int(rows[-1]["label"]) == 2
+    only_labels = list(data.create_tuple_iterator(columns=["label"], output_numpy=True, num_epochs=1))
+    assert [int(r[0]) for r in only_labels] == [0] * 4 + [1] * 4 + [2] * 4
+
+
+def test_shuffle_with_a_buffer_covering_the_dataset_is_a_global_shuffle():
+    base = ds.ImageFolderDataset(str(TREE), shuffle=False)
+    shuffled = base.shuffle(buffer_size=12).map([C.Decode(), C.Resize((8, 8))]).batch(12)
+    labels = next(iter(shuffled.create_tuple_iterator(output_numpy=True, num_epochs=1)))[1]
+    assert sorted(labels.tolist()) == [0] * 4 + [1] * 4 + [2] * 4
+    assert labels.tolist() != sorted(labels.tolist())
+    with pytest.raises(NotImplementedError, match="buffer_size=4"):
+        base.shuffle(buffer_size=4)
+
+
+def test_error_samples_mode_skip_and_return(bad_tree):
+    data = ds.ImageFolderDataset(str(bad_tree), shuffle=False)
+    data = data.map([C.Decode(), C.Resize((16, 16))]).batch(4)
+    with pytest.raises(imgfeed.SampleError) as e:
+        collect(data.create_tuple_iterator(output_numpy=True, num_epochs=1))
+    assert e.value.path.endswith("zz_truncated.jpg") and e.value.kind == "truncated"
+    ds.config.set_error_samples_mode(ds.config.ErrorSamplesMode.SKIP)
+    batches = collect(data.create_tuple_iterator(output_numpy=True, num_epochs=1))
+    assert sum(len(b[1]) for b in batches) == 12
+
+
+UNSUPPORTED = [
+    ("a lambda in map", lambda d: d.map(operations=[lambda x: x], input_columns="image")),
+    ("a Python function", lambda d: d.map(operations=print, input_columns="image")),
+    ("an unknown object", lambda d: d.map(operations=[object()], input_columns="image")),
+    ("per_batch_map", lambda d: d.batch(4, per_batch_map=lambda *a: a)),
+    ("pad_info", lambda d: d.batch(4, pad_info={})),
+    ("map after batch", lambda d: d.batch(4).map([C.Decode()])),
+    ("batch after repeat", lambda d: d.batch(2).repeat(2).batch(2)),
+    ("repeat before batch", lambda d: d.repeat(2)),
+    ("TypeCast on the image", lambda d: d.map(C2.TypeCast(mstype.float32), input_columns="image")),
+    ("an image op on the label", lambda d: d.map(C.Decode(), input_columns="label")),
+    ("OpenCV bicubic", lambda d: C.Resize(256, interpolation=C.Inter.CUBIC)),
+    ("a vision op the engine lacks", lambda d: C.RandomVerticalFlip()),
+    ("a transform the engine lacks", lambda d: C2.OneHot(10)),
+    ("edge padding", lambda d: C.RandomCrop(32, padding=4, padding_mode=C.Border.EDGE)),
+    ("uneven padding", lambda d: C.RandomCrop(32, padding=(1, 2, 3, 4))),
+    ("normalize of CHW", lambda d: C.Normalize([0, 0, 0], [1, 1, 1], is_hwc=False)),
+    ("TypeCast to float16", lambda d: C2.TypeCast(mstype.float16)),
+    ("output_columns", lambda d: d.map(C.Decode(), input_columns="image", output_columns="decoded")),
+    ("python_multiprocessing", lambda d: d.map(C.Decode(), python_multiprocessing=True)),
+    ("a sampler", lambda d: ds.ImageFolderDataset(str(TREE), sampler=object())),
+    ("a cache", lambda d: ds.ImageFolderDataset(str(TREE), cache=object())),
+    ("Dataset.zip", lambda d: d.zip(d)),
+    ("calling an op eagerly", lambda d: C.Decode()(b"")),
+]
+
+
+@pytest.mark.parametrize("what,call", UNSUPPORTED, ids=[u[0] for u in UNSUPPORTED])
+def test_unsupported_calls_raise_at_the_call(what, call):
+    data = ds.ImageFolderDataset(str(TREE))
+    with pytest.raises(NotImplementedError):
+        call(data)
+
+
+def test_invalid_values_raise_value_errors_naming_the_op():
+    data = ds.ImageFolderDataset(str(TREE))
+    with pytest.raises(ValueError, match="CenterCrop"):
+        data.map([C.CenterCrop(224)])  # before Decode: still encoded bytes
+    with pytest.raises(ValueError, match="num_shards and shard_id"):
+        ds.ImageFolderDataset(str(TREE), num_shards=2)
+    with pytest.raises(ValueError, match="shard_id"):
+        ds.ImageFolderDataset(str(TREE), num_shards=2, shard_id=2)
+    with pytest.raises(ValueError, match="usage"):
+        ds.Cifar10Dataset(str(FIXTURES / "cifar10"), usage="valid")
+    with pytest.raises(ValueError, match="varies"):
+        data.map([C.Decode()]).batch(2).create_tuple_iterator(output_numpy=True)
+    with pytest.raises(ValueError):
+        ds.ImageFolderDataset(str(TREE / "missing"))
+    with pytest.raises(ValueError, match="mindspore is not installed"):
+        create_dataset(str(TREE), batch_size=4).create_tuple_iterator()
+
+
+def test_config_workers_and_seed():
+    ds.config.set_num_parallel_workers(3)
+    assert ds.config.get_num_parallel_workers() == 3
+    ds.config.set_seed(11)
+    assert ds.config.get_seed() == 11
+    with pytest.raises(ValueError):
+        ds.config.set_num_parallel_workers(0)
+    with pytest.raises(ValueError):
+        ds.config.set_seed(-1)
+    # Same seed, different worker counts: the same batches.
+    data = ds.ImageFolderDataset(str(TREE), shuffle=True).map(
+        [C.RandomCropDecodeResize(32), C.RandomHorizontalFlip()]).batch(4)
+    one = collect(ds.ImageFolderDataset(str(TREE), shuffle=True, num_parallel_workers=1).map(
+        [C.RandomCropDecodeResize(32), C.RandomHorizontalFlip()]).batch(4).create_tuple_iterator(
+        output_numpy=True, num_epochs=1))
+    many = collect(data.create_tuple_iterator(output_numpy=True, num_epochs=1))
+    assert all(a[0].tobytes() == b[0].tobytes() for a, b in zip(one, many)) and len(one) == 3

@@ -1,0 +1,295 @@
+"""The torch-shaped Loader, zero copy, bounded memory, errors, resume and Ctrl-C."""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import imgfeed
+from imgfeed import _imgfeed
+
+from conftest import PIPELINES, REPO, TREE, digest_of, rss_bytes, run_digests, thread_count
+
+EVAL = str(PIPELINES / "resnet50_eval.toml")
+TRAIN = str(PIPELINES / "resnet50_train.toml")
+
+
+def copies(loader):
+    return [(np.array(x), np.array(y)) for x, y in loader]
+
+
+def test_loader_equals_convert(converted):
+    loader = imgfeed.Loader(EVAL, batch_size=4, workers=2)
+    assert len(loader) == 3 and loader.num_samples == 12
+    assert loader.classes == {"bird": 0, "cat": 1, "coffee": 2}
+    got = copies(loader)
+    images, labels = converted("resnet50_eval.toml", "--batch-size", "4")
+    assert np.concatenate([x for x, _ in got]).tobytes() == images.tobytes()
+    assert np.array_equal(np.concatenate([y for _, y in got]), labels)
+
+
+def test_loader_epochs_match_run_for_any_worker_count(cli):
+    digests = run_digests(cli, "resnet50_train.toml", "--batch-size", "4", "--epochs", "3")
+    for workers in (1, 3):
+        loader = imgfeed.Loader(TRAIN, batch_size=4, workers=workers)
+        got = []
+        for epoch in range(3):
+            loader.set_epoch(epoch)
+            got.append(digest_of(copies(loader)))
+        assert got == digests
+    # Without set_epoch, each completed pass moves to the next epoch.
+    loader = imgfeed.Loader(TRAIN, batch_size=4)
+    assert [digest_of(copies(loader)) for _ in range(3)] == digests
+
+
+def test_pipeline_built_in_python_equals_the_file(converted):
+    p = imgfeed.Pipeline(
+        source={"kind": "image_folder", "root": str(TREE)},
+        ops=[{"op": "decode"}, {"op": "resize", "size": 256}, {"op": "center_crop", "size": 224},
+             {"op": "normalize", "mean": [123.675, 116.28, 103.53], "std": [58.395, 57.12, 57.375]},
+             {"op": "hwc_to_chw"}, {"op": "type_cast", "column": "label", "dtype": "int32"}],
+        batch_size=4, drop_remainder=True, engine={"workers": 2})
+    assert [s for s, _ in p.check()] == ["source", "decode", "resize", "center_crop", "normalize", "hwc_to_chw", "type_cast"]
+    got = copies(imgfeed.Loader(p))
+    images, _ = converted("resnet50_eval.toml", "--batch-size", "4")
+    assert np.concatenate([x for x, _ in got]).tobytes() == images.tobytes()
+    with pytest.raises(ValueError, match="center_crop"):
+        imgfeed.Pipeline(source={"kind": "image_folder", "root": str(TREE)}, ops=[{"op": "center_crop", "size": 2}]).build()
+    with pytest.raises(ValueError, match="unknown variant"):
+        imgfeed.Pipeline(source={"kind": "image_folder", "root": str(TREE)}, ops=[{"op": "sharpen"}]).build()
+
+
+def test_batches_view_the_pool_without_copies():
+    loader = imgfeed.Loader(EVAL, batch_size=2, workers=2)
+    addresses = set()
+    for _ in range(5):
+        for batch in loader.batches():
+            images, labels = batch.images, batch.labels
+            # Two views of one batch: the same memory, owned by the native batch.
+            assert np.shares_memory(images, batch.images)
+            assert type(images.base).__name__ == "BatchMemory" and images.base is labels.base
+            assert images.flags.writeable and images.flags.c_contiguous
+            addresses.add(images.__array_interface__["data"][0])
+            del images, labels, batch
+    # 30 batches went through a handful of pooled buffers.
+    assert len(addresses) <= 8
+
+
+def test_kept_batches_are_never_overwritten():
+    loader = imgfeed.Loader(EVAL, batch_size=1, workers=2)
+    kept = list(loader)  # the trainer keeps every array: the pool hands out new buffers
+    again = copies(imgfeed.Loader(EVAL, batch_size=1, workers=2))
+    assert len({x.__array_interface__["data"][0] for x, _ in kept}) == 12
+    for (x, y), (cx, cy) in zip(kept, again):
+        assert x.tobytes() == cx.tobytes() and np.array_equal(y, cy)
+    # Writing into a batch (in-place ops in a trainer) leaves the next epoch's batches alone.
+    for x, _ in kept:
+        x[...] = 0
+    del kept
+    gc.collect()
+    fresh = copies(loader)
+    assert all(a.tobytes() == b.tobytes() for (a, _), (b, _) in zip(fresh, again))
+
+
+def test_memory_stays_flat_over_200_epochs():
+    loader = imgfeed.Loader(EVAL, batch_size=4, workers=2)
+    for epoch in range(200):
+        for images, labels in loader:
+            float(images[0, 0, 0, 0])
+        if epoch == 19:
+            gc.collect()
+            after_20 = rss_bytes()
+    gc.collect()
+    growth = rss_bytes() - after_20
+    assert growth < 8 << 20, f"RSS grew {growth / 2**20:.1f} MiB from epoch 20 to 200"
+
+
+def test_resume_gives_exactly_the_remaining_batches():
+    full = copies(imgfeed.Loader(TRAIN, batch_size=2, workers=2))
+    loader = imgfeed.Loader(TRAIN, batch_size=2, workers=2)
+    for i, _ in enumerate(loader):
+        if i == 1:
+            state = loader.state_dict()
+            break
+    assert state == {"epoch": 0, "batch": 2, "sample": 4}
+    resumed = imgfeed.Loader(TRAIN, batch_size=2, workers=1)
+    resumed.load_state_dict(state)
+    rest = copies(resumed)
+    assert len(rest) == len(full) - 2
+    assert all(a[0].tobytes() == b[0].tobytes() for a, b in zip(rest, full[2:]))
+    # After a whole epoch the state points at the next one.
+    assert resumed.state_dict() == {"epoch": 1, "batch": 0, "sample": 0}
+    with pytest.raises(ValueError):
+        resumed.load_state_dict({"batch": 1})
+
+
+def test_resume_after_skipped_samples_is_exact(bad_tree):
+    kwargs = dict(data=str(bad_tree), batch_size=3, workers=2, on_error="skip", shuffle=False)
+    full = copies(imgfeed.Loader(EVAL, **kwargs))
+    assert sum(len(y) for _, y in full) == 12  # 13 files, the truncated one left out
+    loader = imgfeed.Loader(EVAL, **kwargs)
+    it = iter(loader)
+    for _ in range(3):
+        next(it)  # the bad file (sample 8 of 13) falls in the third batch
+    state = loader.state_dict()
+    del it
+    assert state["sample"] == 10  # one sample further than 3 batches × 3
+    resumed = imgfeed.Loader(EVAL, **kwargs)
+    resumed.load_state_dict(state)
+    rest = copies(resumed)
+    assert [y.tolist() for _, y in rest] == [y.tolist() for _, y in full[3:]]
+
+
+def test_sample_error_fields(bad_tree):
+    loader = imgfeed.Loader(EVAL, data=str(bad_tree), batch_size=4, workers=2, shuffle=False)
+    with pytest.raises(imgfeed.SampleError) as e:
+        copies(loader)
+    err = e.value
+    assert isinstance(err, ValueError)
+    assert err.path == os.path.join("cat", "zz_truncated.jpg")
+    assert (err.index, err.stage, err.kind) == (8, "decode", "truncated")
+    assert err.reason and err.path in str(err)
+    replaced = imgfeed.Loader(EVAL, data=str(bad_tree), batch_size=4, workers=2, on_error="replace", shuffle=False)
+    batches = list(replaced.batches())
+    assert [len(b) for b in batches] == [4, 4, 4]  # 13 samples, drop_remainder: 3 full batches
+    skipped = [s for b in batches for s in b.skipped]
+    assert len(skipped) == 1 and isinstance(skipped[0], imgfeed.SampleError) and skipped[0].kind == "truncated"
+
+
+def test_shard_from_the_launcher_environment(monkeypatch):
+    whole = imgfeed.Loader(EVAL, batch_size=1, workers=2)
+    order = [int(b.indices[0]) for b in whole.batches()]
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    rank1 = imgfeed.Loader(EVAL, batch_size=1, workers=2)
+    assert len(rank1) == 6
+    assert [int(b.indices[0]) for b in rank1.batches()] == order[1::2]
+    monkeypatch.setenv("RANK", "2")
+    with pytest.raises(ValueError, match="RANK"):
+        imgfeed.Loader(EVAL, batch_size=1)
+
+
+def test_as_torch_shares_memory():
+    torch = pytest.importorskip("torch", reason="torch is not installed: as_torch is checked where it is")
+    loader = imgfeed.Loader(EVAL, batch_size=4, workers=2, as_torch=True)
+    for images, labels in loader:
+        assert isinstance(images, torch.Tensor) and images.shape == (4, 3, 224, 224)
+        assert labels.dtype == torch.int32
+        break
+
+
+def test_gil_is_released_while_the_engine_works(tmp_path):
+    root = make_slow_tree(tmp_path, 6)
+    counter = [0]
+    done = threading.Event()
+
+    def spin():
+        while not done.is_set():
+            counter[0] += 1
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        t0 = time.perf_counter()
+        loader = imgfeed.Loader(EVAL, data=str(root), batch_size=1, workers=1)
+        n = sum(1 for _ in loader)
+        waited = time.perf_counter() - t0
+    finally:
+        done.set()
+        t.join()
+    assert n == 6
+    # A Python thread ran all along: far more steps than a GIL held for the whole wait allows.
+    assert counter[0] > 100_000 * waited, (counter[0], waited)
+
+
+def make_slow_tree(tmp_path, n):
+    """n noisy 1600×1200 PNGs (slow to decode: tens of milliseconds each)."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    root = tmp_path / "slow"
+    (root / "a").mkdir(parents=True)
+    for i in range(n):
+        Image.fromarray(rng.integers(0, 255, (1200, 1600, 3), dtype=np.uint8)).save(root / "a" / f"{i:03}.png", compress_level=0)
+    return root
+
+
+def test_ctrl_c_raises_keyboard_interrupt_and_stops_the_workers(tmp_path):
+    root = make_slow_tree(tmp_path, 8)
+    script = textwrap.dedent(
+        f"""
+        import os, sys, time
+        import imgfeed
+        base = len(os.listdir("/proc/self/task"))
+        loader = imgfeed.Loader({EVAL!r}, data={str(root)!r}, batch_size=1, workers=2)
+        try:
+            for epoch in range(1000):
+                for images, labels in loader:
+                    print("batch", flush=True)
+        except KeyboardInterrupt:
+            t = time.time()
+            while len(os.listdir("/proc/self/task")) > base and time.time() - t < 5:
+                time.sleep(0.01)
+            print("interrupted", len(os.listdir("/proc/self/task")) - base, flush=True)
+            sys.exit(3)
+        """
+    )
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    assert p.stdout is not None
+    assert p.stdout.readline().strip() == "batch"
+    # Mostly waiting inside the engine now (each image takes tens of milliseconds).
+    time.sleep(0.2)
+    t0 = time.perf_counter()
+    p.send_signal(signal.SIGINT)
+    try:
+        out, _ = p.communicate(timeout=10)
+    finally:
+        p.kill()
+    elapsed = time.perf_counter() - t0
+    assert p.returncode == 3, out
+    assert "interrupted 0" in out  # every worker thread joined
+    assert elapsed < 3, elapsed
+
+
+def test_stubs_cover_the_native_module():
+    import ast
+    from pathlib import Path
+
+    stub = Path(_imgfeed.__file__).with_name("_imgfeed.pyi")
+    if not stub.exists():
+        stub = REPO / "python" / "imgfeed" / "_imgfeed.pyi"
+    tree = ast.parse(stub.read_text())
+    declared = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    declared |= {t.id for n in tree.body if isinstance(n, (ast.AnnAssign, ast.Assign))
+                 for t in ([n.target] if isinstance(n, ast.AnnAssign) else n.targets) if isinstance(t, ast.Name)}
+    public = {n for n in dir(_imgfeed) if not n.startswith("_")} | {"__version__"}
+    assert public <= declared, public - declared
+    for name in public - {"OFFSET64", "__version__"}:
+        assert getattr(_imgfeed, name).__doc__, name
+
+
+def test_every_public_name_has_a_docstring():
+    import inspect
+
+    import imgfeed.dataset as ds
+    import imgfeed.dataset.transforms as tr
+    import imgfeed.dataset.vision as vi
+
+    for module in (imgfeed, ds, ds.config, vi, tr, imgfeed.dtype):
+        assert module.__doc__, module
+        for name in getattr(module, "__all__", []):
+            obj = getattr(module, name)
+            if inspect.isclass(obj) or inspect.isfunction(obj) or inspect.ismodule(obj):
+                assert obj.__doc__, f"{module.__name__}.{name}"
+                for attr, member in vars(obj).items() if inspect.isclass(obj) else []:
+                    if not attr.startswith("_") and (inspect.isfunction(member) or isinstance(member, property)):
+                        assert member.__doc__, f"{module.__name__}.{name}.{attr}"
