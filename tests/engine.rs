@@ -852,3 +852,72 @@ fn fingerprints_follow_their_samples_through_skip_repacking() {
     let b = off.epoch(0).next().expect("a batch").expect("ok");
     assert_eq!(b.fingerprints(), None);
 }
+
+// ---- waiting with a timeout --------------------------------------------------------------
+
+/// Every batch of epoch 0 through `next_timeout`, counting the waits that timed out.
+fn polled(p: &Pipeline, timeout: Duration) -> (Vec<Vec<u8>>, Vec<Vec<u64>>, usize) {
+    let (mut images, mut indices, mut timeouts) = (vec![], vec![], 0);
+    let mut epoch = p.epoch(0);
+    loop {
+        match epoch.next_timeout(timeout) {
+            Err(imgfeed::TimedOut) => timeouts += 1,
+            Ok(None) => break,
+            Ok(Some(b)) => {
+                let b = b.expect("batch");
+                images.push(b.image_bytes().to_vec());
+                indices.push(b.indices().to_vec());
+            }
+        }
+    }
+    (images, indices, timeouts)
+}
+
+#[test]
+fn next_timeout_yields_what_next_yields_and_times_out_while_waiting() {
+    // Big enough that a 1 µs wait cannot find a batch ready.
+    let big = Img::from_fn(900, 700, |x, y| {
+        [(x % 251) as u8, (y % 241) as u8, ((x + y) % 239) as u8]
+    });
+    let files: Vec<(String, Img)> = (0..6)
+        .map(|i| (format!("c/{i}.bmp"), big.clone()))
+        .collect();
+    let refs: Vec<(&str, &Img)> = files.iter().map(|(n, i)| (n.as_str(), i)).collect();
+    let dir = bmp_folder(&refs);
+    let p = canonical_like(folder_source(dir.path()), 2, false, engine(1));
+    let want = observe(&p, 0);
+    let (images, indices, timeouts) = polled(&p, Duration::from_micros(1));
+    assert_eq!(images, want.images);
+    assert_eq!(indices, want.indices);
+    assert!(
+        timeouts > 0,
+        "a 1 µs wait on a 900×700 decode should time out"
+    );
+}
+
+#[test]
+fn next_timeout_keeps_a_half_filled_batch_in_skip_mode() {
+    // Skip mode refills a batch that lost a sample from the next engine batch: a wait that
+    // times out in between must keep what it holds.
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (i, name) in ["a/0.jpg", "a/1.jpg", "a/2.jpg", "a/3.jpg", "a/4.jpg"]
+        .iter()
+        .enumerate()
+    {
+        let from = fixtures()
+            .join("imagefolder/bird")
+            .join(format!("bird_00{}.jpg", i % 3));
+        copy_into(dir.path(), name, &from);
+    }
+    copy_into(
+        dir.path(),
+        "a/1b.jpg",
+        &fixtures().join("bad/truncated.jpg"),
+    );
+    let p = canonical_like(folder_source(dir.path()), 2, false, skipping(1));
+    let want = observe(&p, 0);
+    assert_eq!(want.lens, vec![2, 2, 1]);
+    let (images, indices, _) = polled(&p, Duration::from_micros(1));
+    assert_eq!(images, want.images);
+    assert_eq!(indices, want.indices);
+}
