@@ -311,6 +311,20 @@ impl Epoch {
             py.detach(move || drop(epoch));
         }
     }
+
+    /// Stop the engine without waiting: a worker finishes the sample it is on (a large
+    /// image can take a second) on a thread of its own, so `KeyboardInterrupt` reaches the
+    /// training loop at once.
+    fn stop_in_background(&self) {
+        let taken = lock(&self.inner).take();
+        if let Some(epoch) = taken {
+            // Detached. Should no thread be available, `spawn` drops its closure, and
+            // with it the epoch, right here: a stop that waits, still a stop.
+            let _ = std::thread::Builder::new()
+                .name("imgfeed-stop".into())
+                .spawn(move || drop(epoch));
+        }
+    }
 }
 
 #[pymethods]
@@ -333,7 +347,7 @@ impl Epoch {
             match polled {
                 Err(TimedOut) => {
                     if let Err(interrupted) = py.check_signals() {
-                        self.close_inner(py);
+                        self.stop_in_background();
                         return Err(interrupted);
                     }
                 }

@@ -98,3 +98,19 @@ def rss_bytes() -> int:
 
 def thread_count() -> int:
     return len(os.listdir("/proc/self/task"))
+
+
+@pytest.fixture(scope="session")
+def slow_tree(tmp_path_factory):
+    """Three 6000×6000 noise JPEGs (hard links of one file): about half a second each to
+    decode, so a loop over them spends its time waiting for the engine."""
+    from PIL import Image
+
+    root = tmp_path_factory.mktemp("slow")
+    (root / "a").mkdir()
+    rng = np.random.default_rng(0)
+    first = root / "a" / "0.jpg"
+    Image.fromarray(rng.integers(0, 255, (6000, 6000, 3), dtype=np.uint8)).save(first, quality=95)
+    for i in (1, 2):
+        os.link(first, root / "a" / f"{i}.jpg")
+    return root
