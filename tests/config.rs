@@ -260,7 +260,7 @@ fn the_turbo_decoder_needs_the_feature() {
 
 /// `imgfeed check` lists the fusions; one that needs libjpeg-turbo must not be claimed by
 /// a build without it.
-#[cfg(not(feature = "turbojpeg"))]
+#[cfg(not(imgfeed_turbo))]
 #[test]
 fn a_build_without_turbojpeg_claims_no_libjpeg_turbo_fusion() {
     let p = Pipeline::from_file(repo().join("pipelines/resnet50_eval.toml")).expect("builds");

@@ -32,6 +32,9 @@ const BAD: &[(&str, K)] = &[
 /// The decoders to check: zune-jpeg always, libjpeg-turbo when built in.
 fn backends() -> Vec<JpegBackend> {
     let mut v = vec![JpegBackend::Zune];
+    if cfg!(imgfeed_libjpeg) {
+        v.push(JpegBackend::Libjpeg);
+    }
     if cfg!(feature = "turbojpeg") {
         v.push(JpegBackend::Turbo);
     }

@@ -97,7 +97,7 @@ fn compare(ours: &[(String, Vec<f32>)], png: Rule) {
         let max = diffs.iter().cloned().fold(0.0, f32::max);
         let mean = diffs.iter().sum::<f32>() / diffs.len() as f32;
         eprintln!("{name}: mean {mean:.3} max {max:.2}");
-        let turbo_jpeg = cfg!(feature = "turbojpeg") && !ZUNE.with(|z| z.get());
+        let turbo_jpeg = cfg!(imgfeed_turbo) && !ZUNE.with(|z| z.get());
         if name.ends_with(".png") || turbo_jpeg {
             match png {
                 // float round trip of normalize: (x - m) / s * s + m is within 1e-3 of x

@@ -283,7 +283,7 @@ fn resuming_at_any_batch_yields_exactly_the_rest_of_the_epoch() {
 fn decoding_only_the_box_matches_decoding_everything() {
     let fused = train(2, 4, true);
     let plain = train(2, 4, false);
-    if cfg!(feature = "turbojpeg") {
+    if cfg!(imgfeed_turbo) {
         assert!(
             fused
                 .fusions()

@@ -2,10 +2,13 @@
 //! (`raw` shards, [`Spec::source_pixels`]) pass through: there is nothing to decode. A second
 //! `decode`, or one on CIFAR records, is still an error.
 //!
-//! JPEG goes through zune-jpeg (strict mode, so a truncated file is an error) or, when
-//! built with the `turbojpeg` feature, libjpeg-turbo (its warnings are errors too; CMYK
-//! files, which it cannot turn into RGB, go to zune-jpeg), which can also decode just the
-//! rectangle a following resize+crop needs (see `turbo`). PNG, BMP and WebP go through
+//! JPEG goes through libjpeg-turbo when the build has it — the system library through the
+//! shim of `libjpeg` (what a plain `cargo build` gets where its headers are installed), or
+//! the copy the `turbojpeg` feature builds from source (`turbo`) — and through zune-jpeg
+//! (strict mode, so a truncated file is an error) otherwise, or with `decoder = "zune"`.
+//! libjpeg-turbo can decode just the rectangle a following resize+crop needs; CMYK files,
+//! which it cannot turn into RGB, go to zune-jpeg. Warnings that mean damaged pixels are
+//! errors with both (the system library's shim tolerates the ones about metadata only). PNG, BMP and WebP go through
 //! `image`. Grayscale, CMYK, palette, 16-bit and alpha all become RGB u8: alpha is dropped
 //! (not composited, as Pillow's `convert("RGB")` does) and 16-bit samples are scaled by
 //! 255/65535. The format is read from the magic bytes, not from the file name.
@@ -31,14 +34,34 @@ fn default_max_pixels() -> u64 {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum JpegBackend {
-    /// libjpeg-turbo when built in (feature `turbojpeg`), zune-jpeg otherwise.
+    /// libjpeg-turbo when the build has it (the system library, or the `turbojpeg`
+    /// feature's), zune-jpeg otherwise.
     #[default]
     Auto,
     /// zune-jpeg (pure Rust).
     Zune,
-    /// libjpeg-turbo (needs the `turbojpeg` feature).
+    /// The system libjpeg-turbo (needs its headers at build time).
+    Libjpeg,
+    /// libjpeg-turbo built from source (needs the `turbojpeg` feature).
     Turbo,
 }
+
+/// The JPEG decoder `auto` picks in this build and its version, e.g.
+/// `("libjpeg-turbo (system)", "2.1.5")`.
+pub fn jpeg_decoder() -> (&'static str, String) {
+    #[cfg(imgfeed_libjpeg)]
+    return ("libjpeg-turbo (system)", super::libjpeg::version());
+    #[cfg(feature = "turbojpeg")]
+    return ("libjpeg-turbo (built from source)", "3".into());
+    #[cfg(not(imgfeed_turbo))]
+    return ("zune-jpeg", "0.5".into());
+}
+
+/// The libjpeg-turbo decoder this build has.
+#[cfg(imgfeed_libjpeg)]
+type Lib = super::libjpeg::Libjpeg;
+#[cfg(feature = "turbojpeg")]
+type Lib = super::turbo::Turbo;
 
 /// The `decode` op.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -82,6 +105,13 @@ impl Decode {
         if self.decoder == JpegBackend::Turbo && !cfg!(feature = "turbojpeg") {
             return Err(
                 "decoder = \"turbo\" needs imgfeed built with `--features turbojpeg`".into(),
+            );
+        }
+        if self.decoder == JpegBackend::Libjpeg && !cfg!(imgfeed_libjpeg) {
+            return Err(
+                "decoder = \"libjpeg\" needs the system libjpeg-turbo's headers when imgfeed is \
+                 built (and not the `turbojpeg` feature)"
+                    .into(),
             );
         }
         if self.max_pixels == 0 {
@@ -153,8 +183,8 @@ pub struct Decoded {
 /// A decoder with its reusable state; one per worker.
 pub struct Decoder {
     cfg: Decode,
-    #[cfg(feature = "turbojpeg")]
-    turbo: Option<super::turbo::Turbo>,
+    #[cfg(imgfeed_turbo)]
+    turbo: Option<Lib>,
 }
 
 impl Decoder {
@@ -162,14 +192,14 @@ impl Decoder {
     pub fn new(cfg: &Decode) -> Decoder {
         Decoder {
             cfg: cfg.clone(),
-            #[cfg(feature = "turbojpeg")]
+            #[cfg(imgfeed_turbo)]
             turbo: None,
         }
     }
 
     /// Whether this decoder can decode a rectangle only (libjpeg-turbo on JPEG).
     pub fn decodes_regions(&self) -> bool {
-        cfg!(feature = "turbojpeg") && self.cfg.decoder != JpegBackend::Zune
+        cfg!(imgfeed_turbo) && self.cfg.decoder != JpegBackend::Zune
     }
 
     /// Decode `bytes` into `out` (resized to `h × w × 3`); returns `(height, width)`.
@@ -200,7 +230,7 @@ impl Decoder {
         };
         match sniff(bytes) {
             Some(Format::Jpeg) => {
-                #[cfg(feature = "turbojpeg")]
+                #[cfg(imgfeed_turbo)]
                 if self.cfg.decoder != JpegBackend::Zune {
                     if let Some(r) = self.decode_turbo(bytes, &want, rgbx, out) {
                         return r;
@@ -218,7 +248,7 @@ impl Decoder {
     }
 
     /// `None` when libjpeg-turbo cannot do this file (CMYK) and zune-jpeg should.
-    #[cfg(feature = "turbojpeg")]
+    #[cfg(imgfeed_turbo)]
     fn decode_turbo(
         &mut self,
         bytes: &[u8],
@@ -227,7 +257,7 @@ impl Decoder {
         out: &mut Vec<u8>,
     ) -> Option<Result<Decoded, Fault>> {
         if self.turbo.is_none() {
-            match super::turbo::Turbo::new() {
+            match Lib::new() {
                 Ok(t) => self.turbo = Some(t),
                 Err(e) => return Some(Err(Fault::new(Kind::Other, e))),
             }
@@ -264,7 +294,7 @@ impl Decoder {
         if r.is_err() && rect != whole {
             // Some valid files cannot be decoded by region (odd sampling factors, lossless
             // JPEG): decode them whole, with a fresh handle.
-            let fresh = match super::turbo::Turbo::new() {
+            let fresh = match Lib::new() {
                 Ok(f) => f,
                 Err(e) => return Some(Err(Fault::new(Kind::Other, e))),
             };
@@ -293,13 +323,13 @@ impl Decoder {
 /// libjpeg-turbo, from neighbouring blocks up to two away (32 pixels for subsampled
 /// chroma), which a region's edge cuts off: such files get 32 more pixels on every side,
 /// so the wanted rectangle stays bit-identical to a whole decode.
-#[cfg(feature = "turbojpeg")]
+#[cfg(imgfeed_turbo)]
 const PROGRESSIVE_MARGIN: usize = 32;
 
 /// libjpeg-turbo reports errors as text: a premature end is a truncated file (so is a
 /// missing SOS: at the end of the data libjpeg inserts an EOI, then finds no scan), an
 /// unsupported process is unsupported, everything else is damaged data.
-#[cfg(feature = "turbojpeg")]
+#[cfg(imgfeed_turbo)]
 fn libjpeg_fault(msg: String) -> Fault {
     let m = msg.to_ascii_lowercase();
     let short = ["premature end", "input file ended", "missing sos marker"];
@@ -460,7 +490,7 @@ fn image_fault(format: &str, e: image::ImageError) -> Fault {
     Fault::new(kind, format!("invalid {format}: {text}"))
 }
 
-#[cfg(all(test, feature = "turbojpeg"))]
+#[cfg(all(test, imgfeed_turbo))]
 mod tests {
     use super::*;
 

@@ -21,6 +21,8 @@ pub mod center_crop;
 pub mod decode;
 pub mod geometry;
 pub mod hwc_to_chw;
+#[cfg(imgfeed_libjpeg)]
+pub mod libjpeg;
 pub mod normalize;
 pub mod pillow_bilinear;
 pub mod pointwise;
@@ -34,7 +36,7 @@ pub mod turbo;
 pub mod type_cast;
 
 pub use center_crop::CenterCrop;
-pub use decode::{Decode, JpegBackend};
+pub use decode::{jpeg_decoder, Decode, JpegBackend};
 pub use hwc_to_chw::HwcToChw;
 pub use normalize::Normalize;
 pub use random_crop::RandomCrop;

@@ -1,0 +1,177 @@
+//! The system libjpeg-turbo, through imgfeed's C shim over its libjpeg API
+//! (`csrc/jpeg_shim.c`, compiled by `build.rs` when the headers are found).
+//!
+//! The shim keeps libjpeg's `setjmp`/`longjmp` error handling and the layout of
+//! `jpeg_decompress_struct` on the C side: this module sees an opaque handle. It decodes a
+//! rectangle as the `turbojpeg` feature's path does (`jpeg_crop_scanline` for the columns,
+//! `jpeg_skip_scanlines` for the rows outside), reads the rest of the file so that damage
+//! anywhere is found, and tolerates the libjpeg warnings about metadata only (junk before
+//! a marker, a damaged ICC segment, an unknown Adobe transform or JFIF revision) where the
+//! feature's path fails on every warning. CMYK/YCCK files are left to zune-jpeg.
+
+use std::ffi::{c_char, c_int, c_uint, CStr};
+
+#[repr(C)]
+struct Handle {
+    _private: [u8; 0],
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct RawHeader {
+    width: c_uint,
+    height: c_uint,
+    components: c_int,
+    color: c_int,
+    progressive: c_int,
+    mcu_width: c_uint,
+}
+
+extern "C" {
+    fn ifj_new() -> *mut Handle;
+    fn ifj_free(d: *mut Handle);
+    fn ifj_message(d: *const Handle) -> *const c_char;
+    fn ifj_version() -> c_int;
+    fn ifj_header(d: *mut Handle, data: *const u8, len: usize, out: *mut RawHeader) -> c_int;
+    #[allow(clippy::too_many_arguments)]
+    fn ifj_decode(
+        d: *mut Handle,
+        data: *const u8,
+        len: usize,
+        top: c_uint,
+        left: c_uint,
+        height: c_uint,
+        width: c_uint,
+        channels: c_int,
+        out: *mut u8,
+        out_len: usize,
+    ) -> c_int;
+}
+
+/// The libjpeg-turbo version the shim was built against, e.g. `2.1.5`.
+pub fn version() -> String {
+    // SAFETY: a constant.
+    let v = unsafe { ifj_version() };
+    format!("{}.{}.{}", v / 1_000_000, (v / 1000) % 1000, v % 1000)
+}
+
+/// A libjpeg decompressor (one per worker).
+pub struct Libjpeg {
+    handle: *mut Handle,
+}
+
+// SAFETY: the handle is used by one thread at a time (each worker owns its decoder).
+unsafe impl Send for Libjpeg {}
+
+/// What the header says.
+#[derive(Clone, Copy, Debug)]
+pub struct Header {
+    /// Columns.
+    pub width: usize,
+    /// Rows.
+    pub height: usize,
+    /// Whether libjpeg cannot produce RGB itself (CMYK, YCCK).
+    pub cmyk: bool,
+    /// Width of an iMCU in pixels (a region's left edge is moved down to a multiple of it).
+    pub mcu_width: Option<usize>,
+    /// Progressive coding.
+    pub progressive: bool,
+}
+
+/// A rectangle of the image: `(top, left, height, width)`.
+pub type Rect = (usize, usize, usize, usize);
+
+impl Libjpeg {
+    /// A new decompressor.
+    pub fn new() -> Result<Libjpeg, String> {
+        // SAFETY: plain constructor; null means failure.
+        let handle = unsafe { ifj_new() };
+        if handle.is_null() {
+            return Err("libjpeg: cannot create a decompressor".into());
+        }
+        Ok(Libjpeg { handle })
+    }
+
+    fn error(&self) -> String {
+        // SAFETY: the handle is valid; the message is a NUL-terminated buffer inside it,
+        // copied out here.
+        unsafe {
+            let s = ifj_message(self.handle);
+            if s.is_null() {
+                "unknown libjpeg error".into()
+            } else {
+                CStr::from_ptr(s).to_string_lossy().into_owned()
+            }
+        }
+    }
+
+    /// Read the header of `bytes`.
+    pub fn header(&mut self, bytes: &[u8]) -> Result<Header, String> {
+        let mut h = RawHeader::default();
+        // SAFETY: valid handle; the shim reads at most `len` bytes of `bytes` and writes `h`.
+        let r = unsafe { ifj_header(self.handle, bytes.as_ptr(), bytes.len(), &mut h) };
+        if r != 0 {
+            return Err(format!("invalid JPEG: {}", self.error()));
+        }
+        if h.width == 0 || h.height == 0 {
+            return Err(format!("invalid JPEG: size {}x{}", h.width, h.height));
+        }
+        Ok(Header {
+            width: h.width as usize,
+            height: h.height as usize,
+            cmyk: h.color == 2,
+            mcu_width: Some(h.mcu_width as usize).filter(|&m| m > 0),
+            progressive: h.progressive != 0,
+        })
+    }
+
+    /// Decode `rect` (after `header` on the same bytes) into `out` as RGB (`channels` 3) or
+    /// RGBX (4, the X byte unspecified); the rectangle's left edge is moved down to an iMCU
+    /// boundary first. Returns the rectangle decoded.
+    pub fn decode(
+        &mut self,
+        bytes: &[u8],
+        h: &Header,
+        rect: Rect,
+        channels: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<Rect, String> {
+        let (top, left, rh, rw) = rect;
+        let left_aligned = left - left % h.mcu_width.unwrap_or(1).max(1);
+        let rw = rw + (left - left_aligned);
+        let need = rh * rw * channels;
+        // Grow only: every byte of the rectangle is written.
+        if out.len() < need {
+            out.resize(need, 0);
+        }
+        let dim =
+            |v: usize| c_uint::try_from(v).map_err(|_| format!("JPEG dimension {v} too large"));
+        // SAFETY: valid handle; `out` holds at least `need` bytes (passed as its length,
+        // which the shim checks before writing rows of `rw * channels` bytes).
+        let r = unsafe {
+            ifj_decode(
+                self.handle,
+                bytes.as_ptr(),
+                bytes.len(),
+                dim(top)?,
+                dim(left_aligned)?,
+                dim(rh)?,
+                dim(rw)?,
+                channels as c_int,
+                out.as_mut_ptr(),
+                out.len(),
+            )
+        };
+        if r != 0 {
+            return Err(format!("invalid JPEG: {}", self.error()));
+        }
+        Ok((top, left_aligned, rh, rw))
+    }
+}
+
+impl Drop for Libjpeg {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from ifj_new and is freed once.
+        unsafe { ifj_free(self.handle) }
+    }
+}
