@@ -921,3 +921,31 @@ fn next_timeout_keeps_a_half_filled_batch_in_skip_mode() {
     assert_eq!(images, want.images);
     assert_eq!(indices, want.indices);
 }
+
+#[test]
+fn skip_mode_never_yields_an_empty_last_batch() {
+    // 5 good files then a bad one, batches of 5 without drop_remainder: the bad file would
+    // be alone in a last batch; skipped, no batch is left, and its error is reported as a
+    // dropped tail's.
+    let dir = tempfile::tempdir().expect("tempdir");
+    for i in 0..5 {
+        let from = fixtures()
+            .join("imagefolder/bird")
+            .join(format!("bird_00{}.jpg", i % 3));
+        copy_into(dir.path(), &format!("a/{i}.jpg"), &from);
+    }
+    copy_into(
+        dir.path(),
+        "a/9_bad.jpg",
+        &fixtures().join("bad/truncated.jpg"),
+    );
+    for workers in [1, 2] {
+        let p = canonical_like(folder_source(dir.path()), 5, false, skipping(workers));
+        let mut epoch = p.epoch(0);
+        let lens: Vec<usize> = epoch.by_ref().map(|b| b.expect("batch").len()).collect();
+        assert_eq!(lens, vec![5], "{workers} workers");
+        let tail = epoch.dropped_tail_errors();
+        assert_eq!(tail.len(), 1, "{tail:?}");
+        assert!(tail[0].to_string().contains("9_bad.jpg"), "{}", tail[0]);
+    }
+}

@@ -97,6 +97,9 @@ class Loader:
         self._resume: Optional[Tuple[int, int, Optional[int]]] = None
         self._running: Optional[_imgfeed.Epoch] = None
         self._state: Tuple[int, int, Optional[int]] = (0, 0, 0)
+        #: ``on_error="skip"``: the ``SampleError`` s of the last pass's samples that no
+        #: yielded batch reports (a last batch dropped by ``drop_last``, or left empty).
+        self.tail_errors: List[BaseException] = []
 
     # --- sizes and facts -------------------------------------------------------------
     def __len__(self) -> int:
@@ -130,11 +133,14 @@ class Loader:
 
     # --- epochs and resume -----------------------------------------------------------
     def set_epoch(self, epoch: int) -> None:
-        """The epoch the next pass runs (seeds the shuffle and the random ops)."""
+        """The epoch the next pass runs (seeds the shuffle and the random ops). After
+        :meth:`load_state_dict`, setting the loaded epoch keeps the loaded position."""
         if epoch < 0:
             raise ValueError(f"epoch must be >= 0, not {epoch}")
         self._close()
         self._epoch = int(epoch)
+        if self._resume is not None and self._resume[0] == self._epoch:
+            return  # resuming this very epoch: keep the loaded position
         self._resume = None
         self._state = (self._epoch, 0, 0)
 
@@ -180,6 +186,7 @@ class Loader:
             epoch, batch, sample = self._epoch, 0, 0
         running = self._native.epoch(epoch, batch, sample)
         self._running = running
+        self.tail_errors = []
         completed = False
         try:
             yield from running
@@ -188,6 +195,7 @@ class Loader:
             if self._running is running:
                 self._running = None
                 running.close()
+                self.tail_errors = running.dropped_tail_errors()
                 if completed:
                     # The whole epoch was read: the next pass is the next epoch.
                     self._epoch = epoch + 1

@@ -285,6 +285,7 @@ impl Pipeline {
             state: Mutex::new(started.state()),
             batches: started.batches(),
             inner: Mutex::new(Some(started)),
+            tail: Mutex::new(Vec::new()),
             label: spec.label,
             float: spec.dtype == imgfeed::DType::F32,
         })
@@ -296,6 +297,9 @@ impl Pipeline {
 #[pyclass(module = "imgfeed._imgfeed", frozen)]
 struct Epoch {
     inner: Mutex<Option<imgfeed::Epoch>>,
+    /// Skip mode: the bad samples of a last batch that was not yielded, kept when the
+    /// engine's epoch is closed.
+    tail: Mutex<Vec<Error>>,
     /// Where the run stands (kept after the epoch ends or is closed).
     state: Mutex<State>,
     batches: usize,
@@ -304,10 +308,18 @@ struct Epoch {
 }
 
 impl Epoch {
+    /// Take the engine's epoch out, keeping its dropped-tail errors.
+    fn take(&self) -> Option<imgfeed::Epoch> {
+        let mut taken = lock(&self.inner).take();
+        if let Some(epoch) = taken.as_mut() {
+            lock(&self.tail).extend(epoch.dropped_tail_errors());
+        }
+        taken
+    }
+
     /// Stop the engine, joining its threads without the GIL.
     fn close_inner(&self, py: Python<'_>) {
-        let taken = lock(&self.inner).take();
-        if let Some(epoch) = taken {
+        if let Some(epoch) = self.take() {
             py.detach(move || drop(epoch));
         }
     }
@@ -316,8 +328,7 @@ impl Epoch {
     /// image can take a second) on a thread of its own, so `KeyboardInterrupt` reaches the
     /// training loop at once.
     fn stop_in_background(&self) {
-        let taken = lock(&self.inner).take();
-        if let Some(epoch) = taken {
+        if let Some(epoch) = self.take() {
             // Detached. Should no thread be available, `spawn` drops its closure, and
             // with it the epoch, right here: a stop that waits, still a stop.
             let _ = std::thread::Builder::new()
@@ -381,13 +392,14 @@ impl Epoch {
         self.batches
     }
 
-    /// With `on_error="skip"` and `drop_remainder`: the bad samples among those of the
-    /// dropped last batch, as `SampleError`s (call once the iteration has ended).
+    /// With `on_error="skip"`: the bad samples of a last batch that was not yielded
+    /// (dropped by `drop_remainder`, or with no good sample left), as `SampleError`s; call
+    /// it once the iteration has ended (each error is returned once).
     fn dropped_tail_errors(&self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
-        let errors = lock(&self.inner)
-            .as_mut()
-            .map(|e| e.dropped_tail_errors())
-            .unwrap_or_default();
+        if let Some(epoch) = lock(&self.inner).as_mut() {
+            lock(&self.tail).extend(epoch.dropped_tail_errors());
+        }
+        let errors = std::mem::take(&mut *lock(&self.tail));
         errors
             .into_iter()
             .map(|e| Ok(to_py(py, e).into_value(py).into_any()))
@@ -397,6 +409,14 @@ impl Epoch {
     /// Stop the workers now (also done when the epoch ends, fails or is dropped).
     fn close(&self, py: Python<'_>) {
         self.close_inner(py);
+    }
+}
+
+impl Drop for Epoch {
+    /// An epoch dropped by Python (an iterator abandoned mid-epoch) stops its workers
+    /// without making Python wait for the sample each one is on.
+    fn drop(&mut self) {
+        self.stop_in_background();
     }
 }
 

@@ -32,7 +32,7 @@ def create_dataset(dataset_path, batch_size=32, rank_size=1, rank_id=0, do_train
 @pytest.fixture(autouse=True)
 def mindspore_defaults():
     yield
-    ds.config.set_seed(5489)
+    ds.config._seed, ds.config._seed_set = 5489, False  # as in a fresh process
     ds.config.set_num_parallel_workers(8)
     ds.config.set_error_samples_mode(ds.config.ErrorSamplesMode.RETURN)
 
@@ -228,37 +228,74 @@ def test_error_samples_mode_skip_and_return(bad_tree):
 
 
 UNSUPPORTED = [
-    ("a lambda in map", lambda d: d.map(operations=[lambda x: x], input_columns="image")),
-    ("a Python function", lambda d: d.map(operations=print, input_columns="image")),
-    ("an unknown object", lambda d: d.map(operations=[object()], input_columns="image")),
-    ("per_batch_map", lambda d: d.batch(4, per_batch_map=lambda *a: a)),
-    ("pad_info", lambda d: d.batch(4, pad_info={})),
-    ("map after batch", lambda d: d.batch(4).map([C.Decode()])),
-    ("batch after repeat", lambda d: d.batch(2).repeat(2).batch(2)),
-    ("repeat before batch", lambda d: d.repeat(2)),
-    ("TypeCast on the image", lambda d: d.map(C2.TypeCast(mstype.float32), input_columns="image")),
-    ("an image op on the label", lambda d: d.map(C.Decode(), input_columns="label")),
-    ("OpenCV bicubic", lambda d: C.Resize(256, interpolation=C.Inter.CUBIC)),
-    ("a vision op the engine lacks", lambda d: C.RandomVerticalFlip()),
-    ("a transform the engine lacks", lambda d: C2.OneHot(10)),
-    ("edge padding", lambda d: C.RandomCrop(32, padding=4, padding_mode=C.Border.EDGE)),
-    ("uneven padding", lambda d: C.RandomCrop(32, padding=(1, 2, 3, 4))),
-    ("normalize of CHW", lambda d: C.Normalize([0, 0, 0], [1, 1, 1], is_hwc=False)),
-    ("TypeCast to float16", lambda d: C2.TypeCast(mstype.float16)),
-    ("output_columns", lambda d: d.map(C.Decode(), input_columns="image", output_columns="decoded")),
-    ("python_multiprocessing", lambda d: d.map(C.Decode(), python_multiprocessing=True)),
-    ("a sampler", lambda d: ds.ImageFolderDataset(str(TREE), sampler=object())),
-    ("a cache", lambda d: ds.ImageFolderDataset(str(TREE), cache=object())),
-    ("Dataset.zip", lambda d: d.zip(d)),
-    ("calling an op eagerly", lambda d: C.Decode()(b"")),
+    ("a lambda in map", "Python callable", lambda d: d.map(operations=[lambda x: x], input_columns="image")),
+    ("a Python function", "Python callable", lambda d: d.map(operations=print, input_columns="image")),
+    ("an unknown object", "not an op", lambda d: d.map(operations=[object()], input_columns="image")),
+    ("per_batch_map", "per_batch_map", lambda d: d.batch(4, per_batch_map=lambda *a: a)),
+    ("pad_info", "pad_info", lambda d: d.batch(4, pad_info={})),
+    ("map after batch", "map after batch", lambda d: d.batch(4).map([C.Decode()])),
+    ("batch of batches", "batch of batches", lambda d: d.batch(2).repeat(2).batch(2)),
+    ("repeat before batch", "repeat before batch", lambda d: d.repeat(2)),
+    ("shuffle after batch", "shuffle after batch", lambda d: d.batch(2).shuffle(100)),
+    ("shuffle picking other shards", "num_samples or num_shards",
+     lambda d: ds.ImageFolderDataset(str(TREE), shuffle=False, num_shards=2, shard_id=0).shuffle(100)),
+    ("TypeCast on the image", "image column", lambda d: d.map(C2.TypeCast(mstype.float32), input_columns="image")),
+    ("an image op on the label", "image op", lambda d: d.map(C.Decode(), input_columns="label")),
+    ("OpenCV bicubic", "CUBIC", lambda d: C.Resize(256, interpolation=C.Inter.CUBIC)),
+    ("Pillow's antialias", "ANTIALIAS", lambda d: C.Resize(256, interpolation=C.Inter.ANTIALIAS)),
+    ("a vision op the engine lacks", "RandomVerticalFlip", lambda d: C.RandomVerticalFlip()),
+    ("a transform the engine lacks", "OneHot", lambda d: C2.OneHot(10)),
+    ("edge padding", "padding_mode", lambda d: C.RandomCrop(32, padding=4, padding_mode=C.Border.EDGE)),
+    ("uneven padding", "every side", lambda d: C.RandomCrop(32, padding=(1, 2, 3, 4))),
+    ("normalize of CHW", "is_hwc", lambda d: C.Normalize([0, 0, 0], [1, 1, 1], is_hwc=False)),
+    ("TypeCast to float16", "float16", lambda d: C2.TypeCast(mstype.float16)),
+    ("output_columns", "output_columns", lambda d: d.map(C.Decode(), input_columns="image", output_columns="decoded")),
+    ("python_multiprocessing", "python_multiprocessing", lambda d: d.map(C.Decode(), python_multiprocessing=True)),
+    ("a sampler", "sampler", lambda d: ds.ImageFolderDataset(str(TREE), sampler=object())),
+    ("a cache", "cache", lambda d: ds.ImageFolderDataset(str(TREE), cache=object())),
+    ("Dataset.zip", "zip", lambda d: d.zip(d)),
+    ("calling an op eagerly", "eagerly", lambda d: C.Decode()(b"")),
 ]
 
 
-@pytest.mark.parametrize("what,call", UNSUPPORTED, ids=[u[0] for u in UNSUPPORTED])
-def test_unsupported_calls_raise_at_the_call(what, call):
+@pytest.mark.parametrize("what,match,call", UNSUPPORTED, ids=[u[0] for u in UNSUPPORTED])
+def test_unsupported_calls_raise_at_the_call(what, match, call):
     data = ds.ImageFolderDataset(str(TREE))
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(NotImplementedError, match=match):
         call(data)
+
+
+def test_an_iterator_stops_for_good_after_an_error(bad_tree):
+    data = ds.ImageFolderDataset(str(bad_tree), shuffle=False).map([C.Decode(), C.Resize((16, 16))]).batch(4)
+    it = data.create_tuple_iterator(output_numpy=True, num_epochs=3)
+    with pytest.raises(imgfeed.SampleError):
+        collect(it)
+    # Not a silent short epoch: the iterator says it is dead.
+    with pytest.raises(RuntimeError, match="stopped on an error"):
+        collect(it)
+
+
+def test_error_samples_mode_replace(bad_tree):
+    ds.config.set_error_samples_mode(ds.config.ErrorSamplesMode.REPLACE)
+    data = ds.ImageFolderDataset(str(bad_tree), shuffle=False).map([C.Decode(), C.Resize((16, 16))]).batch(4)
+    batches = collect(data.create_tuple_iterator(output_numpy=True, num_epochs=1))
+    # 13 samples, one bad and replaced by another: 4 batches (the last one of 1), all full.
+    assert [len(b[1]) for b in batches] == [4, 4, 4, 1]
+
+
+def test_unset_seed_is_random_as_in_mindspore():
+    import imgfeed.dataset.config as cfg
+
+    cfg._seed_set = False  # as in a fresh process
+    data = ds.ImageFolderDataset(str(TREE), shuffle=True).map([C.Decode(), C.Resize((8, 8))]).batch(12)
+    orders = {tuple(next(iter(data.create_tuple_iterator(output_numpy=True, num_epochs=1)))[1].tolist())
+              for _ in range(4)}
+    assert len(orders) > 1, "without set_seed every run shuffles differently"
+    assert ds.config.get_seed() == 5489
+    ds.config.set_seed(5)
+    orders = {tuple(next(iter(data.create_tuple_iterator(output_numpy=True, num_epochs=1)))[1].tolist())
+              for _ in range(3)}
+    assert len(orders) == 1
 
 
 def test_invalid_values_raise_value_errors_naming_the_op():

@@ -81,10 +81,16 @@ pub fn bench(
     let mb_in = times.bytes_in as f64 / 1e6 / wall.max(1e-9);
     let mb_out = out_bytes as f64 / 1e6 / wall.max(1e-9);
     let cfg = p.config();
+    // The JPEG decoder the pipeline's `decode` runs (none without a decode op).
+    let jpeg = cfg.ops.iter().find_map(|o| match o {
+        imgfeed::ops::Op::Decode(d) => Some(d.decoder.describe()),
+        _ => None,
+    });
     if json {
         let v = serde_json::json!({
             "what": "imgfeed-bench",
             "pipeline": c.pipeline.display().to_string(),
+            "jpeg_decoder": jpeg,
             "workers": cfg.engine.workers,
             "images": images,
             "batches": batches,
@@ -100,6 +106,9 @@ pub fn bench(
     } else {
         println!("{}", p.source().describe());
         println!("workers      {}", cfg.engine.workers);
+        if let Some(j) = &jpeg {
+            println!("jpeg decoder {j}");
+        }
         println!("images       {images} in {batches} batches");
         println!("wall         {wall:.3} s");
         println!(

@@ -16,9 +16,21 @@ use imgfeed::{OnError, Pipeline, PipelineConfig, State, Uneven};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::PathBuf;
 
+/// `imgfeed --version`: the version and the JPEG decoder this build has.
+fn version_line() -> &'static str {
+    static LINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    LINE.get_or_init(|| {
+        format!(
+            "{} (JPEG: {})",
+            env!("CARGO_PKG_VERSION"),
+            imgfeed::ops::jpeg_decoder()
+        )
+    })
+}
+
 /// Turn image datasets into training batches.
 #[derive(Parser, Debug)]
-#[command(name = "imgfeed", version, about)]
+#[command(name = "imgfeed", version = version_line(), about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

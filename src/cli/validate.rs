@@ -96,6 +96,7 @@ pub fn run(a: &ValidateArgs) -> Result<i32> {
     decode
         .output_spec(&imgfeed::Spec::encoded())
         .map_err(|e| imgfeed::Error::Invalid(format!("decode: {e}")))?;
+    let jpeg = decode.decoder.describe();
     let opened = source.open()?;
     let mut bad = Reporter::new(a.report.as_deref())?;
     let bar = progress(opened.len() as u64, "samples");
@@ -111,9 +112,12 @@ pub fn run(a: &ValidateArgs) -> Result<i32> {
     }
     bad.finish()?;
     if a.json {
-        println!("{}", to_json(&report, &bad));
+        let mut v = to_json(&report, &bad);
+        v["jpeg_decoder"] = serde_json::json!(jpeg);
+        println!("{v}");
     } else {
         print_text(&report, &bad);
+        println!("jpeg decoder {jpeg}");
     }
     Ok(if report.interrupted {
         interrupt::EXIT

@@ -378,9 +378,9 @@ impl Epoch {
         self.state
     }
 
-    /// With `on_error = "skip"` and `drop_remainder`: the bad samples found among the
-    /// samples of the dropped last batch (every other bad sample comes with a batch). Call
-    /// it once the iteration has ended.
+    /// With `on_error = "skip"`: the bad samples of a last batch that was not yielded —
+    /// dropped by `drop_remainder`, or left with no good sample at all (every other bad
+    /// sample comes with a batch). Call it once the iteration has ended.
     pub fn dropped_tail_errors(&mut self) -> Vec<Error> {
         self.repack
             .as_mut()
@@ -450,7 +450,9 @@ impl Epoch {
                     let Some(carry) = r.carry.take() else {
                         return Ok(None);
                     };
-                    if drop_remainder && carry.len < bs {
+                    // A last batch whose samples were all skipped is no batch: its
+                    // errors are reported like those of a dropped last batch.
+                    if carry.len == 0 || (drop_remainder && carry.len < bs) {
                         let mut carry = carry;
                         r.tail.append(&mut carry.skipped);
                         return Ok(None);

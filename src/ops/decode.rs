@@ -46,15 +46,26 @@ pub enum JpegBackend {
     Turbo,
 }
 
-/// The JPEG decoder `auto` picks in this build and its version, e.g.
-/// `("libjpeg-turbo (system)", "2.1.5")`.
-pub fn jpeg_decoder() -> (&'static str, String) {
-    #[cfg(imgfeed_libjpeg)]
-    return ("libjpeg-turbo (system)", super::libjpeg::version());
-    #[cfg(feature = "turbojpeg")]
-    return ("libjpeg-turbo (built from source)", "3".into());
-    #[cfg(not(imgfeed_turbo))]
-    return ("zune-jpeg", "0.5".into());
+/// The JPEG decoder `auto` picks in this build, with its version: for example
+/// `libjpeg-turbo 2.1.5 (system)` or `zune-jpeg 0.5 (pure Rust)`.
+pub fn jpeg_decoder() -> String {
+    JpegBackend::Auto.describe()
+}
+
+impl JpegBackend {
+    /// The decoder this choice runs in this build, with its version.
+    pub fn describe(self) -> String {
+        const ZUNE: &str = "zune-jpeg 0.5 (pure Rust)";
+        if self == JpegBackend::Zune {
+            return ZUNE.into();
+        }
+        #[cfg(imgfeed_libjpeg)]
+        return format!("libjpeg-turbo {} (system)", super::libjpeg::version());
+        #[cfg(feature = "turbojpeg")]
+        return "libjpeg-turbo 3 (built from source, feature turbojpeg)".into();
+        #[cfg(not(imgfeed_turbo))]
+        return ZUNE.into();
+    }
 }
 
 /// The libjpeg-turbo decoder this build has.

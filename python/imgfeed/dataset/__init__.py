@@ -243,6 +243,11 @@ class Dataset:
             _no("shuffle", "shuffle after repeat")
         if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 2:
             raise ValueError(f"shuffle: buffer_size must be an int > 1, not {buffer_size!r}")
+        src = self._source
+        if not src.get("shuffle") and (src.get("num_samples") is not None or src.get("num_shards", 1) > 1):
+            _no("shuffle", "shuffle of an unshuffled dataset with num_samples or num_shards",
+                "the engine shuffles before it picks a shard's samples, so each epoch would read other samples; "
+                "pass shuffle=True to the dataset instead")
         n = self._samples()
         if buffer_size < n:
             _no("shuffle", f"buffer_size={buffer_size} below the {n} rows",
@@ -337,7 +342,7 @@ class Dataset:
         spec_ok = self._final_spec()  # the same errors before the engine is built
         del spec_ok
         src = dict(self._source)
-        src["seed"] = config.get_seed()
+        src["seed"] = config._pipeline_seed()
         bs, drop = self._batch if self._batch is not None else (1, False)
         cfg = {
             "source": src,
@@ -509,7 +514,8 @@ class Cifar100Dataset(_Cifar):
 
 class TupleIterator:
     """Rows of a dataset, epoch after epoch: each ``for`` loop over it is one epoch (as
-    MindSpore's iterators). Ends for good after ``num_epochs`` epochs (-1: never)."""
+    MindSpore's iterators). Ends for good after ``num_epochs`` epochs (-1: never). After
+    an error (a bad sample, Ctrl-C) it raises ``RuntimeError``: create a new one."""
 
     _as_dict = False
 
@@ -543,6 +549,7 @@ class TupleIterator:
         self._engine_epoch = 0
         self._repeats_done = 0
         self._running: Any = None
+        self._failed: Optional[BaseException] = None
         self._empty = self._native.batches_per_epoch() == 0
 
     def __iter__(self) -> "TupleIterator":
@@ -564,13 +571,22 @@ class TupleIterator:
         return out
 
     def __next__(self) -> Any:
+        if self._failed is not None:
+            raise RuntimeError(f"this iterator stopped on an error ({self._failed!r}): create a new one") from self._failed
         while True:
             if self._running is None:
                 if self._epochs_left == 0:
                     raise StopIteration
                 self._running = self._native.epoch(self._engine_epoch)
                 self._engine_epoch += 1
-            b = next(self._running, None)
+            try:
+                b = next(self._running, None)
+            except BaseException as e:
+                # A bad sample or Ctrl-C: the engine's epoch is closed, and carrying on would
+                # count the rest of it as read.
+                self._failed = e
+                self._running = None
+                raise
             if b is not None:
                 return self._row(b)
             self._running = None

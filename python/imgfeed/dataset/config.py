@@ -1,9 +1,10 @@
 """``mindspore.dataset.config``: the process-wide defaults the datasets read when an
 iterator starts.
 
-* ``set_seed`` / ``get_seed``: the seed of the shuffle and the random ops (default 5489,
-  MindSpore's default: ``std::mt19937``'s default seed). The same seed gives the same
-  batches for any worker count.
+* ``set_seed`` / ``get_seed``: the seed of the shuffle and the random ops. As in
+  MindSpore, until ``set_seed`` is called every iterator draws a random seed (``get_seed``
+  still answers 5489, MindSpore's default); once it is called, the same seed gives the same
+  batches on every run and for any worker count.
 * ``set_num_parallel_workers`` / ``get_num_parallel_workers``: worker threads when no
   ``num_parallel_workers`` is given (default 8, MindSpore's).
 * ``set_error_samples_mode`` / ``get_error_samples_mode``: what a bad sample does:
@@ -14,6 +15,7 @@ iterator starts.
 from __future__ import annotations
 
 import enum
+import os
 
 __all__ = [
     "ErrorSamplesMode",
@@ -26,6 +28,7 @@ __all__ = [
 ]
 
 _seed = 5489
+_seed_set = False
 _workers = 8
 
 
@@ -42,15 +45,23 @@ _error_mode = ErrorSamplesMode.RETURN
 
 def set_seed(seed: int) -> None:
     """Seed of the shuffle and the random ops of the iterators created after this call."""
-    global _seed
+    global _seed, _seed_set
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
         raise ValueError(f"seed must be an int in [0, 2**64), not {seed!r}")
     _seed = seed
+    _seed_set = True
 
 
 def get_seed() -> int:
     """The seed (5489 unless set)."""
     return _seed
+
+
+def _pipeline_seed() -> int:
+    """The seed an iterator starts with: the one set, else a random one (MindSpore's rule)."""
+    if _seed_set:
+        return _seed
+    return int.from_bytes(os.urandom(8), "little")
 
 
 def set_num_parallel_workers(num: int) -> None:

@@ -58,7 +58,7 @@ def _filter(name: str, interpolation: Inter) -> str:
             "Inter.CUBIC (OpenCV's bicubic) is not in imgfeed's engine; Inter.PILCUBIC is Pillow's bicubic",
         )
     if interpolation.value == "antialias":
-        return "bilinear"
+        unsupported(name, "Inter.ANTIALIAS (Pillow's Lanczos, MindSpore's PIL-only filter) is not in imgfeed's engine")
     return interpolation.value
 
 
