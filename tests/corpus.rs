@@ -405,3 +405,58 @@ fn bmp_and_webp_headers_over_the_pixel_limit_are_refused_before_decoding() {
         assert_eq!(f.kind, K::TooManyPixels, "{name}: {}", f.reason);
     }
 }
+
+/// `fixtures/tolerated/`: metadata damage Pillow decodes without complaint (junk before a
+/// marker, an ICC segment after the frame header, a short APP14). Each file decodes to
+/// exactly `clean.jpg`'s pixels — with every decoder that accepts it, and libjpeg-turbo's
+/// must (zune-jpeg's result for each is asserted as it stands, so a change shows).
+#[test]
+fn metadata_damage_decodes_to_the_clean_pixels() {
+    let dir = fixtures().join("tolerated");
+    let files = listed("tolerated", &["jpg"]);
+    assert_eq!(
+        files,
+        [
+            "clean.jpg",
+            "icc_after_sof.jpg",
+            "junk_before_dqt.jpg",
+            "short_app14.jpg"
+        ]
+    );
+    for backend in backends() {
+        let mut d = Decoder::new(&Decode {
+            decoder: backend,
+            ..Decode::default()
+        });
+        let mut clean = Vec::new();
+        let size = d
+            .decode(
+                &std::fs::read(dir.join("clean.jpg")).expect("read"),
+                &mut clean,
+            )
+            .expect("clean.jpg decodes");
+        clean.truncate(size.0 * size.1 * 3);
+        for name in files.iter().filter(|n| *n != "clean.jpg") {
+            let bytes = std::fs::read(dir.join(name)).expect("read");
+            let mut out = Vec::new();
+            // zune-jpeg's strict mode, which makes a truncated file an error, also refuses
+            // bytes between headers, and zune-jpeg refuses a short APP14 in any mode;
+            // libjpeg-turbo warns and goes on, as Pillow does.
+            let refused = backend == JpegBackend::Zune
+                && matches!(name.as_str(), "junk_before_dqt.jpg" | "short_app14.jpg");
+            match d.decode(&bytes, &mut out) {
+                Ok(got) if !refused => {
+                    assert_eq!(got, size, "{backend:?}: {name}");
+                    out.truncate(got.0 * got.1 * 3);
+                    assert!(
+                        out == clean,
+                        "{backend:?}: {name}: pixels differ from clean.jpg"
+                    );
+                }
+                Err(f) if refused => assert_eq!(f.kind, K::Corrupt, "{}", f.reason),
+                Ok(_) => panic!("{backend:?}: {name} now decodes: update this test and the README"),
+                Err(f) => panic!("{backend:?}: {name} refused: {} ({:?})", f.reason, f.kind),
+            }
+        }
+    }
+}

@@ -7,8 +7,9 @@
 //! skipped and columns outside it are not converted. The pixels inside the rectangle are
 //! the ones a full decode gives, so the output does not change.
 //!
-//! libjpeg warnings (a truncated file, corrupt data) are errors here, like zune-jpeg's
-//! strict mode. CMYK/YCCK files are left to zune-jpeg, which converts them to RGB.
+//! libjpeg warnings that mean damaged pixels (a truncated file, corrupt data) are errors
+//! here, like zune-jpeg's strict mode; those about metadata only are tolerated, as by the
+//! system library's shim. CMYK/YCCK files are left to zune-jpeg, which converts them to RGB.
 
 use std::ffi::CStr;
 use turbojpeg_sys as tj;
@@ -66,6 +67,25 @@ impl Turbo {
                 CStr::from_ptr(s).to_string_lossy().into_owned()
             }
         }
+    }
+
+    /// The last call failed on a libjpeg warning about metadata only (the decode went on
+    /// and the pixels are whole): junk bytes before a marker, a damaged ICC segment, an
+    /// unknown Adobe transform or JFIF revision — the warnings the system library's shim
+    /// (`csrc/jpeg_shim.c`) tolerates, recognised here by their text.
+    fn tolerated_warning(&self) -> bool {
+        // SAFETY: valid handle.
+        let code = unsafe { tj::tj3GetErrorCode(self.handle) };
+        #[allow(clippy::unnecessary_cast)]
+        let warning = code == tj::TJERR_TJERR_WARNING as i32;
+        let m = self.error().to_ascii_lowercase();
+        let metadata = [
+            "extraneous bytes before marker",
+            "bad icc marker",
+            "unknown adobe color transform",
+            "unknown jfif revision",
+        ];
+        warning && metadata.iter().any(|w| m.contains(w))
     }
 
     fn get(&self, p: tj::TJPARAM) -> i32 {
@@ -161,7 +181,7 @@ impl Turbo {
                 },
             )
         };
-        if r != 0 {
+        if r != 0 && !self.tolerated_warning() {
             return Err(format!("invalid JPEG: {}", self.error()));
         }
         Ok((top, left_aligned, rh, rw))
