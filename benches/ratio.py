@@ -9,7 +9,7 @@ interleaved, cancels slow drifts).
 imagefolder compares pipelines/resnet50_eval.toml with ../shared/bench/decode_limit.py
 (decode only, libjpeg-turbo through Pillow); cifar compares pipelines/cifar10_eval.toml
 (--usage train) with ../shared/bench/cifar_numpy.py. Build first:
-cargo build --release --features turbojpeg
+cargo build --release
 """
 import argparse
 import json
@@ -35,9 +35,11 @@ def main():
     ap.add_argument("--pairs", type=int, default=7)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "imgfeed"))
+    ap.add_argument("--pipeline", default=None,
+                    help="imagefolder: the pipeline to time (default pipelines/resnet50_eval.toml)")
     a = ap.parse_args()
     if a.what == "imagefolder":
-        ours = [a.binary, "bench", os.path.join(ROOT, "pipelines", "resnet50_eval.toml"),
+        ours = [a.binary, "bench", a.pipeline or os.path.join(ROOT, "pipelines", "resnet50_eval.toml"),
                 "--data", a.data, "--workers", str(a.workers), "--json"]
         ref = [sys.executable, os.path.join(SHARED, "decode_limit.py"), a.data, "--workers", str(a.workers)]
     else:
