@@ -237,3 +237,40 @@ int ifj_decode(struct ifj *d, const unsigned char *data, size_t len, unsigned in
   jpeg_finish_decompress(&d->cinfo);
   return 0;
 }
+
+/*
+ * Decode the whole of a CMYK or YCCK file into out (width * 4 bytes a row) as libjpeg's
+ * CMYK (YCCK converted by libjpeg), the way Pillow reads it before its own conversion.
+ * 0 on success, -1 with ifj_message.
+ */
+int ifj_decode_cmyk(struct ifj *d, const unsigned char *data, size_t len, unsigned char *out, size_t out_len) {
+  size_t pitch;
+  ifj_reset(d);
+  if (setjmp(d->err.jump)) {
+    jpeg_abort_decompress(&d->cinfo);
+    return -1;
+  }
+  jpeg_mem_src(&d->cinfo, data, (unsigned long)len);
+  jpeg_read_header(&d->cinfo, TRUE);
+  if (d->cinfo.jpeg_color_space != JCS_CMYK && d->cinfo.jpeg_color_space != JCS_YCCK) {
+    snprintf(d->err.message, sizeof d->err.message, "imgfeed: not a CMYK or YCCK JPEG");
+    jpeg_abort_decompress(&d->cinfo);
+    return -1;
+  }
+  d->cinfo.out_color_space = JCS_CMYK;
+  d->cinfo.dct_method = JDCT_ISLOW;
+  d->cinfo.do_fancy_upsampling = TRUE;
+  jpeg_start_decompress(&d->cinfo);
+  pitch = (size_t)d->cinfo.output_width * 4;
+  if (d->cinfo.output_components != 4 || pitch * d->cinfo.output_height > out_len) {
+    snprintf(d->err.message, sizeof d->err.message, "imgfeed: output buffer too small");
+    jpeg_abort_decompress(&d->cinfo);
+    return -1;
+  }
+  while (d->cinfo.output_scanline < d->cinfo.output_height) {
+    JSAMPROW rowp = out + (size_t)d->cinfo.output_scanline * pitch;
+    jpeg_read_scanlines(&d->cinfo, &rowp, 1);
+  }
+  jpeg_finish_decompress(&d->cinfo);
+  return 0;
+}

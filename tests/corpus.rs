@@ -460,3 +460,33 @@ fn metadata_damage_decodes_to_the_clean_pixels() {
         }
     }
 }
+
+/// A CMYK JPEG becomes RGB exactly as Pillow's `convert("RGB")` makes it, with the system
+/// libjpeg-turbo (`edge/cmyk_pillow.rgb` is Pillow's output, written by the generator).
+#[cfg(imgfeed_libjpeg)]
+#[test]
+fn cmyk_converts_as_pillow_does() {
+    let bytes = std::fs::read(fixtures().join("edge/cmyk.jpg")).expect("read");
+    let want = std::fs::read(fixtures().join("edge/cmyk_pillow.rgb")).expect("read");
+    let mut d = Decoder::new(&Decode {
+        decoder: JpegBackend::Libjpeg,
+        ..Decode::default()
+    });
+    let mut out = Vec::new();
+    let (h, w) = d.decode(&bytes, &mut out).expect("decodes");
+    assert_eq!((h, w), (43, 61));
+    out.truncate(h * w * 3);
+    let max = out.iter().zip(&want).map(|(a, b)| a.abs_diff(*b)).max();
+    assert_eq!(out.len(), want.len());
+    assert!(out == want, "max difference from Pillow {max:?}");
+    // And as RGBX for the fused paths: the same colours, 4 bytes a pixel.
+    let rgbx = d
+        .decode_region(&bytes, |_, _| None, true, &mut out)
+        .expect("decodes");
+    assert_eq!(rgbx.channels, 4);
+    let packed: Vec<u8> = out[..h * w * 4]
+        .chunks_exact(4)
+        .flat_map(|p| [p[0], p[1], p[2]])
+        .collect();
+    assert!(packed == want);
+}

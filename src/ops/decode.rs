@@ -6,8 +6,9 @@
 //! shim of `libjpeg` (what a plain `cargo build` gets where its headers are installed), or
 //! the copy the `turbojpeg` feature builds from source (`turbo`) — and through zune-jpeg
 //! (strict mode, so a truncated file is an error) otherwise, or with `decoder = "zune"`.
-//! libjpeg-turbo can decode just the rectangle a following resize+crop needs; CMYK files,
-//! which it cannot turn into RGB, go to zune-jpeg. Warnings that mean damaged pixels are
+//! libjpeg-turbo can decode just the rectangle a following resize+crop needs. CMYK and
+//! YCCK files become RGB as Pillow's `convert("RGB")` makes it with the system library
+//! (bit for bit); the `turbojpeg` feature leaves them to zune-jpeg. Warnings that mean damaged pixels are
 //! errors with both (the system library's shim tolerates the ones about metadata only). PNG, BMP and WebP go through
 //! `image`. Grayscale, CMYK, palette, 16-bit and alpha all become RGB u8: alpha is dropped
 //! (not composited, as Pillow's `convert("RGB")` does) and 16-bit samples are scaled by
@@ -196,6 +197,9 @@ pub struct Decoder {
     cfg: Decode,
     #[cfg(imgfeed_turbo)]
     turbo: Option<Lib>,
+    /// CMYK rows before their conversion to RGB (system libjpeg-turbo).
+    #[cfg(imgfeed_libjpeg)]
+    scratch: Vec<u8>,
 }
 
 impl Decoder {
@@ -205,6 +209,8 @@ impl Decoder {
             cfg: cfg.clone(),
             #[cfg(imgfeed_turbo)]
             turbo: None,
+            #[cfg(imgfeed_libjpeg)]
+            scratch: Vec::new(),
         }
     }
 
@@ -258,7 +264,8 @@ impl Decoder {
         }
     }
 
-    /// `None` when libjpeg-turbo cannot do this file (CMYK) and zune-jpeg should.
+    /// `None` when libjpeg-turbo cannot do this file and zune-jpeg should (CMYK with the
+    /// `turbojpeg` feature; the system library's shim converts CMYK as Pillow does).
     #[cfg(imgfeed_turbo)]
     fn decode_turbo(
         &mut self,
@@ -281,6 +288,7 @@ impl Decoder {
                 return Some(Err(libjpeg_fault(e)));
             }
         };
+        #[cfg(not(imgfeed_libjpeg))]
         if header.cmyk {
             return None;
         }
@@ -301,6 +309,24 @@ impl Decoder {
             })
             .unwrap_or(whole);
         let channels = if rgbx { 4 } else { 3 };
+        #[cfg(imgfeed_libjpeg)]
+        if header.cmyk {
+            let mut scratch = std::mem::take(&mut self.scratch);
+            let r = t.decode_cmyk(bytes, &header, channels, out, &mut scratch);
+            self.scratch = scratch;
+            let r = r
+                .map(|(top, left, rh, rw)| Decoded {
+                    full: (h, w),
+                    origin: (top, left),
+                    size: (rh, rw),
+                    channels,
+                })
+                .map_err(libjpeg_fault);
+            if r.is_err() {
+                self.turbo = None;
+            }
+            return Some(r);
+        }
         let mut r = t.decode(bytes, &header, rect, channels, out);
         if r.is_err() && rect != whole {
             // Some valid files cannot be decoded by region (odd sampling factors, lossless

@@ -7,7 +7,8 @@
 //! `jpeg_skip_scanlines` for the rows outside), reads the rest of the file so that damage
 //! anywhere is found, and tolerates the libjpeg warnings about metadata only (junk before
 //! a marker, a damaged ICC segment, an unknown Adobe transform or JFIF revision) where the
-//! feature's path fails on every warning. CMYK/YCCK files are left to zune-jpeg.
+//! feature's path fails on every warning. CMYK/YCCK files decode whole and are converted
+//! to RGB as Pillow converts them (`decode_cmyk`), bit for bit.
 
 use std::ffi::{c_char, c_int, c_uint, CStr};
 
@@ -33,6 +34,13 @@ extern "C" {
     fn ifj_message(d: *const Handle) -> *const c_char;
     fn ifj_version() -> c_int;
     fn ifj_header(d: *mut Handle, data: *const u8, len: usize, out: *mut RawHeader) -> c_int;
+    fn ifj_decode_cmyk(
+        d: *mut Handle,
+        data: *const u8,
+        len: usize,
+        out: *mut u8,
+        out_len: usize,
+    ) -> c_int;
     #[allow(clippy::too_many_arguments)]
     fn ifj_decode(
         d: *mut Handle,
@@ -166,6 +174,54 @@ impl Libjpeg {
             return Err(format!("invalid JPEG: {}", self.error()));
         }
         Ok((top, left_aligned, rh, rw))
+    }
+}
+
+impl Libjpeg {
+    /// Decode a CMYK or YCCK file (after `header` on the same bytes) whole, to RGB
+    /// (`channels` 3) or RGBX (4) in `out`, as Pillow's `convert("RGB")` does: libjpeg's
+    /// CMYK read as Adobe-inverted, then `r = nk - c·nk/255` per channel with `nk = 255 - k`
+    /// in Pillow's integer arithmetic. `scratch` holds the CMYK rows.
+    pub fn decode_cmyk(
+        &mut self,
+        bytes: &[u8],
+        h: &Header,
+        channels: usize,
+        out: &mut Vec<u8>,
+        scratch: &mut Vec<u8>,
+    ) -> Result<Rect, String> {
+        let n = h.width * h.height;
+        scratch.resize(n * 4, 0);
+        // SAFETY: valid handle; `scratch` holds `n * 4` bytes, passed as its length, which
+        // the shim checks against the image before writing rows of `width * 4` bytes.
+        let r = unsafe {
+            ifj_decode_cmyk(
+                self.handle,
+                bytes.as_ptr(),
+                bytes.len(),
+                scratch.as_mut_ptr(),
+                scratch.len(),
+            )
+        };
+        if r != 0 {
+            return Err(format!("invalid JPEG: {}", self.error()));
+        }
+        if out.len() < n * channels {
+            out.resize(n * channels, 0);
+        }
+        for (px, o) in scratch[..n * 4]
+            .chunks_exact(4)
+            .zip(out.chunks_exact_mut(channels))
+        {
+            let nk = u32::from(px[3]);
+            for c in 0..3 {
+                // Pillow's CMYK is libjpeg's inverted ("CMYK;I"); MULDIV255 rounds.
+                let t = (255 - u32::from(px[c])) * nk + 128;
+                let mul = ((t >> 8) + t) >> 8;
+                o[c] = nk.saturating_sub(mul) as u8;
+            }
+        }
+        Ok((0, 0, h.height, h.width))
     }
 }
 
