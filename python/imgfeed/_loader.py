@@ -189,7 +189,13 @@ class Loader:
         self.tail_errors = []
         completed = False
         try:
-            yield from running
+            for b in running:
+                yield b
+                if self._running is not running:
+                    raise RuntimeError(
+                        "another pass over this Loader started while this one was unfinished: "
+                        "a Loader runs one pass at a time (make a second Loader to read two at once)"
+                    )
             completed = True
         finally:
             if self._running is running:

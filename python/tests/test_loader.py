@@ -333,3 +333,13 @@ def test_skipped_samples_of_a_dropped_last_batch_are_reported(bad_tree):
                           drop_last=False)
     assert [len(b) for b in keep.batches()] == [4, 4, 4]
     assert len(keep.tail_errors) == 1
+
+
+def test_a_second_pass_supersedes_the_first_loudly():
+    loader = imgfeed.Loader(EVAL, batch_size=2, workers=2)
+    first = iter(loader)
+    next(first)
+    second = copies(loader)  # a whole pass while the first is suspended
+    assert len(second) == 6
+    with pytest.raises(RuntimeError, match="one pass at a time"):
+        next(first)
