@@ -92,18 +92,24 @@ class TreeMemory:
         return self.peak_kb / 1024.0
 
 
+def timed_epoch(batches, mem) -> dict:
+    """One epoch of (images, labels), touching one value a batch, timed from the first
+    request for a batch to the last."""
+    n, touched = 0, 0.0
+    t0 = time.perf_counter()
+    for images, labels in batches:
+        touched += float(images[0, 0, 0, 0])
+        n += len(labels)
+    secs = time.perf_counter() - t0
+    return {"images": n, "secs": secs, "peak_rss_mb": peak_rss_mb(), "peak_pss_mb": mem.stop_mb() if mem else None}
+
+
 def child_loader(data: str, workers: int, pss: bool) -> dict:
     import imgfeed
 
     mem = TreeMemory() if pss else None
     loader = imgfeed.Loader(EVAL, data=data, workers=workers)
-    n, touched = 0, 0.0
-    t0 = time.perf_counter()
-    for images, labels in loader:
-        touched += float(images[0, 0, 0, 0])
-        n += len(labels)
-    secs = time.perf_counter() - t0
-    return {"images": n, "secs": secs, "peak_rss_mb": peak_rss_mb(), "peak_pss_mb": mem.stop_mb() if mem else None}
+    return timed_epoch(loader, mem)
 
 
 def child_dataset(data: str, workers: int, pss: bool) -> dict:
@@ -119,13 +125,7 @@ def child_dataset(data: str, workers: int, pss: bool) -> dict:
     data_set = data_set.batch(32, drop_remainder=True)
     mem = TreeMemory() if pss else None
     it = data_set.create_tuple_iterator(output_numpy=True, num_epochs=1)
-    n, touched = 0, 0.0
-    t0 = time.perf_counter()
-    for images, labels in it:
-        touched += float(images[0, 0, 0, 0])
-        n += len(labels)
-    secs = time.perf_counter() - t0
-    return {"images": n, "secs": secs, "peak_rss_mb": peak_rss_mb(), "peak_pss_mb": mem.stop_mb() if mem else None}
+    return timed_epoch(it, mem)
 
 
 def child_torch(data: str, workers: int, pss: bool) -> dict:
@@ -142,14 +142,8 @@ def child_torch(data: str, workers: int, pss: bool) -> dict:
     dataset = datasets.ImageFolder(data, transform=tf)
     loader = torch.utils.data.DataLoader(dataset, batch_size=32, shuffle=False, num_workers=workers, drop_last=True)
     mem = TreeMemory() if pss else None
-    n, touched = 0, 0.0
-    t0 = time.perf_counter()
-    for images, labels in loader:
-        touched += float(images[0, 0, 0, 0])
-        n += len(labels)
-    secs = time.perf_counter() - t0
     # The workers are separate processes: peak_pss_mb is the whole tree's.
-    return {"images": n, "secs": secs, "peak_rss_mb": peak_rss_mb(), "peak_pss_mb": mem.stop_mb() if mem else None}
+    return timed_epoch(loader, mem)
 
 
 CHILDREN = {"loader": child_loader, "dataset": child_dataset, "torch": child_torch}

@@ -172,6 +172,31 @@ pub fn sniff(bytes: &[u8]) -> Option<Format> {
 /// `(top, left, height, width)` of a rectangle of the image.
 pub type Rect = (usize, usize, usize, usize);
 
+impl JpegHeader {
+    /// `rect` with its left edge moved down to an iMCU boundary (libjpeg-turbo decodes
+    /// whole iMCUs across), widened to keep its right edge.
+    pub fn mcu_aligned(&self, (top, left, rh, rw): Rect) -> Rect {
+        let aligned = left - left % self.mcu_width.unwrap_or(1).max(1);
+        (top, aligned, rh, rw + (left - aligned))
+    }
+}
+
+/// What a JPEG header says, as libjpeg-turbo reads it (both of its backends).
+#[derive(Clone, Copy, Debug)]
+pub struct JpegHeader {
+    /// Columns.
+    pub width: usize,
+    /// Rows.
+    pub height: usize,
+    /// Whether libjpeg cannot produce RGB itself (CMYK, YCCK).
+    pub cmyk: bool,
+    /// Width of an iMCU in pixels (a region's left edge must be a multiple of it); `None`
+    /// for unknown subsampling, which libjpeg-turbo cannot decode by region.
+    pub mcu_width: Option<usize>,
+    /// Progressive coding.
+    pub progressive: bool,
+}
+
 /// `rect` grown by `by` pixels on every side, kept inside an `h × w` image.
 pub fn grow((t, l, rh, rw): Rect, by: usize, h: usize, w: usize) -> Rect {
     let (t0, l0) = (t.saturating_sub(by), l.saturating_sub(by));
@@ -310,25 +335,17 @@ impl Decoder {
             .unwrap_or(whole);
         let channels = if rgbx { 4 } else { 3 };
         #[cfg(imgfeed_libjpeg)]
-        if header.cmyk {
-            let mut scratch = std::mem::take(&mut self.scratch);
-            let r = t.decode_cmyk(bytes, &header, channels, out, &mut scratch);
-            self.scratch = scratch;
-            let r = r
-                .map(|(top, left, rh, rw)| Decoded {
-                    full: (h, w),
-                    origin: (top, left),
-                    size: (rh, rw),
-                    channels,
-                })
-                .map_err(libjpeg_fault);
-            if r.is_err() {
-                self.turbo = None;
-            }
-            return Some(r);
-        }
-        let mut r = t.decode(bytes, &header, rect, channels, out);
-        if r.is_err() && rect != whole {
+        let cmyk = header.cmyk;
+        #[cfg(not(imgfeed_libjpeg))]
+        let cmyk = false;
+        let mut r = match () {
+            // Whole, converted as Pillow converts CMYK (without the system library, CMYK
+            // went to zune-jpeg above).
+            #[cfg(imgfeed_libjpeg)]
+            () if cmyk => t.decode_cmyk(bytes, &header, channels, out, &mut self.scratch),
+            () => t.decode(bytes, &header, rect, channels, out),
+        };
+        if r.is_err() && rect != whole && !cmyk {
             // Some valid files cannot be decoded by region (odd sampling factors, lossless
             // JPEG): decode them whole, with a fresh handle.
             let fresh = match Lib::new() {

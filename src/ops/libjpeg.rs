@@ -71,23 +71,7 @@ pub struct Libjpeg {
 // SAFETY: the handle is used by one thread at a time (each worker owns its decoder).
 unsafe impl Send for Libjpeg {}
 
-/// What the header says.
-#[derive(Clone, Copy, Debug)]
-pub struct Header {
-    /// Columns.
-    pub width: usize,
-    /// Rows.
-    pub height: usize,
-    /// Whether libjpeg cannot produce RGB itself (CMYK, YCCK).
-    pub cmyk: bool,
-    /// Width of an iMCU in pixels (a region's left edge is moved down to a multiple of it).
-    pub mcu_width: Option<usize>,
-    /// Progressive coding.
-    pub progressive: bool,
-}
-
-/// A rectangle of the image: `(top, left, height, width)`.
-pub type Rect = (usize, usize, usize, usize);
+pub use super::decode::{JpegHeader as Header, Rect};
 
 impl Libjpeg {
     /// A new decompressor.
@@ -144,9 +128,7 @@ impl Libjpeg {
         channels: usize,
         out: &mut Vec<u8>,
     ) -> Result<Rect, String> {
-        let (top, left, rh, rw) = rect;
-        let left_aligned = left - left % h.mcu_width.unwrap_or(1).max(1);
-        let rw = rw + (left - left_aligned);
+        let (top, left_aligned, rh, rw) = h.mcu_aligned(rect);
         let need = rh * rw * channels;
         // Grow only: every byte of the rectangle is written.
         if out.len() < need {

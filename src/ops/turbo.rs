@@ -22,24 +22,7 @@ pub struct Turbo {
 // SAFETY: a TurboJPEG handle is used by one thread at a time (each worker owns one).
 unsafe impl Send for Turbo {}
 
-/// What the header says.
-#[derive(Clone, Copy, Debug)]
-pub struct Header {
-    /// Columns.
-    pub width: usize,
-    /// Rows.
-    pub height: usize,
-    /// Whether libjpeg-turbo cannot produce RGB itself (CMYK, YCCK).
-    pub cmyk: bool,
-    /// Width of an iMCU in pixels (a region's left edge must be a multiple of it); `None`
-    /// for unknown subsampling, which libjpeg-turbo cannot decode by region.
-    pub mcu_width: Option<usize>,
-    /// Progressive coding.
-    pub progressive: bool,
-}
-
-/// A rectangle of the image: `(top, left, height, width)`.
-pub type Rect = (usize, usize, usize, usize);
+pub use super::decode::{JpegHeader as Header, Rect};
 
 impl Turbo {
     /// A new handle.
@@ -136,9 +119,7 @@ impl Turbo {
         channels: usize,
         out: &mut Vec<u8>,
     ) -> Result<Rect, String> {
-        let (top, left, rh, rw) = rect;
-        let left_aligned = left - left % h.mcu_width.unwrap_or(1).max(1);
-        let rw = rw + (left - left_aligned);
+        let (top, left_aligned, rh, rw) = h.mcu_aligned(rect);
         let full = top == 0 && left_aligned == 0 && rh == h.height && rw == h.width;
         let region = if full {
             tj::tjregion {

@@ -222,6 +222,8 @@ class RandomResizedCrop(Op):
     ``size``: the training crop (torchvision's algorithm, 10 attempts then the central
     crop)."""
 
+    _name = "RandomResizedCrop"
+
     def __init__(
         self,
         size: Union[int, Sequence[int]],
@@ -230,7 +232,7 @@ class RandomResizedCrop(Op):
         interpolation: Inter = Inter.BILINEAR,
         max_attempts: int = 10,
     ) -> None:
-        self._table = _rrc_table("RandomResizedCrop", size, scale, ratio, interpolation, max_attempts)
+        self._table = _rrc_table(self._name, size, scale, ratio, interpolation, max_attempts)
         self.size, self.scale, self.ratio = size, tuple(scale), tuple(ratio)
         self.interpolation, self.max_attempts = interpolation, max_attempts
 
@@ -238,21 +240,11 @@ class RandomResizedCrop(Op):
         return [dict(self._table)]
 
 
-class RandomCropDecodeResize(Op):
+class RandomCropDecodeResize(RandomResizedCrop):
     """Decode and :class:`RandomResizedCrop` in one op (only the box is decoded where the
     decoder can)."""
 
-    def __init__(
-        self,
-        size: Union[int, Sequence[int]],
-        scale: Sequence[float] = (0.08, 1.0),
-        ratio: Sequence[float] = (3.0 / 4.0, 4.0 / 3.0),
-        interpolation: Inter = Inter.BILINEAR,
-        max_attempts: int = 10,
-    ) -> None:
-        self._table = _rrc_table("RandomCropDecodeResize", size, scale, ratio, interpolation, max_attempts)
-        self.size, self.scale, self.ratio = size, tuple(scale), tuple(ratio)
-        self.interpolation, self.max_attempts = interpolation, max_attempts
+    _name = "RandomCropDecodeResize"
 
     def _tables(self) -> List[Dict[str, Any]]:
         return [{"op": "decode"}, dict(self._table)]
