@@ -80,7 +80,7 @@ impl Turbo {
     pub fn header(&mut self, bytes: &[u8]) -> Result<Header, String> {
         // SAFETY: `bytes` outlives the call; the library reads at most `len` bytes.
         let r = unsafe { tj::tj3DecompressHeader(self.handle, bytes.as_ptr(), bytes.len() as _) };
-        if r != 0 {
+        if r != 0 && !self.tolerated_warning() {
             return Err(format!("invalid JPEG: {}", self.error()));
         }
         let width = self.get(tj::TJPARAM_TJPARAM_JPEGWIDTH);
