@@ -35,27 +35,35 @@ def main():
     ap.add_argument("--pairs", type=int, default=7)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "imgfeed"))
-    ap.add_argument("--pipeline", default=None,
-                    help="imagefolder: the pipeline to time (default pipelines/resnet50_eval.toml)")
+    ap.add_argument("--pipeline", action="append", default=None,
+                    help="imagefolder: a pipeline to time (default pipelines/resnet50_eval.toml); "
+                         "give several to alternate them with the reference in every pair")
     a = ap.parse_args()
     if a.what == "imagefolder":
-        ours = [a.binary, "bench", a.pipeline or os.path.join(ROOT, "pipelines", "resnet50_eval.toml"),
-                "--data", a.data, "--workers", str(a.workers), "--json"]
+        pipelines = a.pipeline or [os.path.join(ROOT, "pipelines", "resnet50_eval.toml")]
+        ours = [[a.binary, "bench", p, "--data", a.data, "--workers", str(a.workers), "--json"] for p in pipelines]
         ref = [sys.executable, os.path.join(SHARED, "decode_limit.py"), a.data, "--workers", str(a.workers)]
     else:
-        ours = [a.binary, "bench", os.path.join(ROOT, "pipelines", "cifar10_eval.toml"),
-                "--data", a.data, "--usage", "train", "--workers", str(a.workers), "--json", "--no-profile"]
+        pipelines = [os.path.join(ROOT, "pipelines", "cifar10_eval.toml")]
+        ours = [[a.binary, "bench", pipelines[0], "--data", a.data, "--usage", "train", "--workers", str(a.workers),
+                 "--json", "--no-profile"]]
         ref = [sys.executable, os.path.join(SHARED, "cifar_numpy.py"), a.data]
-    ratios = []
+    ratios = [[] for _ in ours]
+    run_json(ref)  # warm-up, not counted: the first run reads the files into the page cache
     for i in range(a.pairs):
         r = run_json(ref)
-        o = run_json(ours)
-        ratio = o["images_per_s"] / r["images_per_s"]
-        ratios.append(ratio)
-        print(f"pair {i + 1}: imgfeed {o['images_per_s']:.0f}/s (peak RSS {o.get('peak_rss_mb')} MB), "
-              f"reference {r['images_per_s']:.0f}/s, ratio {ratio:.2f}", flush=True)
-    print(f"median ratio {statistics.median(ratios):.2f} over {len(ratios)} pairs "
-          f"(min {min(ratios):.2f}, max {max(ratios):.2f})")
+        line = [f"reference {r['images_per_s']:.0f}/s"]
+        for k, cmd in enumerate(ours):
+            o = run_json(cmd)
+            ratio = o["images_per_s"] / r["images_per_s"]
+            ratios[k].append(ratio)
+            line.append(f"{os.path.basename(pipelines[k])} {o['images_per_s']:.0f}/s "
+                        f"(peak RSS {o.get('peak_rss_mb')} MB, {o.get('jpeg_decoder')}) ratio {ratio:.2f}")
+        print(f"pair {i + 1}: " + "; ".join(line), flush=True)
+    for k, p in enumerate(pipelines):
+        rs = ratios[k]
+        print(f"{os.path.basename(p)}: median ratio {statistics.median(rs):.2f} over {len(rs)} pairs "
+              f"(min {min(rs):.2f}, max {max(rs):.2f})")
 
 
 if __name__ == "__main__":
