@@ -250,3 +250,47 @@ fn run_stops_after_max_batches_and_says_how_to_resume() {
     assert_eq!(code(&o), 2);
     assert!(text(&o).1.contains("3 batches"), "{}", text(&o).1);
 }
+
+#[test]
+fn a_skip_mode_run_resumed_from_its_hint_reads_each_sample_once() {
+    // 13 files, the second in order truncated, batches of 4: batch 0 skips it and takes the
+    // fifth sample instead, so batch 1 starts at position 5, not 4.
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (i, class) in ["bird", "cat", "coffee"].iter().enumerate() {
+        for k in 0..4 {
+            let from = fixtures().join("imagefolder/bird/bird_000.jpg");
+            copy_into(dir.path(), &format!("{class}/{i}{k}.jpg"), &from);
+        }
+    }
+    copy_into(
+        dir.path(),
+        "bird/00_bad.jpg",
+        &fixtures().join("bad/truncated.jpg"),
+    );
+    let data = dir.path().to_str().expect("utf-8 path");
+    let base = [
+        "run",
+        EVAL,
+        "--data",
+        data,
+        "--batch-size",
+        "4",
+        "--on-error",
+        "skip",
+    ];
+    let whole = ok(&base);
+    assert!(whole.contains("3 batches, 12 samples"), "{whole}");
+    let first = ok(&[&base[..], &["--max-batches", "1"]].concat());
+    let hint = first
+        .lines()
+        .find_map(|l| l.split_once("resume with ").map(|(_, f)| f.to_string()))
+        .unwrap_or_else(|| panic!("no resume hint: {first}"));
+    assert_eq!(hint, "--start-epoch 0 --start-batch 1 --start-sample 5");
+    let flags: Vec<&str> = hint.split_whitespace().collect();
+    let rest = ok(&[&base[..], &flags[..]].concat());
+    // The other 8 good samples: the 4 cats (label 1) and 4 coffees (label 2). From
+    // position 4, a bird (label 0) came again and a coffee fell into the dropped remainder:
+    // the same count, label sum 10.
+    assert!(rest.contains("2 batches, 8 samples"), "{rest}");
+    assert!(rest.contains("(sum 12)"), "{rest}");
+}

@@ -159,6 +159,10 @@ struct Common {
     /// Start at this batch of the start epoch (resume).
     #[arg(long, default_value_t = 0)]
     start_batch: usize,
+    /// With --start-batch after skipped samples: the position in the shard's order of the
+    /// batch's first sample, as the resume hint prints it (default: batch × batch size).
+    #[arg(long)]
+    start_sample: Option<usize>,
 }
 
 impl Common {
@@ -215,14 +219,24 @@ impl Common {
         Pipeline::new(self.config()?)
     }
 
-    /// Where `--start-epoch` and `--start-batch` say to start.
+    /// Where `--start-epoch`, `--start-batch` and `--start-sample` say to start.
     fn start(&self) -> State {
         State {
             epoch: self.start_epoch,
             batch: self.start_batch,
-            sample: None,
+            sample: self.start_sample,
         }
     }
+}
+
+/// The flags that resume a run at `s`: `--start-sample` only where skipped samples moved
+/// the next batch's first sample off `batch × batch_size`.
+fn resume_flags(s: State, batch_size: usize) -> String {
+    let mut flags = format!("--start-epoch {} --start-batch {}", s.epoch, s.batch);
+    if let Some(sample) = s.sample.filter(|&x| x != s.batch * batch_size) {
+        flags.push_str(&format!(" --start-sample {sample}"));
+    }
+    flags
 }
 
 /// The epochs a run makes: from `--start-epoch` up to `--epochs` (or `source.num_epochs`).

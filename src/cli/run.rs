@@ -74,8 +74,8 @@ pub fn run(
             let s = epoch.state();
             eprintln!(
                 "interrupted in epoch {e} after {batches} batches ({samples} samples, {secs:.3} s): \
-                 resume with --start-epoch {} --start-batch {}",
-                s.epoch, s.batch
+                 resume with {}",
+                super::resume_flags(s, p.config().batch.size)
             );
             return Ok(interrupt::EXIT);
         }
@@ -89,8 +89,10 @@ pub fn run(
         );
         if let Some(s) = stopped {
             println!(
-                "stopped at epoch {} batch {}: resume with --start-epoch {} --start-batch {}",
-                s.epoch, s.batch, s.epoch, s.batch
+                "stopped at epoch {} batch {}: resume with {}",
+                s.epoch,
+                s.batch,
+                super::resume_flags(s, p.config().batch.size)
             );
             break;
         }
