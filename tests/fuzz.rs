@@ -5,7 +5,7 @@
 
 use imgfeed::ops::decode::{Decode, Decoder, JpegBackend};
 use imgfeed::plan::SplitMix64;
-use imgfeed::{PipelineConfig, SourceConfig, SourceKind};
+use imgfeed::{PipelineConfig, SampleErrorKind, SourceConfig, SourceKind};
 use std::path::{Path, PathBuf};
 
 fn fixtures() -> PathBuf {
@@ -77,6 +77,13 @@ fn mutated_images_never_panic() {
                     }
                     Err(e) => {
                         assert!(!e.reason.is_empty());
+                        // A panic caught by the decoder's guard is still a panic: a bug.
+                        assert_ne!(
+                            e.kind,
+                            SampleErrorKind::Panic,
+                            "{backend:?} {f}: {}",
+                            e.reason
+                        );
                         errors += 1;
                     }
                 }
@@ -115,6 +122,11 @@ fn mutated_cifar_files_give_errors_not_panics() {
                     if let Err(e) = b {
                         assert!(
                             e.to_string().contains("test_batch.bin:"),
+                            "round {round}: {e}"
+                        );
+                        assert_ne!(
+                            e.sample_kind(),
+                            Some(SampleErrorKind::Panic),
                             "round {round}: {e}"
                         );
                     }

@@ -9,7 +9,7 @@
 //! bit-identical; zune-jpeg's JPEGs are held to the JPEG rule. `exact = false`
 //! (fast_image_resize's 16-bit kernels) is held to 2 grey levels.
 
-use imgfeed::ops::{CenterCrop, Decode, Op, RandomHorizontalFlip, Size};
+use imgfeed::ops::{CenterCrop, Decode, Op, Size};
 use imgfeed::{Pipeline, PipelineConfig, SourceConfig, SourceKind};
 use std::path::PathBuf;
 
@@ -164,23 +164,47 @@ fn fast_image_resize_kernels_stay_within_two_grey_levels() {
 }
 
 /// Region decoding (libjpeg-turbo) and the resize of only the crop window must not change
-/// a value: compare with the same pipeline where a no-op between decode and resize turns
-/// both fusions off.
+/// a value: compare with the same pipeline run op by op (`[engine] fuse = false`), and check
+/// that the fused run did fuse and the other did not.
 #[test]
 fn region_decode_equals_full_decode() {
-    let fused = canonical(|_| {});
-    let full = canonical(|cfg| {
-        cfg.ops.insert(
-            1,
-            Op::RandomHorizontalFlip(RandomHorizontalFlip { prob: 0.0 }),
+    let fusions = |fuse: bool| {
+        let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("pipelines/resnet50_eval.toml");
+        let mut cfg = PipelineConfig::from_file(&file).expect("canonical pipeline parses");
+        cfg.source.root = fixtures().join("images");
+        cfg.engine.fuse = fuse;
+        Pipeline::new(cfg).expect("builds").fusions().to_vec()
+    };
+    let claimed = fusions(true);
+    assert!(
+        claimed.iter().any(|f| f.contains("center_crop")),
+        "{claimed:?}"
+    );
+    if cfg!(imgfeed_turbo) {
+        assert!(
+            claimed.iter().any(|f| f.contains("libjpeg-turbo")),
+            "a libjpeg-turbo build decodes the region: {claimed:?}"
         );
-    });
-    for ((n, a), (_, b)) in fused.iter().zip(&full) {
+    }
+    // `fuse = false` turns the geometric fusions off (normalize + hwc_to_chw stays one pass).
+    let plain = fusions(false);
+    assert!(
+        plain
+            .iter()
+            .all(|f| !f.contains("center_crop") && !f.contains("libjpeg-turbo")),
+        "{plain:?}"
+    );
+    let fused = canonical(|_| {});
+    let full = canonical(|cfg| cfg.engine.fuse = false);
+    assert_eq!(fused.len(), 6);
+    assert_eq!(fused.len(), full.len());
+    for ((n, a), (m, b)) in fused.iter().zip(&full) {
+        assert_eq!((n, a.len()), (m, b.len()));
         let max = a
             .iter()
             .zip(b)
             .map(|(x, y)| (x - y).abs())
             .fold(0.0, f32::max);
-        assert!(max < 1e-3, "{n}: region decode differs by {max}");
+        assert!(max < 1e-3, "{n}: the fused run differs by {max}");
     }
 }
