@@ -74,10 +74,14 @@ impl Error {
         }
     }
 
-    /// True for errors in the pipeline description or the command line (exit code 2),
-    /// false for errors in the data (exit code 1).
+    /// True for errors in the pipeline description, the command line or the dataset as a
+    /// whole (a missing or unreadable root, no samples: exit code 2); false for errors in
+    /// samples and in writing output (exit code 1).
     pub fn is_usage(&self) -> bool {
-        matches!(self, Error::Config { .. } | Error::Invalid(_))
+        matches!(
+            self,
+            Error::Config { .. } | Error::Invalid(_) | Error::Dataset { .. }
+        )
     }
 }
 

@@ -557,6 +557,11 @@ impl Pipeline {
         if config.batch.size == 0 {
             return Err(Error::Invalid("batch.size must be at least 1".into()));
         }
+        if config.engine.work_unit == Some(0) {
+            return Err(Error::Invalid(
+                "engine.work_unit (--work-unit) must be at least 1".into(),
+            ));
+        }
         if config.engine.workers == 0 || config.engine.workers > 1024 {
             return Err(Error::Invalid(
                 "engine.workers must be between 1 and 1024".into(),

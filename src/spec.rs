@@ -1,6 +1,12 @@
 //! What a sample looks like between two stages, known before any pixel is read.
 
 use serde::{Deserialize, Serialize};
+
+/// `1 class`, `3 classes`: a count with its noun in the right number.
+pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n: u64 = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
 use std::fmt;
 
 /// Element type of the image column.

@@ -1048,7 +1048,11 @@ fn a_missing_train_file_is_named_but_the_test_split_still_opens() {
             other => panic!("expected a dataset error, got {other:?}"),
         }
         assert!(text.contains("data_batch_3.bin"), "{text}");
-        assert!(!e.is_usage(), "a missing file is a data error");
+        // The dataset as a whole cannot be used: a usage error (exit 2), not a bad sample.
+        assert!(
+            e.is_usage(),
+            "a missing file is the dataset's error, not a sample's"
+        );
     }
     let p = pipe(
         c10_at(dir.path(), Some(Usage::Test)),
@@ -1583,7 +1587,7 @@ fn convert_skips_a_bad_record_and_exits_1() {
 }
 
 #[test]
-fn bad_usage_is_exit_2_and_a_missing_file_exit_1() {
+fn bad_usage_and_a_missing_file_are_exit_2() {
     let o = imgfeed(&["run", "pipelines/cifar10_eval.toml", "--usage", "bogus"]);
     let (_, err) = text(&o);
     assert_eq!(code(&o), 2, "{err}");
@@ -1615,7 +1619,7 @@ fn bad_usage_is_exit_2_and_a_missing_file_exit_1() {
         dir.path().to_str().expect("utf-8 path"),
     ]);
     let (_, err) = text(&o);
-    assert_eq!(code(&o), 1, "{err}");
+    assert_eq!(code(&o), 2, "only per-sample failures are 1: {err}");
     assert!(
         err.contains("data_batch_3.bin") && err.contains("missing"),
         "{err}"

@@ -309,3 +309,116 @@ fn bench_json_prints_one_line_with_the_measurements() {
     let total: f64 = split.values().map(|x| x.as_f64().expect("share")).sum();
     assert!((total - 1.0).abs() < 0.01, "shares sum to {total}: {v}");
 }
+
+// ---- messages that say what happened (issue 16) ------------------------------------------
+
+#[test]
+fn a_missing_dataset_root_is_a_usage_error_naming_it() {
+    let o = imgfeed(&[
+        "run",
+        "pipelines/resnet50_eval.toml",
+        "--data",
+        "/nonexistent/imgfeed-data",
+    ]);
+    let (_, err) = text(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(err.contains("/nonexistent/imgfeed-data"), "{err}");
+    assert!(!err.contains("hint: --on-error"), "not a bad sample: {err}");
+}
+
+#[test]
+fn counts_take_the_right_number() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy_into(
+        dir.path(),
+        "only/a.jpg",
+        &fixtures().join("imagefolder/cat/cat_000.jpg"),
+    );
+    let data = dir.path().to_str().expect("utf-8 path");
+    let (out, _) = text(&imgfeed(&[
+        "check",
+        "pipelines/resnet50_eval.toml",
+        "--data",
+        data,
+    ]));
+    assert!(out.contains(": 1 sample, 1 class"), "{out}");
+}
+
+#[test]
+fn epochs_0_and_work_unit_0_are_refused_by_name() {
+    let o = imgfeed(&["run", "pipelines/resnet50_eval.toml", "--epochs", "0"]);
+    let (_, err) = text(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(err.contains("--epochs must be at least 1"), "{err}");
+    assert!(
+        !err.contains("--start-epoch"),
+        "no flag that was not given: {err}"
+    );
+    let o = imgfeed(&[
+        "run",
+        "pipelines/resnet50_eval.toml",
+        "--batch-size",
+        "4",
+        "--work-unit",
+        "0",
+    ]);
+    let (_, err) = text(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(err.contains("--work-unit"), "{err}");
+}
+
+#[test]
+fn bad_samples_say_replaced_or_skipped_and_errors_say_the_way_out() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for name in ["a.jpg", "b.jpg", "c.jpg"] {
+        copy_into(
+            dir.path(),
+            &format!("x/{name}"),
+            &fixtures().join("imagefolder/cat/cat_000.jpg"),
+        );
+    }
+    copy_into(
+        dir.path(),
+        "x/b_bad.jpg",
+        &fixtures().join("bad/truncated.jpg"),
+    );
+    let data = dir.path().to_str().expect("utf-8 path");
+    let base = [
+        "run",
+        "pipelines/resnet50_eval.toml",
+        "--data",
+        data,
+        "--batch-size",
+        "2",
+    ];
+    let (_, err) = text(&imgfeed(&[&base[..], &["--on-error", "replace"]].concat()));
+    assert!(err.contains("replaced"), "{err}");
+    assert!(!err.contains("skipped"), "{err}");
+    let (_, err) = text(&imgfeed(&[&base[..], &["--on-error", "skip"]].concat()));
+    assert!(err.contains("skipped"), "{err}");
+    let o = imgfeed(&base);
+    let (_, err) = text(&o);
+    assert_eq!(code(&o), 1, "{err}");
+    assert!(
+        err.contains("--on-error skip") && err.contains("imgfeed validate"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_epoch_without_a_batch_warns_and_bench_refuses_it() {
+    // 12 fixture images, batches of 32 with drop_remainder: no batch.
+    let o = imgfeed(&["run", "pipelines/resnet50_eval.toml"]);
+    let (_, err) = text(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    assert!(err.contains("warning: 12 samples an epoch"), "{err}");
+    let o = imgfeed(&["check", "pipelines/resnet50_eval.toml"]);
+    assert!(text(&o).1.contains("warning: "), "{}", text(&o).1);
+    let o = imgfeed(&["bench", "pipelines/resnet50_eval.toml"]);
+    let (_, err) = text(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(err.contains("nothing to measure"), "{err}");
+    // With batches that fit, no warning.
+    let o = imgfeed(&["run", "pipelines/resnet50_eval.toml", "--batch-size", "4"]);
+    assert!(!text(&o).1.contains("warning"), "{}", text(&o).1);
+}

@@ -481,13 +481,14 @@ fn empty_or_imageless_roots_are_dataset_errors() {
     let (path, reason) = dataset_error(empty.path());
     assert_eq!(path, empty.path());
     assert!(reason.contains("no class folders"), "{reason}");
-    // and through a pipeline: a data error, not a usage error
+    // and through a pipeline: a dataset error, which is the user's to fix (exit code 2),
+    // not a bad sample (1)
     let e = Pipeline::builder(folder_source(empty.path()))
         .op(decode())
         .op(center_crop(2, 2))
         .build()
         .expect_err("empty root");
-    assert!(matches!(e, Error::Dataset { .. }) && !e.is_usage(), "{e:?}");
+    assert!(matches!(e, Error::Dataset { .. }) && e.is_usage(), "{e:?}");
 
     let no_images = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir_all(no_images.path().join("cats")).expect("mkdir");

@@ -705,7 +705,11 @@ fn cli_converts_runs_unchanged_pipelines_and_merges_slices() {
         "--out",
         d,
     ]);
-    assert_eq!(code(&o), 1);
+    assert_eq!(
+        code(&o),
+        2,
+        "an output folder in use is the command's mistake"
+    );
     assert!(text(&o).1.contains("already exists"), "{}", text(&o).1);
 
     // Split into two slices with the usual flags, then merge; original storage makes the

@@ -28,6 +28,9 @@ pub fn bench(
     let mut cfg = c.config()?;
     cfg.engine.profile = profile;
     let p = imgfeed::Pipeline::new(cfg)?;
+    if let Some(w) = super::no_batch(&p) {
+        return Err(imgfeed::Error::Invalid(format!("nothing to measure: {w}")).into());
+    }
     let (cpu0, _) = rusage();
     let t0 = Instant::now();
     let mut images = 0usize;
@@ -60,7 +63,7 @@ pub fn bench(
         }
     }
     bad.finish()?;
-    bad.print("skipped");
+    bad.print(super::bad_verb(&p));
     if interrupt::requested() {
         eprintln!(
             "interrupted after {batches} batches ({images} images, {:.3} s): no figures",

@@ -245,6 +245,11 @@ fn epoch_range(
     p: &Pipeline,
     epochs: Option<u64>,
 ) -> imgfeed::Result<std::ops::Range<u64>> {
+    if epochs == Some(0) {
+        return Err(imgfeed::Error::Invalid(
+            "--epochs must be at least 1".into(),
+        ));
+    }
     let end = epochs.unwrap_or(p.config().source.num_epochs);
     if c.start_epoch >= end {
         return Err(imgfeed::Error::Invalid(format!(
@@ -272,6 +277,35 @@ fn progress(len: u64, what: &str) -> ProgressBar {
         bar.set_style(style.progress_chars("=> "));
     }
     bar
+}
+
+/// The warning for a pipeline whose epochs yield no batch (fewer samples than a batch with
+/// `drop_remainder`), or `None`.
+fn no_batch(p: &Pipeline) -> Option<String> {
+    (p.batches_per_epoch() == 0).then(|| {
+        let cfg = p.config();
+        format!(
+            "{} an epoch, fewer than the batch size {} with drop_remainder: every epoch yields \
+             no batch (lower --batch-size, or set drop_remainder = false)",
+            imgfeed::spec::count(p.samples_per_epoch() as u64, "sample", "samples"),
+            cfg.batch.size
+        )
+    })
+}
+
+/// A pipeline for `run` or `check`: one that yields no batch is worth a warning.
+fn warn_if_empty(p: &Pipeline) {
+    if let Some(w) = no_batch(p) {
+        eprintln!("warning: {w}");
+    }
+}
+
+/// What `run` and `bench` call the bad samples they report.
+fn bad_verb(p: &Pipeline) -> &'static str {
+    match p.config().engine.on_error {
+        OnError::Replace => "replaced",
+        _ => "skipped",
+    }
 }
 
 /// Exit code for an error: 2 for usage/pipeline errors, 1 for data errors.
@@ -324,6 +358,15 @@ pub fn main() -> i32 {
             eprintln!("error: {e}");
             for cause in e.chain().skip(1) {
                 eprintln!("  caused by: {cause}");
+            }
+            if matches!(
+                e.downcast_ref::<imgfeed::Error>(),
+                Some(imgfeed::Error::Sample { .. })
+            ) {
+                eprintln!(
+                    "hint: --on-error skip (or replace) goes on past bad samples and reports \
+                     them; `imgfeed validate` lists every bad file of a dataset"
+                );
             }
             exit_code(&e)
         }

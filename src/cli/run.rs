@@ -22,6 +22,7 @@ pub fn run(
     let mut cfg = c.config()?;
     cfg.engine.fingerprint = true;
     let p = Pipeline::new(cfg)?;
+    super::warn_if_empty(&p);
     let mut bad = Reporter::new(report)?;
     println!("{}", p.source().describe());
     let mut left = max_batches.unwrap_or(usize::MAX);
@@ -70,7 +71,7 @@ pub fn run(
         let secs = t0.elapsed().as_secs_f64();
         if interrupt::requested() {
             bad.finish()?;
-            bad.print("skipped");
+            bad.print(super::bad_verb(&p));
             let s = epoch.state();
             eprintln!(
                 "interrupted in epoch {e} after {batches} batches ({samples} samples, {secs:.3} s): \
@@ -105,6 +106,6 @@ pub fn run(
         }
     }
     bad.finish()?;
-    bad.print("skipped");
+    bad.print(super::bad_verb(&p));
     Ok(0)
 }

@@ -244,10 +244,10 @@ fn collect_files(
 impl Source for ImageFolder {
     fn describe(&self) -> String {
         format!(
-            "image_folder {}: {} samples, {} classes",
+            "image_folder {}: {}, {}",
             self.root.display(),
-            self.samples.len(),
-            self.classes.len()
+            crate::spec::count(self.samples.len() as u64, "sample", "samples"),
+            crate::spec::count(self.classes.len() as u64, "class", "classes")
         )
     }
 

@@ -261,14 +261,14 @@ impl Source for Shards {
     fn describe(&self) -> String {
         let m = &self.manifest;
         format!(
-            "shards {}: {} samples, {} storage{}, {} shard(s), {} classes",
+            "shards {}: {}, {} storage{}, {}, {}",
             self.root.display(),
-            m.samples,
+            crate::spec::count(m.samples, "sample", "samples"),
             m.storage.name(),
             m.quality
                 .map_or(String::new(), |q| format!(" (quality {q})")),
-            m.shards.len(),
-            m.classes.len()
+            crate::spec::count(m.shards.len() as u64, "shard", "shards"),
+            crate::spec::count(m.classes.len() as u64, "class", "classes")
         )
     }
 
