@@ -390,6 +390,15 @@ pub struct PipelineConfig {
 impl PipelineConfig {
     /// Parse pipeline TOML; `path` names it in errors and anchors a relative `root`.
     pub fn parse(text: &str, path: &Path) -> Result<PipelineConfig> {
+        // An op's own mistakes (an unknown field, a bad value) are reported at that op's
+        // table: the whole-file parse below would point at the first `[[ops]]` (serde
+        // buffers a tagged enum's fields, losing their places).
+        if let Some(message) = op_error(text) {
+            return Err(Error::Config {
+                path: path.to_path_buf(),
+                message,
+            });
+        }
         let mut cfg: PipelineConfig = toml::from_str(text).map_err(|e| Error::Config {
             path: path.to_path_buf(),
             message: e.to_string().trim_end().to_string(),
@@ -440,6 +449,44 @@ pub fn spec_chain(source: &Spec, ops: &[Op]) -> Result<Vec<(String, Spec)>> {
         stages.push((op.name().to_string(), spec.clone()));
     }
     Ok(stages)
+}
+
+/// The first `[[ops]]` table of `text` that is not a valid op, as `ops[i] (name) at line L,
+/// column C: why`; `None` when every op table is valid, or when the file does not parse or
+/// an op's name is wrong (the whole-file parse reports those at their own line).
+fn op_error(text: &str) -> Option<String> {
+    #[derive(Deserialize)]
+    struct OpTables {
+        #[serde(default)]
+        ops: Vec<toml::Spanned<toml::Table>>,
+    }
+    let tables: OpTables = toml::from_str(text).ok()?;
+    for (i, t) in tables.ops.into_iter().enumerate() {
+        let start = t.span().start;
+        let table = t.into_inner();
+        let name = table
+            .get("op")
+            .and_then(|v| v.as_str())
+            .unwrap_or("?")
+            .to_string();
+        let Err(err) = toml::Value::Table(table).try_into::<Op>() else {
+            continue;
+        };
+        // An unknown or missing `op` name: the whole-file parse points at the `op = ...`
+        // line itself, better than the table's.
+        let tag = ["unknown variant", "missing field `op`"];
+        if tag.iter().any(|t| err.message().contains(t)) {
+            return None;
+        }
+        let before = &text[..start.min(text.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before.len() - before.rfind('\n').map_or(0, |n| n + 1) + 1;
+        return Some(format!(
+            "ops[{i}] ({name}) at line {line}, column {column}: {}",
+            err.message().trim_end()
+        ));
+    }
+    None
 }
 
 /// A checked pipeline, ready to run epochs.

@@ -58,6 +58,23 @@ fn unknown_field_in_an_op_names_field_and_line() {
 }
 
 #[test]
+fn a_mistake_in_a_later_op_is_reported_at_that_op() {
+    // lines 1-4 [source]; 5 [[ops]] decode; 8 [[ops]] resize; 12 [[ops]] type_cast
+    let ops = "[[ops]]\nop = \"decode\"\n\n[[ops]]\nop = \"resize\"\nsize = 256\n\n\
+               [[ops]]\nop = \"type_cast\"\ncolumn = \"label\"\ndtyp = \"int32\"\n";
+    let m = config_error(&format!("{HEAD}{ops}{TAIL}"));
+    assert!(m.contains("dtyp"), "{m}");
+    assert!(
+        m.contains("ops[2] (type_cast) at line 12, column 1"),
+        "the third op's table starts on line 12, not the first's line 5: {m}"
+    );
+    // A bad value too: the second op's size.
+    let bad = ops.replace("size = 256", "size = \"big\"");
+    let m = config_error(&format!("{HEAD}{bad}{TAIL}"));
+    assert!(m.contains("ops[1] (resize) at line 8"), "{m}");
+}
+
+#[test]
 fn unknown_op_name_is_reported_with_its_line() {
     let m = config_error(&format!(
         "{HEAD}[[ops]]\nop = \"resise\"\nsize = 256\n{TAIL}"
