@@ -489,9 +489,33 @@ fn op_error(text: &str) -> Option<String> {
     None
 }
 
+/// A `normalize` whose mean and std are all at most 1 on u8 input (0–255, no `rescale`
+/// before it): torchvision's 0–1 units where MindSpore's 0–255 ones are meant.
+fn unit_warnings(ops: &[Op], stages: &[(String, Spec)]) -> Vec<String> {
+    ops.iter()
+        .enumerate()
+        .filter_map(|(i, op)| match op {
+            Op::Normalize(n) => {
+                let input = &stages.get(i)?.1;
+                let small = |v: &[f32]| v.iter().all(|x| x.abs() <= 1.0);
+                (input.dtype == crate::spec::DType::U8 && small(&n.mean) && small(&n.std)).then(|| {
+                    format!(
+                        "ops[{i}] (normalize): mean {:?} and std {:?} are in 0–1 units (torchvision's), \
+                         but the images are 0–255 here: multiply them by 255 (MindSpore's units), or \
+                         put a `rescale` of 1/255 before normalize",
+                        n.mean, n.std
+                    )
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// A checked pipeline, ready to run epochs.
 pub struct Pipeline {
     config: PipelineConfig,
+    warnings: Vec<String>,
     source: Arc<dyn Source>,
     stages: Vec<(String, Spec)>,
     program: Arc<Program>,
@@ -673,6 +697,7 @@ impl Pipeline {
             .max(1);
         let pool = Arc::new(Pool::new(shape, prefetch + e.queue.max(1) + 2));
         Ok(Pipeline {
+            warnings: unit_warnings(&config.ops, &stages),
             config,
             source,
             stages,
@@ -680,6 +705,13 @@ impl Pipeline {
             pool,
             prefetch,
         })
+    }
+
+    /// What looks like a mistake but runs: a `normalize` given 0–1 mean and std (torchvision's
+    /// units) on 0–255 pixels, which would produce values around ±2000. Every command
+    /// prints these; nothing is changed.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// The configuration it was built from.

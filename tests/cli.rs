@@ -422,3 +422,33 @@ fn an_epoch_without_a_batch_warns_and_bench_refuses_it() {
     let o = imgfeed(&["run", "pipelines/resnet50_eval.toml", "--batch-size", "4"]);
     assert!(!text(&o).1.contains("warning"), "{}", text(&o).1);
 }
+
+#[test]
+fn normalize_in_torchvision_units_on_0_255_pixels_is_warned_about() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let text_in = std::fs::read_to_string(repo().join(CANONICAL)).expect("read canonical");
+    let units = text_in
+        .replace("[123.675, 116.28, 103.53]", "[0.485, 0.456, 0.406]")
+        .replace("[58.395, 57.12, 57.375]", "[0.229, 0.224, 0.225]");
+    assert_ne!(units, text_in);
+    let file = tmp.path().join("units.toml");
+    std::fs::write(
+        &file,
+        units.replace("../fixtures", &fixtures().display().to_string()),
+    )
+    .expect("write");
+    for cmd in ["check", "run"] {
+        let o = imgfeed(&[cmd, file.to_str().expect("utf-8"), "--batch-size", "4"]);
+        let (_, err) = text(&o);
+        assert_eq!(code(&o), 0, "{cmd}: a warning, not an error: {err}");
+        assert!(
+            err.contains("warning: ops[3] (normalize)") && err.contains("255"),
+            "{cmd}: {err}"
+        );
+    }
+    // MindSpore's units, and 0–1 units after a rescale (the CIFAR pipeline): no warning.
+    for p in [CANONICAL, "pipelines/cifar10_eval.toml"] {
+        let o = imgfeed(&["check", p, "--batch-size", "2"]);
+        assert!(!text(&o).1.contains("normalize"), "{p}: {}", text(&o).1);
+    }
+}

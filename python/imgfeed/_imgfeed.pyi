@@ -49,6 +49,8 @@ class Pipeline:
         """``[(stage, spec)]``, starting with the source."""
     def fusions(self) -> List[str]:
         """The fusions the engine applies, in words."""
+    def warnings(self) -> List[str]:
+        """What looks like a mistake but runs (normalize given 0–1 units on 0–255 pixels)."""
     def output_spec(self) -> Spec:
         """The spec of one output sample."""
     def epoch(self, epoch: int, batch: int = 0, sample: Optional[int] = None) -> Epoch:

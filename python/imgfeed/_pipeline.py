@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import warnings
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _imgfeed
@@ -13,6 +14,13 @@ from . import _imgfeed
 __all__ = ["Pipeline"]
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+def warn_about(native: "_imgfeed.Pipeline") -> "_imgfeed.Pipeline":
+    """Issue the pipeline's warnings as ``UserWarning`` s; returns it."""
+    for w in native.warnings():
+        warnings.warn(w, UserWarning, stacklevel=3)
+    return native
 
 
 def _op_tables(op: Any) -> List[Dict[str, Any]]:
@@ -143,8 +151,9 @@ class Pipeline:
         return json.dumps(self._config)
 
     def build(self) -> "_imgfeed.Pipeline":
-        """Open the dataset and check the whole pipeline (``ValueError`` naming the problem)."""
-        return _imgfeed.Pipeline(self.to_json())
+        """Open the dataset and check the whole pipeline (``ValueError`` naming the problem;
+        a ``UserWarning`` for what looks like a mistake but runs, such as normalize's units)."""
+        return warn_about(_imgfeed.Pipeline(self.to_json()))
 
     def check(self) -> List[Tuple[str, Dict[str, Any]]]:
         """``[(stage, spec after it)]``, starting with the source: what ``imgfeed check`` prints."""

@@ -251,6 +251,11 @@ impl Pipeline {
         self.inner.fusions().to_vec()
     }
 
+    /// What looks like a mistake but runs (normalize given 0–1 units on 0–255 pixels).
+    fn warnings(&self) -> Vec<String> {
+        self.inner.warnings().to_vec()
+    }
+
     /// The spec of one output sample.
     fn output_spec<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         spec_dict(py, self.inner.output_spec())

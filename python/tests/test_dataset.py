@@ -333,3 +333,16 @@ def test_config_workers_and_seed():
         output_numpy=True, num_epochs=1))
     many = collect(data.create_tuple_iterator(output_numpy=True, num_epochs=1))
     assert all(a[0].tobytes() == b[0].tobytes() for a, b in zip(one, many)) and len(one) == 3
+
+
+def test_normalize_in_torchvision_units_warns():
+    data = ds.ImageFolderDataset(str(TREE), shuffle=False)
+    data = data.map([C.Decode(), C.Resize(256), C.CenterCrop(224),
+                     C.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225]), C.HWC2CHW()])
+    with pytest.warns(UserWarning, match=r"normalize.*255"):
+        data.batch(4).create_tuple_iterator(output_numpy=True, num_epochs=1)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        create_dataset(str(TREE), batch_size=4, do_train=False).create_tuple_iterator(output_numpy=True)

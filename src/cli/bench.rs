@@ -28,6 +28,7 @@ pub fn bench(
     let mut cfg = c.config()?;
     cfg.engine.profile = profile;
     let p = imgfeed::Pipeline::new(cfg)?;
+    super::warn(&p, false);
     if let Some(w) = super::no_batch(&p) {
         return Err(imgfeed::Error::Invalid(format!("nothing to measure: {w}")).into());
     }

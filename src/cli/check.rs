@@ -5,7 +5,7 @@ use anyhow::Result;
 
 pub fn check(c: &Common) -> Result<i32> {
     let p = c.pipeline()?;
-    super::warn_if_empty(&p);
+    super::warn(&p, true);
     println!("{}", p.source().describe());
     for (name, spec) in p.stages() {
         println!("  {name:<24} -> {spec}");

@@ -18,6 +18,7 @@ pub fn convert(c: &Common, out: &Path, report: Option<&Path>) -> Result<i32> {
     cfg.batch.drop_remainder = false;
     cfg.engine.on_error = OnError::Skip;
     let p = Pipeline::new(cfg)?;
+    super::warn(&p, false);
     let bar = progress(p.samples_per_epoch() as u64, "samples");
     let mut report_err = Ok(());
     let report = write_npy_dir(

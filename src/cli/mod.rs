@@ -293,9 +293,13 @@ fn no_batch(p: &Pipeline) -> Option<String> {
     })
 }
 
-/// A pipeline for `run` or `check`: one that yields no batch is worth a warning.
-fn warn_if_empty(p: &Pipeline) {
-    if let Some(w) = no_batch(p) {
+/// The pipeline's own warnings (e.g. normalize's units), and for `run` and `check`
+/// (`batches`) one that yields no batch.
+fn warn(p: &Pipeline, batches: bool) {
+    for w in p.warnings() {
+        eprintln!("warning: {w}");
+    }
+    if let Some(w) = no_batch(p).filter(|_| batches) {
         eprintln!("warning: {w}");
     }
 }

@@ -22,7 +22,7 @@ pub fn run(
     let mut cfg = c.config()?;
     cfg.engine.fingerprint = true;
     let p = Pipeline::new(cfg)?;
-    super::warn_if_empty(&p);
+    super::warn(&p, true);
     let mut bad = Reporter::new(report)?;
     println!("{}", p.source().describe());
     let mut left = max_batches.unwrap_or(usize::MAX);

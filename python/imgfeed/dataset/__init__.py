@@ -356,8 +356,9 @@ class Dataset:
         return json.dumps(cfg)
 
     def _build(self) -> Any:
-        native = _imgfeed.Pipeline(self._pipeline_json(), self._native_source)
-        return native
+        from .._pipeline import warn_about
+
+        return warn_about(_imgfeed.Pipeline(self._pipeline_json(), self._native_source))
 
     def create_tuple_iterator(
         self,
