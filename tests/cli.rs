@@ -160,6 +160,15 @@ fn convert_writes_npy_files_and_sample_names() {
     assert_eq!(lines[0], "bird/bird_000.jpg");
     assert_eq!(lines[5], "cat/cat_001.JPEG");
     assert_eq!(lines[11], "coffee/coffee_003.png");
+    // The class map beside them, as the shards manifest has it.
+    let classes: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("classes.json")).expect("classes.json"),
+    )
+    .expect("json");
+    assert_eq!(
+        classes,
+        serde_json::json!({"bird": 0, "cat": 1, "coffee": 2})
+    );
 }
 
 #[test]

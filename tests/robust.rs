@@ -348,7 +348,10 @@ fn run_and_convert_report_every_skipped_sample() {
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .collect();
     files.sort();
-    assert_eq!(files, ["images.npy", "labels.npy", "samples.txt"]);
+    assert_eq!(
+        files,
+        ["classes.json", "images.npy", "labels.npy", "samples.txt"]
+    );
     let names = std::fs::read_to_string(out_dir.join("samples.txt")).expect("samples");
     let want: Vec<String> = edge_files().iter().map(|n| format!("edge/{n}")).collect();
     assert_eq!(names.lines().collect::<Vec<_>>(), want);

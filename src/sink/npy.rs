@@ -4,9 +4,10 @@
 //!
 //! `convert --format npy` writes a folder with `images.npy` (`[N, C, H, W]` float32, or
 //! uint8 when the pipeline ends in uint8), `labels.npy` (`[N]`, or `[N, k]` for k label
-//! columns) and `samples.txt` (one sample name per line, in output order).
+//! columns), `samples.txt` (one sample name per line, in output order) and `classes.json`
+//! (class name → label, as the source names them; `{}` for CIFAR).
 //!
-//! The three files are written under temporary names (`images.npy.partial`, ...) and
+//! The files are written under temporary names (`images.npy.partial`, ...) and
 //! renamed into place only when all of them are complete (`images.npy` last): a conversion
 //! that fails or is stopped leaves no file that looks finished, and removes its partial
 //! files when it can.
@@ -115,9 +116,10 @@ pub struct ConvertReport {
 /// The suffix of the files being written.
 pub const PARTIAL: &str = ".partial";
 
-const OUTPUTS: [&str; 3] = ["samples.txt", "labels.npy", "images.npy"];
+const OUTPUTS: [&str; 4] = ["classes.json", "samples.txt", "labels.npy", "images.npy"];
 
-/// Write every batch of `epoch` into `dir` (`images.npy`, `labels.npy`, `samples.txt`).
+/// Write every batch of `epoch` into `dir` (`images.npy`, `labels.npy`, `samples.txt`,
+/// and `classes.json`: class name → label).
 /// Failed samples (the epoch should run with `on_error = "skip"`) go to `on_skip`; any
 /// other error stops the conversion. `stop` is checked after every batch: when raised, the
 /// epoch is dropped (which stops its workers), the partial files are removed and the report
@@ -175,6 +177,16 @@ fn write_partial(
     };
     let mut images = NpyWriter::create(&partial("images.npy"), img_descr, &dims)?;
     let mut labels = NpyWriter::create(&partial("labels.npy"), lab_descr, &lab_tail)?;
+    // Class name → label, as the shards manifest has it (`{}` for sources without names).
+    let classes: std::collections::BTreeMap<&str, u32> = pipeline
+        .source()
+        .classes()
+        .iter()
+        .map(|(name, label)| (name.as_str(), *label))
+        .collect();
+    let classes_path = partial("classes.json");
+    let json = serde_json::to_string_pretty(&classes).unwrap_or_else(|_| "{}".into());
+    std::fs::write(&classes_path, json + "\n").map_err(io(&classes_path))?;
     let names_path = partial("samples.txt");
     let mut names = BufWriter::new(File::create(&names_path).map_err(io(&names_path))?);
     let mut report = ConvertReport::default();
