@@ -142,6 +142,18 @@ static void ifj_reset(struct ifj *d) {
   d->err.tolerated = 0;
 }
 
+/* Read the header of data[0..len) and start decompressing to out_color_space with
+ * Pillow's settings (accurate integer IDCT, fancy upsampling). Call it inside the caller's
+ * setjmp: libjpeg's errors longjmp to that frame. */
+static void ifj_start(struct ifj *d, const unsigned char *data, size_t len, J_COLOR_SPACE out_color_space) {
+  jpeg_mem_src(&d->cinfo, data, (unsigned long)len);
+  jpeg_read_header(&d->cinfo, TRUE);
+  d->cinfo.out_color_space = out_color_space;
+  d->cinfo.dct_method = JDCT_ISLOW;
+  d->cinfo.do_fancy_upsampling = TRUE;
+  jpeg_start_decompress(&d->cinfo);
+}
+
 /* Read the header of data[0..len). 0 on success, -1 with ifj_message on failure. */
 int ifj_header(struct ifj *d, const unsigned char *data, size_t len, struct ifj_header *out) {
   ifj_reset(d);
@@ -192,12 +204,7 @@ int ifj_decode(struct ifj *d, const unsigned char *data, size_t len, unsigned in
     jpeg_abort_decompress(&d->cinfo);
     return -1;
   }
-  jpeg_mem_src(&d->cinfo, data, (unsigned long)len);
-  jpeg_read_header(&d->cinfo, TRUE);
-  d->cinfo.out_color_space = channels == 4 ? JCS_EXT_RGBX : JCS_EXT_RGB;
-  d->cinfo.dct_method = JDCT_ISLOW;
-  d->cinfo.do_fancy_upsampling = TRUE;
-  jpeg_start_decompress(&d->cinfo);
+  ifj_start(d, data, len, channels == 4 ? JCS_EXT_RGBX : JCS_EXT_RGB);
   if ((size_t)top + height > d->cinfo.output_height || (size_t)left + width > d->cinfo.output_width ||
       height == 0 || width == 0) {
     snprintf(d->err.message, sizeof d->err.message, "imgfeed: region %ux%u at (%u, %u) outside the %ux%u image",
@@ -250,17 +257,8 @@ int ifj_decode_cmyk(struct ifj *d, const unsigned char *data, size_t len, unsign
     jpeg_abort_decompress(&d->cinfo);
     return -1;
   }
-  jpeg_mem_src(&d->cinfo, data, (unsigned long)len);
-  jpeg_read_header(&d->cinfo, TRUE);
-  if (d->cinfo.jpeg_color_space != JCS_CMYK && d->cinfo.jpeg_color_space != JCS_YCCK) {
-    snprintf(d->err.message, sizeof d->err.message, "imgfeed: not a CMYK or YCCK JPEG");
-    jpeg_abort_decompress(&d->cinfo);
-    return -1;
-  }
-  d->cinfo.out_color_space = JCS_CMYK;
-  d->cinfo.dct_method = JDCT_ISLOW;
-  d->cinfo.do_fancy_upsampling = TRUE;
-  jpeg_start_decompress(&d->cinfo);
+  /* libjpeg converts YCCK to CMYK; any other colour space is an error here. */
+  ifj_start(d, data, len, JCS_CMYK);
   pitch = (size_t)d->cinfo.output_width * 4;
   if (d->cinfo.output_components != 4 || pitch * d->cinfo.output_height > out_len) {
     snprintf(d->err.message, sizeof d->err.message, "imgfeed: output buffer too small");

@@ -28,15 +28,15 @@ const SIGNAL_POLL: Duration = Duration::from_millis(50);
 /// A library error as the Python exception a user expects: `imgfeed.SampleError` (a
 /// `ValueError`) for a bad sample, `ValueError` for a bad pipeline or dataset, `OSError`
 /// for a failed write, `RuntimeError` for a bug.
-fn to_py(py: Python<'_>, e: Error) -> PyErr {
+fn to_py(py: Python<'_>, e: &Error) -> PyErr {
     match e {
         Error::Sample {
             index,
-            ref file,
+            file,
             stage,
             kind,
-            ref reason,
-        } => sample_error(py, &e.to_string(), file, index, stage, kind.name(), reason)
+            reason,
+        } => sample_error(py, &e.to_string(), file, *index, stage, kind.name(), reason)
             .unwrap_or_else(|err| err),
         Error::Config { .. } | Error::Invalid(_) | Error::Dataset { .. } => {
             PyValueError::new_err(e.to_string())
@@ -117,7 +117,7 @@ impl Source {
     fn new(py: Python<'_>, source_json: &str) -> PyResult<Source> {
         let config: SourceConfig = parse_json("source", source_json)?;
         let opened = py.detach(|| config.open());
-        let inner = opened.map_err(|e| to_py(py, e))?;
+        let inner = opened.map_err(|e| to_py(py, &e))?;
         Ok(Source { config, inner })
     }
 
@@ -145,7 +145,7 @@ impl Source {
     fn samples_per_epoch(&self, py: Python<'_>, source_json: &str) -> PyResult<usize> {
         let mut cfg: SourceConfig = parse_json("source", source_json)?;
         cfg.resolve_shard(|k| std::env::var(k).ok())
-            .map_err(|e| to_py(py, e))?;
+            .map_err(|e| to_py(py, &e))?;
         let sampling = cfg.sampling();
         sampling
             .validate()
@@ -161,7 +161,7 @@ impl Source {
         ops_json: &str,
     ) -> PyResult<Vec<(String, Bound<'py, PyDict>)>> {
         let ops: Vec<imgfeed::ops::Op> = parse_json("ops", ops_json)?;
-        let stages = imgfeed::spec_chain(&self.inner.spec(), &ops).map_err(|e| to_py(py, e))?;
+        let stages = imgfeed::spec_chain(&self.inner.spec(), &ops).map_err(|e| to_py(py, &e))?;
         stages
             .iter()
             .map(|(name, spec)| Ok((name.clone(), spec_dict(py, spec)?)))
@@ -190,7 +190,7 @@ impl Pipeline {
             Some(src) => imgfeed::Pipeline::with_source(config, src),
             None => imgfeed::Pipeline::new(config),
         });
-        let inner = built.map_err(|e| to_py(py, e))?;
+        let inner = built.map_err(|e| to_py(py, &e))?;
         Ok(Pipeline {
             inner: Arc::new(inner),
         })
@@ -199,7 +199,7 @@ impl Pipeline {
     /// A pipeline file's tables as JSON, with `root` made absolute (relative to the file).
     #[staticmethod]
     fn load_config(py: Python<'_>, path: std::path::PathBuf) -> PyResult<String> {
-        let mut config = PipelineConfig::from_file(&path).map_err(|e| to_py(py, e))?;
+        let mut config = PipelineConfig::from_file(&path).map_err(|e| to_py(py, &e))?;
         if let Ok(abs) = std::path::absolute(&config.source.root) {
             config.source.root = abs;
         }
@@ -284,7 +284,7 @@ impl Pipeline {
                 inner.resume(state)
             }
         });
-        let started = started.map_err(|e| to_py(py, e))?;
+        let started = started.map_err(|e| to_py(py, &e))?;
         let spec = self.inner.output_spec();
         Ok(Epoch {
             state: Mutex::new(started.state()),
@@ -373,7 +373,7 @@ impl Epoch {
                         Some(Ok(batch)) => Batch::new(py, batch, self.label, self.float).map(Some),
                         Some(Err(e)) => {
                             self.close_inner(py);
-                            Err(to_py(py, e))
+                            Err(to_py(py, &e))
                         }
                         None => {
                             self.close_inner(py);
@@ -400,14 +400,14 @@ impl Epoch {
     /// With `on_error="skip"`: the bad samples of a last batch that was not yielded
     /// (dropped by `drop_remainder`, or with no good sample left), as `SampleError`s; call
     /// it once the iteration has ended (each error is returned once).
-    fn dropped_tail_errors(&self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
+    fn dropped_tail_errors(&self, py: Python<'_>) -> Vec<Py<PyAny>> {
         if let Some(epoch) = lock(&self.inner).as_mut() {
             lock(&self.tail).extend(epoch.dropped_tail_errors());
         }
         let errors = std::mem::take(&mut *lock(&self.tail));
         errors
-            .into_iter()
-            .map(|e| Ok(to_py(py, e).into_value(py).into_any()))
+            .iter()
+            .map(|e| to_py(py, e).into_value(py).into_any())
             .collect()
     }
 
@@ -488,23 +488,11 @@ impl Batch {
         let indices = PyArray1::from_slice(py, batch.indices())
             .into_any()
             .unbind();
-        let skipped = batch
+        let skipped: Vec<Py<PyAny>> = batch
             .skipped()
             .iter()
-            .map(|e| match e {
-                Error::Sample {
-                    index,
-                    file,
-                    stage,
-                    kind,
-                    reason,
-                } => sample_error(py, &e.to_string(), file, *index, stage, kind.name(), reason)
-                    .map(|err| err.into_value(py).into_any()),
-                other => Ok(PyRuntimeError::new_err(other.to_string())
-                    .into_value(py)
-                    .into_any()),
-            })
-            .collect::<PyResult<Vec<_>>>()?;
+            .map(|e| to_py(py, e).into_value(py).into_any())
+            .collect();
         let image_ptr = batch.image_bytes_mut().as_mut_ptr();
         let label_ptr = batch.label_bytes_mut().as_mut_ptr();
         // The buffers are heap allocations: moving the batch does not move them.

@@ -96,9 +96,6 @@ def rss_bytes() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def thread_count() -> int:
-    return len(os.listdir("/proc/self/task"))
-
 
 @pytest.fixture(scope="session")
 def slow_tree(tmp_path_factory):

@@ -17,7 +17,7 @@ import pytest
 import imgfeed
 from imgfeed import _imgfeed
 
-from conftest import PIPELINES, REPO, TREE, digest_of, rss_bytes, run_digests, thread_count
+from conftest import PIPELINES, REPO, TREE, digest_of, rss_bytes, run_digests
 
 EVAL = str(PIPELINES / "resnet50_eval.toml")
 TRAIN = str(PIPELINES / "resnet50_train.toml")

@@ -339,8 +339,7 @@ class Dataset:
 
     # --- running ---------------------------------------------------------------------
     def _pipeline_json(self) -> str:
-        spec_ok = self._final_spec()  # the same errors before the engine is built
-        del spec_ok
+        self._final_spec()  # encoded or varying sizes: the dataset's own words, before the engine's
         src = dict(self._source)
         src["seed"] = config._pipeline_seed()
         bs, drop = self._batch if self._batch is not None else (1, False)
