@@ -149,6 +149,22 @@ fn jpeg(b: &[u8]) -> Option<ImageInfo> {
     }
 }
 
+/// A PNG's chunks before the first `IDAT` (or `IEND`), as `(type, data offset, length)`:
+/// at most 64 (a header with more is not worth walking), stopping where the bytes do.
+pub fn png_header_chunks(b: &[u8]) -> impl Iterator<Item = (&[u8], usize, usize)> + '_ {
+    let mut pos = 8usize;
+    (0..64).map_while(move |_| {
+        let len = be32(b, pos)? as usize;
+        let kind = b.get(pos + 4..pos + 8)?;
+        if kind == b"IDAT" || kind == b"IEND" {
+            return None;
+        }
+        let at = pos + 8;
+        pos = pos.saturating_add(12).saturating_add(len);
+        Some((kind, at, len))
+    })
+}
+
 /// IHDR, then the chunks before the first IDAT for a `tRNS`.
 fn png(b: &[u8]) -> Option<ImageInfo> {
     if b.get(12..16)? != b"IHDR" {
@@ -158,20 +174,7 @@ fn png(b: &[u8]) -> Option<ImageInfo> {
     let height = be32(b, 20)?;
     let bits = *b.get(24)?;
     let ctype = *b.get(25)?;
-    let mut trns = false;
-    let mut pos = 8usize;
-    // At most 64 chunks: a header with more before IDAT is not worth walking.
-    for _ in 0..64 {
-        let (Some(len), Some(kind)) = (be32(b, pos), b.get(pos + 4..pos + 8)) else {
-            break;
-        };
-        match kind {
-            b"tRNS" => trns = true,
-            b"IDAT" | b"IEND" => break,
-            _ => {}
-        }
-        pos = pos.saturating_add(12).saturating_add(len as usize);
-    }
+    let trns = png_header_chunks(b).any(|(kind, _, _)| kind == b"tRNS");
     let (color, alpha) = match ctype {
         0 => (ColorModel::Gray, trns),
         2 => (ColorModel::Rgb, trns),

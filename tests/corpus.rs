@@ -490,3 +490,41 @@ fn cmyk_converts_as_pillow_does() {
         .collect();
     assert!(packed == want);
 }
+
+/// A PNG whose PLTE chunk is not a whole number of RGB entries: the `png` crate panics on
+/// it (found by fuzzing); imgfeed refuses it as damaged data, with both a 4- and a 0-byte
+/// palette, and decodes the same file with a valid 3-byte one.
+#[test]
+fn a_png_palette_of_the_wrong_length_is_corrupt_not_a_panic() {
+    fn chunk(kind: &[u8], data: &[u8]) -> Vec<u8> {
+        let mut c = (data.len() as u32).to_be_bytes().to_vec();
+        c.extend_from_slice(kind);
+        c.extend_from_slice(data);
+        let mut h = crc32fast::Hasher::new();
+        h.update(kind);
+        h.update(data);
+        c.extend_from_slice(&h.finalize().to_be_bytes());
+        c
+    }
+    // 1×1, 8-bit palette; the one pixel is index 0 (zlib stream of the row [filter 0, 0]).
+    let png = |palette: &[u8]| {
+        let mut b = b"\x89PNG\r\n\x1a\n".to_vec();
+        b.extend(chunk(b"IHDR", &[0, 0, 0, 1, 0, 0, 0, 1, 8, 3, 0, 0, 0]));
+        b.extend(chunk(b"PLTE", palette));
+        b.extend(chunk(
+            b"IDAT",
+            &[0x78, 0x9c, 0x63, 0x60, 0x00, 0x00, 0x00, 0x02, 0x00, 0x01],
+        ));
+        b.extend(chunk(b"IEND", &[]));
+        b
+    };
+    let mut d = Decoder::new(&Decode::default());
+    let mut out = Vec::new();
+    assert_eq!(d.decode(&png(&[10, 20, 30]), &mut out), Ok((1, 1)));
+    assert_eq!(out[..3], [10, 20, 30]);
+    for bad in [&[10u8, 20, 30, 40][..], &[][..]] {
+        let f = d.decode(&png(bad), &mut out).expect_err("a bad palette");
+        assert_eq!(f.kind, K::Corrupt, "{}", f.reason);
+        assert!(f.reason.contains("PLTE"), "{}", f.reason);
+    }
+}

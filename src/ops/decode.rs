@@ -495,6 +495,9 @@ fn decode_with_image(
         Format::Jpeg => ImageFormat::Jpeg,
     };
     let name = format!("{format:?}").to_uppercase();
+    if format == Format::Png {
+        check_png_palette(bytes)?;
+    }
     let (w, h) = ImageReader::with_format(Cursor::new(bytes), fmt)
         .into_dimensions()
         .map_err(|e| image_fault(&name, e))?;
@@ -511,6 +514,19 @@ fn decode_with_image(
     let (w, h) = rgb.dimensions();
     *out = rgb.into_raw();
     Ok((h as usize, w as usize))
+}
+
+/// A `PLTE` chunk must hold 1 to 256 entries of 3 bytes (PNG spec, 11.2.3): the `png`
+/// crate panics on a length that is not a multiple of 3 (found by fuzzing), so a bad one is
+/// refused here as damaged data.
+fn check_png_palette(bytes: &[u8]) -> Result<(), Fault> {
+    match crate::inspect::png_header_chunks(bytes).find(|(kind, _, _)| *kind == b"PLTE") {
+        Some((_, _, len)) if len == 0 || len % 3 != 0 || len > 768 => Err(Fault::new(
+            Kind::Corrupt,
+            format!("invalid PNG: PLTE chunk of {len} bytes (1 to 256 RGB entries of 3 bytes)"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Classify an `image` crate error.
