@@ -8,9 +8,9 @@
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use imgfeed::ops::decode::{Decode, Decoder, JpegBackend};
 use imgfeed::ops::pointwise::{write, Affine, Dst, Pixels, View};
-use imgfeed::ops::resize::{Filter, Resize, Resizer};
+use imgfeed::ops::resize::{Filter, Resize, ResizeOptions, Resizer};
 use imgfeed::ops::Size;
-use imgfeed::{DType, Layout};
+use imgfeed::Layout;
 use std::path::Path;
 
 fn fixture(rel: &str) -> Vec<u8> {
@@ -38,15 +38,16 @@ fn kernels(c: &mut Criterion) {
     let mut g = c.benchmark_group("decode_500x375");
     g.throughput(Throughput::Elements(1));
     for backend in [JpegBackend::Zune, JpegBackend::Auto] {
-        let mut d = Decoder::new(&Decode {
+        let cfg = Decode {
             decoder: backend,
             ..Decode::default()
-        });
+        };
+        let mut d = Decoder::new(&cfg);
         let mut out = Vec::new();
         g.bench_function(format!("{backend:?}/whole"), |b| {
             b.iter(|| d.decode(black_box(&jpeg), &mut out).expect("decodes"))
         });
-        if d.decodes_regions() {
+        if cfg.decodes_regions() {
             g.bench_function(format!("{backend:?}/region_for_resize256_crop224"), |b| {
                 b.iter(|| {
                     d.decode_region(
@@ -67,61 +68,34 @@ fn kernels(c: &mut Criterion) {
     let (h, w) = d.decode(&jpeg, &mut rgb).expect("decodes");
     let (nh, nw) = resize.target(h, w);
     let win = resize.crop_window(h, w, (224, 224));
-    let mut r = Resizer::new();
+    let opts = |exact: bool, window| ResizeOptions {
+        full: (h, w),
+        origin: (0, 0),
+        size: (h, w),
+        filter: Filter::Bilinear,
+        exact,
+        rgbx: false,
+        out: (nh, nw),
+        window,
+    };
+    let mut r = Resizer::default();
     let mut dst: Vec<u8> = Vec::new();
     let mut g = c.benchmark_group("resize_500x375_to_256_crop224");
     g.throughput(Throughput::Elements(1));
+    // fast_image_resize's kernels (`exact = false`)
+    let fast = opts(false, win);
     g.bench_function("fused_window", |b| {
-        b.iter(|| {
-            r.resize(
-                &rgb,
-                (h, w),
-                (0, 0),
-                (h, w),
-                DType::U8,
-                Filter::Bilinear,
-                (nh, nw),
-                win,
-                &mut dst,
-            )
-            .expect("resizes")
-        })
+        b.iter(|| r.resize(&rgb, &fast, &mut dst).expect("resizes"))
     });
-    let mut rp = Resizer::new();
-    rp.exact = true;
-    // Pillow's arithmetic (the default for `bilinear`); `Resizer::new()` above runs
-    // fast_image_resize's kernels (`exact = false`).
+    // Pillow's arithmetic (the default for `bilinear`)
+    let pillow = opts(true, win);
+    let mut rp = Resizer::default();
     g.bench_function("pillow_fused_window", |b| {
-        b.iter(|| {
-            rp.resize(
-                &rgb,
-                (h, w),
-                (0, 0),
-                (h, w),
-                DType::U8,
-                Filter::Bilinear,
-                (nh, nw),
-                win,
-                &mut dst,
-            )
-            .expect("resizes")
-        })
+        b.iter(|| rp.resize(&rgb, &pillow, &mut dst).expect("resizes"))
     });
+    let full = opts(false, None);
     g.bench_function("full_resize", |b| {
-        b.iter(|| {
-            r.resize(
-                &rgb,
-                (h, w),
-                (0, 0),
-                (h, w),
-                DType::U8,
-                Filter::Bilinear,
-                (nh, nw),
-                None,
-                &mut dst,
-            )
-            .expect("resizes")
-        })
+        b.iter(|| r.resize(&rgb, &full, &mut dst).expect("resizes"))
     });
     g.finish();
 

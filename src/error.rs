@@ -66,6 +66,24 @@ impl Error {
         }
     }
 
+    /// What `fault` in `stage` of sample `index` (`file`) means: a bad sample, or, for an
+    /// [`SampleErrorKind::Internal`] fault, a bug.
+    pub fn at(index: usize, file: String, stage: &'static str, fault: Fault) -> Error {
+        if fault.kind == SampleErrorKind::Internal {
+            return Error::Internal(format!(
+                "{file}: {stage}: {} (sample {index})",
+                fault.reason
+            ));
+        }
+        Error::Sample {
+            index,
+            file,
+            stage,
+            kind: fault.kind,
+            reason: fault.reason,
+        }
+    }
+
     /// The kind of a sample failure; `None` for every other error.
     pub fn sample_kind(&self) -> Option<SampleErrorKind> {
         match self {
@@ -113,11 +131,15 @@ pub enum SampleErrorKind {
     Panic,
     /// Any other failure of an op.
     Other,
+    /// An internal inconsistency met on this sample: a bug in imgfeed, not a fault of the
+    /// data. The engine ends the run with [`Error::Internal`] instead of counting it as a
+    /// bad sample.
+    Internal,
 }
 
 impl SampleErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [SampleErrorKind; 12] = [
+    pub const ALL: [SampleErrorKind; 13] = [
         SampleErrorKind::Io,
         SampleErrorKind::Empty,
         SampleErrorKind::FileTooLarge,
@@ -130,6 +152,7 @@ impl SampleErrorKind {
         SampleErrorKind::Shape,
         SampleErrorKind::Panic,
         SampleErrorKind::Other,
+        SampleErrorKind::Internal,
     ];
 
     /// A stable snake_case name (JSON reports, tables).
@@ -147,6 +170,7 @@ impl SampleErrorKind {
             SampleErrorKind::Shape => "shape",
             SampleErrorKind::Panic => "panic",
             SampleErrorKind::Other => "other",
+            SampleErrorKind::Internal => "internal",
         }
     }
 }

@@ -33,6 +33,7 @@ pub mod inspect;
 pub mod ops;
 pub mod pipeline;
 pub mod plan;
+pub mod rng;
 pub mod shards;
 pub mod sink;
 pub mod source;

@@ -680,7 +680,7 @@ impl Pipeline {
             &config.ops,
             &spec,
             config.engine.fuse,
-        );
+        )?;
         let shape = BufShape {
             batch_size: config.batch.size,
             sample_elems: elems,

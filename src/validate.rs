@@ -201,13 +201,7 @@ impl Checker<'_> {
                     Ok((h, w)) => t.sizes.push((w as u32, h as u32)),
                     Err(f) => {
                         label.1 += 1;
-                        let e = Error::Sample {
-                            index,
-                            file: source.sample_name(index),
-                            stage: "decode",
-                            kind: f.kind,
-                            reason: f.reason,
-                        };
+                        let e = Error::at(index, source.sample_name(index), "decode", f);
                         t.bad.push((index, e));
                     }
                 }

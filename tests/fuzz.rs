@@ -4,7 +4,7 @@
 //! of the same entry points: `fuzz/`, with cargo-fuzz on a nightly toolchain.)
 
 use imgfeed::ops::decode::{Decode, Decoder, JpegBackend};
-use imgfeed::plan::SplitMix64;
+use imgfeed::rng::SplitMix64;
 use imgfeed::{PipelineConfig, SampleErrorKind, SourceConfig, SourceKind};
 use std::path::{Path, PathBuf};
 

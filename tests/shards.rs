@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use imgfeed::ops::{Filter, Op};
-use imgfeed::plan::SplitMix64;
+use imgfeed::rng::SplitMix64;
 use imgfeed::shards::format::{crc32, Storage};
 use imgfeed::shards::{merge_index, StoreConfig};
 use imgfeed::sink::shards::{convert_to_shards, slice_range};

@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use imgfeed::engine::fingerprint::fingerprint;
 use imgfeed::ops::{Filter, Op, RandomResizedCrop, Size};
-use imgfeed::plan::SplitMix64;
+use imgfeed::rng::SplitMix64;
 use imgfeed::{EngineConfig, Error, OnError, Pipeline, PipelineConfig, SourceConfig, State};
 use std::path::Path;
 
@@ -52,7 +52,8 @@ fn boxes_stay_inside_and_follow_the_scale_and_ratio_ranges() {
     let mut shares = Vec::new();
     let mut fallbacks = 0;
     for _ in 0..20_000 {
-        let (t, l, bh, bw) = r.sample_box(h, w, &mut g);
+        let b = r.sample_box(h, w, &mut g);
+        let (t, l, bh, bw) = (b.top, b.left, b.height, b.width);
         assert!(
             bh >= 1 && bw >= 1 && t + bh <= h && l + bw <= w,
             "{t} {l} {bh} {bw}"
@@ -79,7 +80,7 @@ fn boxes_stay_inside_and_follow_the_scale_and_ratio_ranges() {
     // every left offset can come up: the placement is uniform, not centred
     let mut lefts = std::collections::BTreeSet::new();
     for _ in 0..2000 {
-        lefts.insert(r.sample_box(h, w, &mut g).1);
+        lefts.insert(r.sample_box(h, w, &mut g).left);
     }
     assert!(
         lefts.contains(&0) && lefts.len() > 300,
@@ -88,18 +89,27 @@ fn boxes_stay_inside_and_follow_the_scale_and_ratio_ranges() {
     );
 }
 
+fn rect(top: usize, left: usize, height: usize, width: usize) -> imgfeed::ops::Rect {
+    imgfeed::ops::Rect {
+        top,
+        left,
+        height,
+        width,
+    }
+}
+
 #[test]
 fn no_fitting_box_falls_back_to_the_central_crop_clamped_to_the_ratio() {
     // torchvision: in_ratio = 10/1000 < 3/4, so w = 10, h = round(10 / 0.75) = 13,
     // i = (1000 - 13) // 2, j = 0
     let r = default_rrc(224);
     let mut g = SplitMix64::new(1);
-    assert_eq!(r.sample_box(1000, 10, &mut g), (493, 0, 13, 10));
+    assert_eq!(r.sample_box(1000, 10, &mut g), rect(493, 0, 13, 10));
     // wide: h = 10, w = round(10 * 4/3) = 13, j = (1000 - 13) // 2
-    assert_eq!(r.sample_box(10, 1000, &mut g), (0, 493, 10, 13));
+    assert_eq!(r.sample_box(10, 1000, &mut g), rect(0, 493, 10, 13));
     // inside the ratio range: the whole image
     let none = rrc([4, 4], [0.08, 1.0], [0.75, 4.0 / 3.0], 0);
-    assert_eq!(none.sample_box(30, 35, &mut g), (0, 0, 30, 35));
+    assert_eq!(none.sample_box(30, 35, &mut g), rect(0, 0, 30, 35));
 }
 
 #[test]
@@ -169,8 +179,9 @@ fn the_box_is_read_from_the_right_place() {
     for epoch in 0..6 {
         let got = samples_u8(&p, epoch).remove(0);
         // the same draw the engine makes: the sample's stream for (seed, epoch, index)
-        let mut g = imgfeed::plan::sample_rng(5, epoch, 0);
-        let (_, left, bh, bw) = op.sample_box(1, 40, &mut g);
+        let mut g = imgfeed::rng::sample_rng(5, epoch, 0);
+        let b = op.sample_box(1, 40, &mut g);
+        let (left, bh, bw) = (b.left, b.height, b.width);
         assert_eq!((bh, bw), (1, 1));
         assert_eq!(got, vec![left as u8 * 6, 0, 0], "epoch {epoch}");
     }
@@ -533,4 +544,136 @@ fn replace_fails_the_batch_when_no_replacement_decodes() {
         other => panic!("expected the batch to fail, got {other:?}"),
     }
     assert!(e.next().is_none());
+}
+
+// ---- random_vertical_flip ---------------------------------------------------------------------------
+
+fn vflip(prob: f64) -> Op {
+    let text = format!("op = \"random_vertical_flip\"\nprob = {prob}\n");
+    toml::from_str::<Op>(&text).expect("op parses")
+}
+
+/// `h × w` samples of `c`-element pixels (any layout whose rows are whole), rows reversed.
+fn rows_reversed<T: Clone>(sample: &[T], planes: usize, h: usize) -> Vec<T> {
+    let plane = sample.len() / planes;
+    let row = plane / h;
+    sample
+        .chunks_exact(plane)
+        .flat_map(|p| {
+            p.chunks_exact(row)
+                .rev()
+                .flatten()
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// prob 1 reverses the rows: of decoded JPEGs (u8 HWC), of float CHW after normalize, and
+/// of the source's own pixels (CIFAR planes, read in place); prob 0 changes nothing; with a
+/// horizontal flip too, the sample is turned half a circle.
+#[test]
+fn random_vertical_flip_reverses_rows_in_every_layout_and_type() {
+    let tree = fixtures().join("imagefolder");
+    let crop = || center_crop(24, 40);
+    let plain = samples_u8(&build(&tree, vec![decode(), crop()], 4, 2), 0);
+    let flipped = samples_u8(&build(&tree, vec![decode(), crop(), vflip(1.0)], 4, 2), 0);
+    let kept = samples_u8(&build(&tree, vec![decode(), crop(), vflip(0.0)], 4, 2), 0);
+    assert_eq!(plain.len(), flipped.len());
+    assert_eq!(kept, plain);
+    for (a, b) in plain.iter().zip(&flipped) {
+        assert_ne!(a, b, "a photo is not symmetric top-bottom");
+        assert_eq!(*b, rows_reversed(a, 1, 24));
+    }
+    // both flips: every pixel at (h-1-y, w-1-x)
+    let turned = samples_u8(
+        &build(&tree, vec![decode(), crop(), flip(1.0), vflip(1.0)], 4, 2),
+        0,
+    );
+    for (a, t) in plain.iter().zip(&turned) {
+        let px: Vec<&[u8]> = a.chunks_exact(3).rev().collect();
+        assert_eq!(t.chunks_exact(3).collect::<Vec<_>>(), px);
+    }
+    // float CHW: the flip after normalize + hwc_to_chw runs on float planes
+    let norm = || normalize([10.0, 20.0, 30.0], [2.0, 4.0, 8.0]);
+    let f_plain = samples_f32(
+        &build(&tree, vec![decode(), crop(), norm(), hwc_to_chw()], 4, 1),
+        0,
+    );
+    let f_flip = samples_f32(
+        &build(
+            &tree,
+            vec![
+                decode(),
+                crop(),
+                norm(),
+                hwc_to_chw(),
+                vflip(1.0),
+                center_crop(24, 40),
+            ],
+            4,
+            1,
+        ),
+        0,
+    );
+    for (a, b) in f_plain.iter().zip(&f_flip) {
+        assert_eq!(*b, rows_reversed(a, 3, 24));
+    }
+    // CIFAR: the records' own pixels
+    let cifar = |ops: Vec<Op>| {
+        let text = format!(
+            "[source]\nkind = \"cifar10\"\nroot = \"{}\"\nusage = \"test\"\n[batch]\nsize = 4\n",
+            fixtures().join("cifar10").display()
+        );
+        let mut cfg = PipelineConfig::parse(&text, Path::new("cifar.toml")).expect("parses");
+        cfg.ops = ops;
+        samples_u8(&Pipeline::new(cfg).expect("builds"), 0)
+    };
+    let (c_plain, c_flip) = (cifar(vec![]), cifar(vec![vflip(1.0)]));
+    assert!(!c_plain.is_empty());
+    for (a, b) in c_plain.iter().zip(&c_flip) {
+        assert_eq!(*b, rows_reversed(a, 1, 32));
+    }
+}
+
+/// Each sample's flip is its own stream's first draw, `unit() < prob`: the same for any
+/// worker count and epoch after epoch, and about half of the samples at 0.5.
+#[test]
+fn random_vertical_flip_draws_from_the_sample_stream() {
+    let tree = fixtures().join("imagefolder");
+    let ops = |p: f64| vec![decode(), center_crop(24, 40), vflip(p)];
+    let plain = samples_u8(&build(&tree, ops(0.0), 4, 1), 0);
+    let mut flips = 0;
+    for epoch in 0..3 {
+        let one = samples_u8(&build(&tree, ops(0.5), 4, 1), epoch);
+        let two = samples_u8(&build(&tree, ops(0.5), 4, 2), epoch);
+        assert_eq!(one, two, "epoch {epoch}: the same for 1 and 2 workers");
+        for (i, (a, got)) in plain.iter().zip(&one).enumerate() {
+            let drawn = imgfeed::rng::sample_rng(0, epoch, i).unit() < 0.5;
+            let want = if drawn {
+                rows_reversed(a, 1, 24)
+            } else {
+                a.clone()
+            };
+            assert_eq!(*got, want, "epoch {epoch} sample {i}");
+            flips += usize::from(drawn);
+        }
+    }
+    let n = 3 * plain.len();
+    assert!(flips > n / 5 && flips < n * 4 / 5, "{flips} of {n}");
+}
+
+#[test]
+fn random_vertical_flip_checks_prob() {
+    let tree = fixtures().join("imagefolder");
+    let err = Pipeline::builder(folder_source(&tree))
+        .op(decode())
+        .op(vflip(1.5))
+        .build()
+        .expect_err("prob 1.5");
+    assert!(
+        err.to_string()
+            .contains("random_vertical_flip: prob 1.5 is not in [0, 1]"),
+        "{err}"
+    );
 }

@@ -93,7 +93,7 @@ pub fn run(a: &ValidateArgs) -> Result<i32> {
         return Err(imgfeed::Error::Invalid("--workers must be at least 1".into()).into());
     }
     // The same checks a pipeline makes (e.g. decoder = "turbo" needs the feature).
-    decode
+    imgfeed::ops::Op::Decode(decode.clone())
         .output_spec(&imgfeed::Spec::encoded())
         .map_err(|e| imgfeed::Error::Invalid(format!("decode: {e}")))?;
     let jpeg = decode.decoder.describe();

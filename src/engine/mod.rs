@@ -24,18 +24,19 @@
 pub mod batch;
 pub mod fingerprint;
 pub(crate) mod program;
+pub(crate) mod worker;
 
 pub use batch::{Batch, Labels};
-pub use program::StageTimes;
+pub use worker::StageTimes;
 
 use crate::error::{Error, Result};
 use crate::ops::pointwise::Dst;
-use crate::plan::{replacement_rng, sample_rng};
+use crate::rng::{replacement_rng, sample_rng};
 use crate::source::Source;
 use crate::spec::{DType, LabelType};
 use batch::{BatchBuf, ImageBuf, LabelBuf, Pool};
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
-use program::{Program, Worker};
+use program::Program;
 use serde::{Deserialize, Serialize};
 use std::cell::UnsafeCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -43,6 +44,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use worker::Worker;
 
 /// What to do with a sample that fails.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -341,7 +343,7 @@ impl Epoch {
         for _ in 0..workers {
             let sh = Arc::clone(&shared);
             threads.push(std::thread::spawn(move || {
-                let mut worker = Worker::new(&sh.job.program, sh.job.profile);
+                let mut worker = Worker::new(sh.job.profile);
                 let r = catch_unwind(AssertUnwindSafe(|| work(&sh, &mut worker)));
                 if r.is_err() {
                     sh.halt();
@@ -602,7 +604,9 @@ fn work(sh: &Shared, worker: &mut Worker) {
                 let pos = q - b * bs;
                 let index = job.order[job.start + q];
                 if let Err(e) = try_one(sh, worker, &mut scratch, &parts, pos, index) {
+                    // A bug (not a sample's fault) ends the epoch whatever the policy.
                     let replaced = job.on_error == OnError::Replace
+                        && e.sample_kind().is_some()
                         && replace(sh, worker, &mut scratch, &parts, pos, index);
                     if let Ok(mut f) = slot.failures.lock() {
                         f.push((pos, e, replaced));
@@ -636,7 +640,7 @@ fn try_one(
     }))
     .unwrap_or_else(|_| {
         let times = std::mem::take(&mut worker.times);
-        *worker = Worker::new(&job.program, job.profile);
+        *worker = Worker::new(job.profile);
         worker.times = times;
         Err(Error::panicked(index, job.source.sample_name(index)))
     })
@@ -698,13 +702,7 @@ fn run_one(
     let hash = !parts.fingerprints.is_null();
     let fused = worker
         .run(&job.program, sample.raw, &mut rng, dst, hash)
-        .map_err(|(stage, fault)| Error::Sample {
-            index,
-            file: job.source.sample_name(index),
-            stage,
-            kind: fault.kind,
-            reason: fault.reason,
-        })?;
+        .map_err(|(stage, fault)| Error::at(index, job.source.sample_name(index), stage, fault))?;
     for c in 0..shape.label_cols {
         write_label(
             parts,
@@ -767,11 +765,12 @@ impl Shared {
                 .unwrap_or_default();
             failures.sort_by_key(|(p, _, _)| *p);
             let len = self.batch_len(next);
-            let fatal = match self.job.on_error {
+            let bug = failures.iter().position(|f| f.1.sample_kind().is_none());
+            let fatal = bug.or_else(|| match self.job.on_error {
                 OnError::Error => failures.iter().position(|_| true),
                 OnError::Replace => failures.iter().position(|f| !f.2),
                 OnError::Skip => None,
-            };
+            });
             let item = match fatal {
                 Some(i) => Err(failures.swap_remove(i).1),
                 None => {
@@ -792,7 +791,7 @@ impl Shared {
                         len: len - lost.len(),
                         number: next,
                         dims,
-                        layout: program.tail_layout,
+                        layout: program.tail.layout,
                         label_cols: shape.label_cols,
                         pool: Arc::clone(&self.job.pool),
                         skipped: failures.into_iter().map(|(_, e, _)| e).collect(),

@@ -5,9 +5,13 @@
 //! first; the two differ by one pixel on odd margins. imgfeed follows torchvision, whose
 //! numbers the canonical pipeline is checked against.)
 
+use super::image::Sample;
+use super::kernel::{Kernel, Lowered, OpDef};
 use super::Size;
+use crate::error::Fault;
 use crate::spec::Spec;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// The `center_crop` op.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -17,9 +21,9 @@ pub struct CenterCrop {
     pub size: Size,
 }
 
-impl CenterCrop {
+impl OpDef for CenterCrop {
     /// Fixed output size.
-    pub fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
+    fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
         self.size.check("center_crop")?;
         let (h, w) = self.size.square();
         Ok(Spec {
@@ -27,6 +31,31 @@ impl CenterCrop {
             width: Some(w),
             ..input.clone()
         })
+    }
+
+    fn lower(&self, _: &Spec) -> Lowered {
+        Lowered::Kernel(Arc::new(Crop(self.size.square())))
+    }
+}
+
+/// The kernel: crop (or pad) the centre `(height, width)`.
+#[derive(Debug)]
+struct Crop((usize, usize));
+
+impl Kernel for Crop {
+    fn name(&self) -> &'static str {
+        "center_crop"
+    }
+
+    fn run(&self, s: &mut Sample<'_, '_>) -> Result<(), Fault> {
+        let (ch, cw) = self.0;
+        let at = (offset(s.img.h, ch), offset(s.img.w, cw));
+        s.img.crop(&mut s.input, at, self.0, 0);
+        Ok(())
+    }
+
+    fn center_crop(&self) -> Option<(usize, usize)> {
+        Some(self.0)
     }
 }
 
@@ -41,7 +70,7 @@ fn half_round_even(d: usize) -> usize {
 }
 
 /// Where the crop starts in the source, per axis: negative means padding before.
-pub fn offset(n: usize, crop: usize) -> isize {
+pub(crate) fn offset(n: usize, crop: usize) -> isize {
     if crop <= n {
         half_round_even(n - crop) as isize
     } else {

@@ -20,6 +20,10 @@
 //! sample's error.
 
 use crate::error::{Fault, SampleErrorKind as Kind};
+use super::geometry::Rect;
+use super::image::{bug, Sample};
+use super::kernel::{Kernel, Lowered, OpDef};
+use std::sync::Arc;
 use crate::spec::{DType, Layout, Spec};
 use serde::{Deserialize, Serialize};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -96,10 +100,10 @@ impl Default for Decode {
     }
 }
 
-impl Decode {
+impl OpDef for Decode {
     /// Encoded bytes in, RGB u8 HWC of varying size out; RGB u8 HWC pixels as a source
     /// stores them ([`Spec::source_pixels`]) pass through unchanged.
-    pub fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
+    fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
         if !input.encoded {
             // Pixels a source stores decoded (raw shards) are what decode would make of
             // them: RGB u8 HWC. Decode is then the identity (the engine compiles it to
@@ -139,6 +143,85 @@ impl Decode {
             ..input.clone()
         })
     }
+
+    fn lower(&self, input: &Spec) -> Lowered {
+        if !input.encoded {
+            return Lowered::Nothing("decode: the source stores decoded pixels; nothing to decode");
+        }
+        Lowered::Kernel(Arc::new(DecodeKernel {
+            cfg: self.clone(),
+            serves: None,
+        }))
+    }
+
+    fn takes_encoded(&self) -> bool {
+        true
+    }
+}
+
+impl Decode {
+    /// Whether this decode's decoder can decode a rectangle only (libjpeg-turbo on JPEG).
+    pub fn decodes_regions(&self) -> bool {
+        cfg!(imgfeed_turbo) && self.decoder != JpegBackend::Zune
+    }
+}
+
+/// The kernel: decode into the working image; with `serves` (the kernel after it), only
+/// the rectangle that kernel reads, where the decoder can, as RGBX for it.
+#[derive(Debug)]
+struct DecodeKernel {
+    cfg: Decode,
+    serves: Option<Arc<dyn Kernel>>,
+}
+
+impl Kernel for DecodeKernel {
+    fn name(&self) -> &'static str {
+        "decode"
+    }
+
+    fn run(&self, s: &mut Sample<'_, '_>) -> Result<(), Fault> {
+        let bytes = s.encoded.ok_or_else(|| bug("decode: the sample is not encoded"))?;
+        let dec = s
+            .tools
+            .decoder
+            .get_or_insert_with(|| Decoder::new(&self.cfg));
+        let (rng, img) = (&mut *s.rng, &mut *s.img);
+        let mut drawn = None;
+        let want = |h: usize, w: usize| {
+            let (rect, b) = self.serves.as_ref()?.region(h, w, rng);
+            drawn = b;
+            rect
+        };
+        let rgbx = self.serves.as_ref().is_some_and(|k| k.reads_rgbx());
+        let d = dec.decode_region(bytes, want, rgbx, &mut img.a8)?;
+        img.drawn = drawn;
+        img.stride = d.channels;
+        (img.h, img.w) = d.size;
+        img.full = d.full;
+        img.origin = d.origin;
+        img.layout = Layout::Hwc;
+        img.dtype = DType::U8;
+        Ok(())
+    }
+
+    fn reads_rgbx(&self) -> bool {
+        true
+    }
+
+    fn holds_region(&self) -> bool {
+        true
+    }
+
+    fn with_region_of(&self, next: Arc<dyn Kernel>) -> Option<Arc<dyn Kernel>> {
+        Some(Arc::new(DecodeKernel {
+            cfg: self.cfg.clone(),
+            serves: Some(next),
+        }))
+    }
+
+    fn decodes_regions(&self) -> bool {
+        self.cfg.decodes_regions()
+    }
 }
 
 /// The formats `decode` understands, by magic bytes.
@@ -169,15 +252,17 @@ pub fn sniff(bytes: &[u8]) -> Option<Format> {
     }
 }
 
-/// `(top, left, height, width)` of a rectangle of the image.
-pub type Rect = (usize, usize, usize, usize);
 
 impl JpegHeader {
     /// `rect` with its left edge moved down to an iMCU boundary (libjpeg-turbo decodes
     /// whole iMCUs across), widened to keep its right edge.
-    pub fn mcu_aligned(&self, (top, left, rh, rw): Rect) -> Rect {
-        let aligned = left - left % self.mcu_width.unwrap_or(1).max(1);
-        (top, aligned, rh, rw + (left - aligned))
+    pub fn mcu_aligned(&self, r: Rect) -> Rect {
+        let aligned = r.left - r.left % self.mcu_width.unwrap_or(1).max(1);
+        Rect {
+            left: aligned,
+            width: r.width + (r.left - aligned),
+            ..r
+        }
     }
 }
 
@@ -197,12 +282,6 @@ pub struct JpegHeader {
     pub progressive: bool,
 }
 
-/// `rect` grown by `by` pixels on every side, kept inside an `h × w` image.
-pub fn grow((t, l, rh, rw): Rect, by: usize, h: usize, w: usize) -> Rect {
-    let (t0, l0) = (t.saturating_sub(by), l.saturating_sub(by));
-    let (t1, l1) = ((t + rh + by).min(h), (l + rw + by).min(w));
-    (t0, l0, t1 - t0, l1 - l0)
-}
 
 /// What a decode produced: the whole image, or a rectangle of it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -239,11 +318,6 @@ impl Decoder {
         }
     }
 
-    /// Whether this decoder can decode a rectangle only (libjpeg-turbo on JPEG).
-    pub fn decodes_regions(&self) -> bool {
-        cfg!(imgfeed_turbo) && self.cfg.decoder != JpegBackend::Zune
-    }
-
     /// Decode `bytes` into `out` (resized to `h × w × 3`); returns `(height, width)`.
     pub fn decode(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> Result<(usize, usize), Fault> {
         self.decode_region(bytes, |_, _| None, false, out)
@@ -257,7 +331,7 @@ impl Decoder {
     pub fn decode_region(
         &mut self,
         bytes: &[u8],
-        want: impl Fn(usize, usize) -> Option<Rect>,
+        mut want: impl FnMut(usize, usize) -> Option<Rect>,
         rgbx: bool,
         out: &mut Vec<u8>,
     ) -> Result<Decoded, Fault> {
@@ -274,7 +348,7 @@ impl Decoder {
             Some(Format::Jpeg) => {
                 #[cfg(imgfeed_turbo)]
                 if self.cfg.decoder != JpegBackend::Zune {
-                    if let Some(r) = self.decode_turbo(bytes, &want, rgbx, out) {
+                    if let Some(r) = self.decode_turbo(bytes, &mut want, rgbx, out) {
                         return r;
                     }
                 }
@@ -295,7 +369,7 @@ impl Decoder {
     fn decode_turbo(
         &mut self,
         bytes: &[u8],
-        want: &dyn Fn(usize, usize) -> Option<Rect>,
+        want: &mut dyn FnMut(usize, usize) -> Option<Rect>,
         rgbx: bool,
         out: &mut Vec<u8>,
     ) -> Option<Result<Decoded, Fault>> {
@@ -321,13 +395,13 @@ impl Decoder {
         if let Err(e) = check_pixels(w, h, self.cfg.max_pixels) {
             return Some(Err(e));
         }
-        let whole = (0, 0, h, w);
+        let whole = Rect::whole(h, w);
         let rect = want(h, w)
-            .filter(|&(t, l, rh, rw)| rh > 0 && rw > 0 && t + rh <= h && l + rw <= w)
+            .filter(|r| r.fits(h, w))
             .filter(|_| header.mcu_width.is_some())
             .map(|r| {
                 if header.progressive {
-                    grow(r, PROGRESSIVE_MARGIN, h, w)
+                    r.grow(PROGRESSIVE_MARGIN, h, w)
                 } else {
                     r
                 }
@@ -358,10 +432,10 @@ impl Decoder {
                 .and_then(|hd| t.decode(bytes, &hd, whole, channels, out));
         }
         let r = r
-            .map(|(top, left, rh, rw)| Decoded {
+            .map(|r| Decoded {
                 full: (h, w),
-                origin: (top, left),
-                size: (rh, rw),
+                origin: (r.top, r.left),
+                size: (r.height, r.width),
                 channels,
             })
             .map_err(libjpeg_fault);
@@ -577,7 +651,14 @@ mod tests {
     fn progressive_files_decode_a_wider_region() {
         let mut d = Decoder::new(&Decode::default());
         let mut out = Vec::new();
-        let want = |_: usize, _: usize| Some((20, 17, 8, 8));
+        let want = |_: usize, _: usize| {
+            Some(Rect {
+                top: 20,
+                left: 17,
+                height: 8,
+                width: 8,
+            })
+        };
         let p = d
             .decode_region(&edge("progressive.jpg"), want, false, &mut out)
             .expect("decodes");

@@ -3,19 +3,62 @@
 
 use crate::spec::Layout;
 
-/// Copy the `oh × ow` window whose top-left corner sits at `(top, left)` in the source
-/// (which may be negative or run past the edge: those pixels get `fill`) into `dst`.
-#[allow(clippy::too_many_arguments)]
-pub fn copy_window<T: Copy>(
+/// A rectangle of an image: its top-left corner and its size, in pixels. The one
+/// rectangle type of the crate: a region to decode, a crop box, a resize's output window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rect {
+    /// First row.
+    pub top: usize,
+    /// First column.
+    pub left: usize,
+    /// Rows.
+    pub height: usize,
+    /// Columns.
+    pub width: usize,
+}
+
+impl Rect {
+    /// The whole of an `h × w` image.
+    pub fn whole(h: usize, w: usize) -> Rect {
+        Rect {
+            top: 0,
+            left: 0,
+            height: h,
+            width: w,
+        }
+    }
+
+    /// Whether it is non-empty and lies inside an `h × w` image.
+    pub fn fits(&self, h: usize, w: usize) -> bool {
+        self.height > 0
+            && self.width > 0
+            && self.top + self.height <= h
+            && self.left + self.width <= w
+    }
+
+    /// Grown by `by` pixels on every side, kept inside an `h × w` image.
+    pub fn grow(self, by: usize, h: usize, w: usize) -> Rect {
+        let (t0, l0) = (self.top.saturating_sub(by), self.left.saturating_sub(by));
+        let t1 = (self.top + self.height + by).min(h);
+        let l1 = (self.left + self.width + by).min(w);
+        Rect {
+            top: t0,
+            left: l0,
+            height: t1 - t0,
+            width: l1 - l0,
+        }
+    }
+}
+
+/// Copy the `oh × ow` window whose top-left corner sits at `(top, left)` in the `h × w`
+/// source of `c` channels (the corner may be negative or the window run past the edge:
+/// those pixels get `fill`) into `dst`.
+pub(crate) fn copy_window<T: Copy>(
     src: &[T],
-    h: usize,
-    w: usize,
-    c: usize,
+    (h, w, c): (usize, usize, usize),
     layout: Layout,
-    top: isize,
-    left: isize,
-    oh: usize,
-    ow: usize,
+    (top, left): (isize, isize),
+    (oh, ow): (usize, usize),
     fill: T,
     dst: &mut Vec<T>,
 ) {

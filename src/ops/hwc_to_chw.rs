@@ -1,6 +1,7 @@
 //! `hwc_to_chw`: interleaved pixels to channel planes. Never a pass of its own: the engine
 //! writes the planes while normalizing into the batch buffer (see `pointwise`).
 
+use super::kernel::{Lowered, OpDef};
 use crate::spec::{Layout, Spec};
 use serde::{Deserialize, Serialize};
 
@@ -9,9 +10,9 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct HwcToChw {}
 
-impl HwcToChw {
+impl OpDef for HwcToChw {
     /// HWC in, CHW out.
-    pub fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
+    fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
         if input.layout != Layout::Hwc {
             return Err("hwc_to_chw: the image is already CHW".into());
         }
@@ -19,5 +20,9 @@ impl HwcToChw {
             layout: Layout::Chw,
             ..input.clone()
         })
+    }
+
+    fn lower(&self, _: &Spec) -> Lowered {
+        Lowered::Layout(Layout::Chw)
     }
 }

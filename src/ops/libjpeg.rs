@@ -71,7 +71,8 @@ pub struct Libjpeg {
 // SAFETY: the handle is used by one thread at a time (each worker owns its decoder).
 unsafe impl Send for Libjpeg {}
 
-pub use super::decode::{JpegHeader as Header, Rect};
+pub use super::decode::JpegHeader as Header;
+pub use super::geometry::Rect;
 
 impl Libjpeg {
     /// A new decompressor.
@@ -128,7 +129,9 @@ impl Libjpeg {
         channels: usize,
         out: &mut Vec<u8>,
     ) -> Result<Rect, String> {
-        let (top, left_aligned, rh, rw) = h.mcu_aligned(rect);
+        let aligned = h.mcu_aligned(rect);
+        let (top, left_aligned, rh, rw) =
+            (aligned.top, aligned.left, aligned.height, aligned.width);
         let need = rh * rw * channels;
         // Grow only: every byte of the rectangle is written.
         if out.len() < need {
@@ -155,7 +158,7 @@ impl Libjpeg {
         if r != 0 {
             return Err(format!("invalid JPEG: {}", self.error()));
         }
-        Ok((top, left_aligned, rh, rw))
+        Ok(aligned)
     }
 }
 
@@ -203,7 +206,7 @@ impl Libjpeg {
                 o[c] = nk.saturating_sub(mul) as u8;
             }
         }
-        Ok((0, 0, h.height, h.width))
+        Ok(Rect::whole(h.height, h.width))
     }
 }
 

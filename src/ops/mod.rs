@@ -1,6 +1,8 @@
-//! Per-sample stages. Each op is a plain struct in its own file with the parameters a
-//! pipeline file gives it and an `output_spec` that checks it against the spec of its input
-//! before any pixel is read; the kernels it runs live beside it.
+//! Per-sample stages. An op is one file under `src/ops/`: the parameters a pipeline file
+//! gives it (a serde struct), its spec rule (checked against the spec of its input before
+//! any pixel is read), its fusion hints and its kernel(s) — see [`kernel`]. The list below
+//! registers it: one line, its module and type, and its name in pipeline files is its
+//! module's name.
 //!
 //! In a pipeline file an op is a `[[ops]]` table tagged by `op`:
 //!
@@ -12,39 +14,84 @@
 //! ```
 
 use crate::spec::Spec;
+use kernel::{Lowered, OpDef};
 use serde::{Deserialize, Serialize};
 
 #[macro_use]
 mod simd;
 
-pub mod center_crop;
-pub mod decode;
-pub mod geometry;
-pub mod hwc_to_chw;
+pub(crate) mod geometry;
+pub(crate) mod image;
+pub(crate) mod kernel;
 #[cfg(imgfeed_libjpeg)]
-pub mod libjpeg;
-pub mod normalize;
-pub mod pillow_bilinear;
+pub(crate) mod libjpeg;
+pub(crate) mod pillow_bilinear;
 pub mod pointwise;
-pub mod random_crop;
-pub mod random_horizontal_flip;
-pub mod random_resized_crop;
-pub mod rescale;
-pub mod resize;
 #[cfg(feature = "turbojpeg")]
-pub mod turbo;
-pub mod type_cast;
+pub(crate) mod turbo;
 
-pub use center_crop::CenterCrop;
-pub use decode::{jpeg_decoder, Decode, JpegBackend};
-pub use hwc_to_chw::HwcToChw;
-pub use normalize::Normalize;
-pub use random_crop::RandomCrop;
-pub use random_horizontal_flip::RandomHorizontalFlip;
-pub use random_resized_crop::RandomResizedCrop;
-pub use rescale::Rescale;
-pub use resize::{Filter, Resize};
-pub use type_cast::TypeCast;
+pub use decode::{jpeg_decoder, JpegBackend};
+pub use geometry::Rect;
+pub use resize::Filter;
+
+/// Declares the ops: for each, its module (`pub mod`), its type (re-exported here) and
+/// its variant of [`Op`], named in pipeline files as the module is.
+macro_rules! ops {
+    ($($(#[$doc:meta])* $module:ident :: $ty:ident,)*) => {
+        $(pub mod $module;)*
+        $(pub use $module::$ty;)*
+
+        /// One per-sample stage.
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "op", rename_all = "snake_case")]
+        pub enum Op {
+            $($(#[$doc])* $ty($ty),)*
+        }
+
+        impl Op {
+            /// Every op's name in pipeline files.
+            pub const NAMES: &'static [&'static str] = &[$(stringify!($module)),*];
+
+            /// The name used in pipeline files.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(Op::$ty(_) => stringify!($module),)*
+                }
+            }
+
+            fn def(&self) -> &dyn OpDef {
+                match self {
+                    $(Op::$ty(o) => o,)*
+                }
+            }
+        }
+    };
+}
+
+ops! {
+    /// Encoded bytes → RGB u8 HWC.
+    decode::Decode,
+    /// Resize (shorter side keeping aspect, or exact).
+    resize::Resize,
+    /// Crop the centre (zero padding when the image is smaller).
+    center_crop::CenterCrop,
+    /// Crop at a random place, after optional padding.
+    random_crop::RandomCrop,
+    /// Crop a box of random area and aspect ratio and resize it (the training crop).
+    random_resized_crop::RandomResizedCrop,
+    /// Mirror left-right with some probability.
+    random_horizontal_flip::RandomHorizontalFlip,
+    /// Mirror top-bottom with some probability.
+    random_vertical_flip::RandomVerticalFlip,
+    /// `x * rescale + shift`.
+    rescale::Rescale,
+    /// `(x - mean) / std` per channel.
+    normalize::Normalize,
+    /// Interleaved → planar.
+    hwc_to_chw::HwcToChw,
+    /// Change the label type.
+    type_cast::TypeCast,
+}
 
 /// A size given as one number (square, or the shorter side for `resize`) or as `[h, w]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,71 +123,21 @@ impl Size {
     }
 }
 
-/// One per-sample stage.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-pub enum Op {
-    /// Encoded bytes → RGB u8 HWC.
-    Decode(Decode),
-    /// Resize (shorter side keeping aspect, or exact).
-    Resize(Resize),
-    /// Crop the centre (zero padding when the image is smaller).
-    CenterCrop(CenterCrop),
-    /// Crop at a random place, after optional padding.
-    RandomCrop(RandomCrop),
-    /// Crop a box of random area and aspect ratio and resize it (the training crop).
-    RandomResizedCrop(RandomResizedCrop),
-    /// Mirror left-right with some probability.
-    RandomHorizontalFlip(RandomHorizontalFlip),
-    /// `x * rescale + shift`.
-    Rescale(Rescale),
-    /// `(x - mean) / std` per channel.
-    Normalize(Normalize),
-    /// Interleaved → planar.
-    HwcToChw(HwcToChw),
-    /// Change the label type.
-    TypeCast(TypeCast),
-}
-
 impl Op {
-    /// The name used in pipeline files.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Op::Decode(_) => "decode",
-            Op::Resize(_) => "resize",
-            Op::CenterCrop(_) => "center_crop",
-            Op::RandomCrop(_) => "random_crop",
-            Op::RandomResizedCrop(_) => "random_resized_crop",
-            Op::RandomHorizontalFlip(_) => "random_horizontal_flip",
-            Op::Rescale(_) => "rescale",
-            Op::Normalize(_) => "normalize",
-            Op::HwcToChw(_) => "hwc_to_chw",
-            Op::TypeCast(_) => "type_cast",
-        }
-    }
-
     /// The spec after this op, or why the op cannot take `input`.
     pub fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
-        if !input.encoded || matches!(self, Op::Decode(_) | Op::TypeCast(_)) {
-            let out = match self {
-                Op::Decode(o) => o.output_spec(input),
-                Op::Resize(o) => o.output_spec(input),
-                Op::CenterCrop(o) => o.output_spec(input),
-                Op::RandomCrop(o) => o.output_spec(input),
-                Op::RandomResizedCrop(o) => o.output_spec(input),
-                Op::RandomHorizontalFlip(o) => o.output_spec(input),
-                Op::Rescale(o) => o.output_spec(input),
-                Op::Normalize(o) => o.output_spec(input),
-                Op::HwcToChw(o) => o.output_spec(input),
-                Op::TypeCast(o) => o.output_spec(input),
-            };
-            // Only the source's own pixels are passed through by `decode`.
-            out.map(|s| Spec {
-                source_pixels: false,
-                ..s
-            })
-        } else {
-            Err("the samples are still encoded bytes: put `decode` first".into())
+        if input.encoded && !self.def().takes_encoded() {
+            return Err("the samples are still encoded bytes: put `decode` first".into());
         }
+        // Only the source's own pixels are passed through by `decode`.
+        self.def().output_spec(input).map(|s| Spec {
+            source_pixels: false,
+            ..s
+        })
+    }
+
+    /// What the op compiles to for the (checked) `input`.
+    pub(crate) fn lower(&self, input: &Spec) -> Lowered {
+        self.def().lower(input)
     }
 }

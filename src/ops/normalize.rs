@@ -3,6 +3,7 @@
 //! `[0.485, 0.456, 0.406]` is `[123.675, 116.28, 103.53]` here). Folded with neighbouring
 //! `rescale` ops into one multiply-add per channel (see `pointwise`).
 
+use super::kernel::{Lowered, OpDef};
 use super::pointwise::Affine;
 use crate::spec::{DType, Spec};
 use serde::{Deserialize, Serialize};
@@ -17,9 +18,9 @@ pub struct Normalize {
     pub std: Vec<f32>,
 }
 
-impl Normalize {
+impl OpDef for Normalize {
     /// Output is float32; mean and std must have one value per channel.
-    pub fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
+    fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
         let c = input.channels;
         if self.mean.len() != c || self.std.len() != c {
             return Err(format!(
@@ -39,6 +40,12 @@ impl Normalize {
         })
     }
 
+    fn lower(&self, _: &Spec) -> Lowered {
+        Lowered::Affine(self.affine())
+    }
+}
+
+impl Normalize {
     /// As a per-channel affine map: `x * (1/std) + (-mean/std)`.
     pub fn affine(&self) -> Affine {
         let mut a = Affine::identity();

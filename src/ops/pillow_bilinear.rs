@@ -764,7 +764,7 @@ mod tests {
     #[test]
     fn simd_horizontal_pass_matches_the_plain_one() {
         let (rows, cols) = (3usize, 97usize);
-        let mut g = crate::plan::SplitMix64::new(11);
+        let mut g = crate::rng::SplitMix64::new(11);
         let src: Vec<u8> = (0..rows * cols * 4).map(|_| g.next_u64() as u8).collect();
         for out in [5usize, 24, 31, 48, 96, 150, 300] {
             let mut axis = Axis::default();
@@ -830,7 +830,7 @@ mod tests {
     /// enlarging, whole images and windows of region decodes, extreme and random pixels.
     #[test]
     fn simd_resize_matches_the_plain_kernels() {
-        let mut g = crate::plan::SplitMix64::new(5);
+        let mut g = crate::rng::SplitMix64::new(5);
         let mut a = PillowBilinear::default();
         let mut b = PillowBilinear::default();
         let cases = [

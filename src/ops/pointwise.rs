@@ -3,7 +3,10 @@
 //! in, and the result goes straight into the sample's slot of the batch buffer — one pass
 //! over the pixels, whatever the number of pointwise ops.
 
-use crate::spec::Layout;
+use super::image::{bug, Sample};
+use super::kernel::Kernel;
+use crate::error::Fault;
+use crate::spec::{DType, Layout};
 
 /// `out[c] = x[c] * scale[c] + shift[c]`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -72,7 +75,7 @@ pub fn write(
     affine: Option<&Affine>,
     layout: Layout,
     dst: Dst<'_>,
-) -> Result<(), String> {
+) -> Result<(), Fault> {
     let (h, w) = (src.height, src.width);
     let n = h * w * 3;
     match (src.pixels, dst) {
@@ -105,9 +108,58 @@ pub fn write(
                 }
             }
         }
-        _ => return Err("pointwise: cannot write these element types (plan bug)".into()),
+        _ => return Err(bug("pointwise: cannot write these element types")),
     }
     Ok(())
+}
+
+/// The pending pointwise ops applied into a working image of their own, where a kernel
+/// follows them (a crop after a normalize): the affine map, if any, makes it float; the
+/// layout is the one the pixels are in from here on.
+#[derive(Debug)]
+pub(crate) struct Pointwise {
+    pub(crate) affine: Option<Affine>,
+    pub(crate) layout: Layout,
+}
+
+impl Kernel for Pointwise {
+    fn name(&self) -> &'static str {
+        "pointwise"
+    }
+
+    fn run(&self, s: &mut Sample<'_, '_>) -> Result<(), Fault> {
+        let img = &mut *s.img;
+        let n = img.h * img.w * 3;
+        let to_f32 = self.affine.is_some() || img.dtype == DType::F32;
+        let pixels = match (img.dtype, s.input.take()) {
+            (DType::U8, Some(data)) => Pixels::U8(data),
+            (DType::U8, None) => Pixels::U8(&img.a8),
+            (DType::F32, _) => Pixels::F32(&img.af),
+        };
+        let view = View {
+            pixels,
+            height: img.h,
+            width: img.w,
+            layout: img.layout,
+        };
+        if to_f32 {
+            img.bf.resize(n, 0.0); // fully overwritten by `write`
+            write(
+                &view,
+                self.affine.as_ref(),
+                self.layout,
+                Dst::F32(&mut img.bf),
+            )?;
+            std::mem::swap(&mut img.af, &mut img.bf);
+            img.dtype = DType::F32;
+        } else {
+            img.b8.resize(n, 0); // fully overwritten by `write`
+            write(&view, None, self.layout, Dst::U8(&mut img.b8))?;
+            std::mem::swap(&mut img.a8, &mut img.b8);
+        }
+        img.layout = self.layout;
+        Ok(())
+    }
 }
 
 /// Like [`write()`] for 8-bit RGBX pixels (4 bytes each, X ignored) into floats — what a

@@ -2,9 +2,13 @@
 //! a random place, as MindSpore's `RandomCrop(size, padding)` and torchvision's do. The
 //! offset comes from the sample's own random stream, so it does not depend on workers.
 
+use super::image::Sample;
+use super::kernel::{Kernel, Lowered, OpDef};
 use super::Size;
+use crate::error::{Fault, SampleErrorKind};
 use crate::spec::Spec;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// The `random_crop` op.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -20,10 +24,10 @@ pub struct RandomCrop {
     pub fill: u8,
 }
 
-impl RandomCrop {
+impl OpDef for RandomCrop {
     /// Fixed output size; the padded input must be at least that big (checked per sample
     /// when sizes vary).
-    pub fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
+    fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
         self.size.check("random_crop")?;
         if self.padding > 1 << 15 {
             return Err(format!(
@@ -48,6 +52,27 @@ impl RandomCrop {
         })
     }
 
+    fn lower(&self, _: &Spec) -> Lowered {
+        Lowered::Kernel(Arc::new(self.clone()))
+    }
+}
+
+impl Kernel for RandomCrop {
+    fn name(&self) -> &'static str {
+        "random_crop"
+    }
+
+    fn run(&self, s: &mut Sample<'_, '_>) -> Result<(), Fault> {
+        let rng = &mut *s.rng;
+        let at = self
+            .place(s.img.h, s.img.w, |b| rng.below(b))
+            .map_err(|e| Fault::new(SampleErrorKind::Other, e))?;
+        s.img.crop(&mut s.input, at, self.size.square(), self.fill);
+        Ok(())
+    }
+}
+
+impl RandomCrop {
     /// Top-left corner of the window in source coordinates (may be negative: padding),
     /// for an `ih × iw` input, drawing from `next(bound) -> [0, bound)`.
     pub fn place(

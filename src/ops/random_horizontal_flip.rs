@@ -1,8 +1,12 @@
 //! `random_horizontal_flip`: mirror the image left-right with probability `prob`, drawn
 //! from the sample's own random stream.
 
+use super::image::Sample;
+use super::kernel::{Kernel, Lowered, OpDef};
+use crate::error::Fault;
 use crate::spec::Spec;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 fn half() -> f64 {
     0.5
@@ -17,9 +21,9 @@ pub struct RandomHorizontalFlip {
     pub prob: f64,
 }
 
-impl RandomHorizontalFlip {
+impl OpDef for RandomHorizontalFlip {
     /// Same spec out.
-    pub fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
+    fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
         if !(0.0..=1.0).contains(&self.prob) {
             return Err(format!(
                 "random_horizontal_flip: prob {} is not in [0, 1]",
@@ -27,5 +31,28 @@ impl RandomHorizontalFlip {
             ));
         }
         Ok(input.clone())
+    }
+
+    fn lower(&self, _: &Spec) -> Lowered {
+        Lowered::Kernel(Arc::new(self.clone()))
+    }
+}
+
+/// The kernel draws; the flip itself is deferred ([`super::image::Held::mirror`]): the
+/// next kernel applies it first, or the final write mirrors the rows as it writes them.
+impl Kernel for RandomHorizontalFlip {
+    fn name(&self) -> &'static str {
+        "flip"
+    }
+
+    fn run(&self, s: &mut Sample<'_, '_>) -> Result<(), Fault> {
+        if s.rng.unit() < self.prob {
+            s.img.mirror = !s.img.mirror;
+        }
+        Ok(())
+    }
+
+    fn reads_rgbx(&self) -> bool {
+        true
     }
 }

@@ -1,6 +1,7 @@
 //! `rescale`: `out = x * rescale + shift`, MindSpore's `Rescale(rescale, shift)`. Folded
 //! with neighbouring `normalize` ops into one multiply-add per channel (see `pointwise`).
 
+use super::kernel::{Lowered, OpDef};
 use super::pointwise::Affine;
 use crate::spec::{DType, Spec};
 use serde::{Deserialize, Serialize};
@@ -16,9 +17,9 @@ pub struct Rescale {
     pub shift: f32,
 }
 
-impl Rescale {
+impl OpDef for Rescale {
     /// Output is float32.
-    pub fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
+    fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
         if !self.rescale.is_finite() || !self.shift.is_finite() {
             return Err("rescale: rescale and shift must be finite".into());
         }
@@ -28,6 +29,12 @@ impl Rescale {
         })
     }
 
+    fn lower(&self, _: &Spec) -> Lowered {
+        Lowered::Affine(self.affine())
+    }
+}
+
+impl Rescale {
     /// As a per-channel affine map.
     pub fn affine(&self) -> Affine {
         Affine {

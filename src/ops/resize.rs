@@ -28,7 +28,14 @@
 //! type, then vertical pass (fast_image_resize alone goes vertical first, which moved a
 //! fifth of the values by one grey level against Pillow).
 
+use super::center_crop::offset;
 use super::Size;
+use super::geometry::Rect;
+use super::image::{bug, Sample};
+use super::kernel::{Kernel, Lowered, OpDef};
+use crate::rng::SplitMix64;
+use std::sync::Arc;
+use crate::error::{Fault, SampleErrorKind};
 use crate::spec::{DType, Layout, Spec};
 use fast_image_resize as fir;
 use serde::{Deserialize, Serialize};
@@ -83,9 +90,9 @@ pub struct Resize {
 /// Largest output a resize may produce (the same bound as decode's default pixel limit).
 pub const MAX_OUTPUT_PIXELS: usize = 89_478_485;
 
-impl Resize {
+impl OpDef for Resize {
     /// Checks the input is decoded HWC.
-    pub fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
+    fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
         self.size.check("resize")?;
         if self.exact == Some(true) && self.filter != Filter::Bilinear {
             return Err(
@@ -112,6 +119,83 @@ impl Resize {
         })
     }
 
+    fn lower(&self, _: &Spec) -> Lowered {
+        Lowered::Kernel(Arc::new(ResizeKernel {
+            op: self.clone(),
+            crop: None,
+        }))
+    }
+}
+
+/// The kernel: a resize, and with `crop` the center crop after it computed in the same
+/// pass (only the crop window is resized).
+#[derive(Debug)]
+struct ResizeKernel {
+    op: Resize,
+    crop: Option<(usize, usize)>,
+}
+
+impl Kernel for ResizeKernel {
+    fn name(&self) -> &'static str {
+        match self.crop {
+            Some(_) => "resize+crop",
+            None => "resize",
+        }
+    }
+
+    fn run(&self, s: &mut Sample<'_, '_>) -> Result<(), Fault> {
+        let r = &self.op;
+        let img = &mut *s.img;
+        let (fh, fw) = img.full;
+        let window = self.crop.and_then(|c| r.crop_window(fh, fw, c));
+        // RGBX stays RGBX: the final write reads it, any other kernel gets it packed.
+        let arithmetic = (r.filter, pillow_arithmetic(r.filter, r.exact));
+        let (oh, ow) = img.resize(
+            &mut s.tools.resizer,
+            s.input.take(),
+            arithmetic,
+            r.target(fh, fw),
+            window,
+        )?;
+        if let (Some((ch, cw)), None) = (self.crop, window) {
+            // The crop is larger than the resized image: crop (pad) separately.
+            let at = (offset(oh, ch), offset(ow, cw));
+            img.crop(&mut None, at, (ch, cw), 0);
+        }
+        Ok(())
+    }
+
+    fn reads_rgbx(&self) -> bool {
+        true
+    }
+
+    fn needs_hwc(&self) -> bool {
+        true
+    }
+
+    /// Only continuous filters: `nearest`, `area` and `bicubic` would move whole source
+    /// pixels at exact ties (see the module's doc).
+    fn with_center_crop(&self, crop: (usize, usize)) -> Option<Arc<dyn Kernel>> {
+        let continuous = matches!(self.op.filter, Filter::Bilinear | Filter::Linear);
+        (continuous && self.crop.is_none()).then(|| {
+            Arc::new(ResizeKernel {
+                op: self.op.clone(),
+                crop: Some(crop),
+            }) as Arc<dyn Kernel>
+        })
+    }
+
+    fn region_note(&self) -> Option<&'static str> {
+        self.crop.map(|_| "decode: JPEGs decode only the rectangle resize + center_crop read (libjpeg-turbo region decode)")
+    }
+
+    fn region(&self, h: usize, w: usize, _: &mut SplitMix64) -> (Option<Rect>, Option<Rect>) {
+        let rect = self.crop.and_then(|c| self.op.source_rect(h, w, c));
+        (rect, None)
+    }
+}
+
+impl Resize {
     /// Output `(height, width)` for an `h × w` input.
     pub fn target(&self, h: usize, w: usize) -> (usize, usize) {
         match self.size {
@@ -136,12 +220,12 @@ pub fn pillow_arithmetic(filter: Filter, exact: Option<bool>) -> bool {
 impl Resize {
     /// The crop window that a following `center_crop` of `crop = (h, w)` keeps of the
     /// resized `h × w` image, when it fits inside it.
-    pub fn crop_window(&self, h: usize, w: usize, crop: (usize, usize)) -> Option<Window> {
+    pub fn crop_window(&self, h: usize, w: usize, crop: (usize, usize)) -> Option<Rect> {
         let (nh, nw) = self.target(h, w);
         let (ch, cw) = crop;
-        (ch <= nh && cw <= nw).then(|| Window {
-            top: super::center_crop::offset(nh, ch) as usize,
-            left: super::center_crop::offset(nw, cw) as usize,
+        (ch <= nh && cw <= nw).then(|| Rect {
+            top: offset(nh, ch) as usize,
+            left: offset(nw, cw) as usize,
             height: ch,
             width: cw,
         })
@@ -150,12 +234,10 @@ impl Resize {
     /// The rectangle `(top, left, height, width)` of an `h × w` source that resizing and
     /// keeping `crop` reads: the window mapped back to the source plus the filter's reach
     /// (3 source pixels per output pixel at most, for the widest filter) and a guard of 2.
-    pub fn source_rect(
-        &self,
-        h: usize,
-        w: usize,
-        crop: (usize, usize),
-    ) -> Option<(usize, usize, usize, usize)> {
+    /// The rectangle of an `h × w` image that the crop window of [`Resize::crop_window`]
+    /// reads (the filter's reach included, with a margin): a decoder that can decodes
+    /// only that.
+    pub fn source_rect(&self, h: usize, w: usize, crop: (usize, usize)) -> Option<Rect> {
         let win = self.crop_window(h, w, crop)?;
         let (nh, nw) = self.target(h, w);
         // The filter's reach in source pixels (its support widened when shrinking), plus
@@ -171,9 +253,14 @@ impl Resize {
             let b = (((start + len) as f64 * s + reach).ceil() as usize).min(src);
             (a, b.saturating_sub(a))
         };
-        let (top, rh) = axis(win.top, win.height, nh, h);
-        let (left, rw) = axis(win.left, win.width, nw, w);
-        Some((top, left, rh, rw))
+        let (top, height) = axis(win.top, win.height, nh, h);
+        let (left, width) = axis(win.left, win.width, nw, w);
+        Some(Rect {
+            top,
+            left,
+            height,
+            width,
+        })
     }
 }
 
@@ -186,63 +273,84 @@ fn clamp_axis(start: f64, len: f64, n: usize) -> (f64, f64) {
 }
 
 /// A reusable resizer (its scratch buffers survive from sample to sample).
+/// An element type a resize reads and writes: u8 or f32.
+pub trait Pixel: bytemuck::Pod + Default {
+    /// Its [`DType`].
+    const DTYPE: DType;
+}
+
+impl Pixel for u8 {
+    const DTYPE: DType = DType::U8;
+}
+
+impl Pixel for f32 {
+    const DTYPE: DType = DType::F32;
+}
+
+/// A worker's resizer: fast_image_resize's, Pillow's arithmetic and the scratch rows of
+/// the two passes, reused from sample to sample.
 #[derive(Default)]
 pub struct Resizer {
     inner: fir::Resizer,
-    /// u8 images come as RGBX (4 bytes a pixel) and go out as RGBX.
-    pub rgbx: bool,
-    /// Use Pillow's exact arithmetic for bilinear u8 resizes (see `pillow_arithmetic`).
-    pub exact: bool,
     pillow: super::pillow_bilinear::PillowBilinear,
-    /// The horizontal pass's output (f32 storage keeps it aligned for either pixel type).
     tmp: Vec<f32>,
 }
 
-/// Where the crop window of a fused resize+crop sits in the resized image.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Window {
-    /// First row of the resized image kept.
-    pub top: usize,
-    /// First column kept.
-    pub left: usize,
-    /// Rows kept.
-    pub height: usize,
-    /// Columns kept.
-    pub width: usize,
+/// What one [`Resizer::resize`] call does.
+#[derive(Clone, Copy, Debug)]
+pub struct ResizeOptions {
+    /// Size of the whole source image.
+    pub full: (usize, usize),
+    /// Where the pixels given sit in it (a region decode gives a rectangle).
+    pub origin: (usize, usize),
+    /// Size of the pixels given.
+    pub size: (usize, usize),
+    /// The filter.
+    pub filter: Filter,
+    /// Pillow's fixed-point arithmetic (u8 `bilinear`).
+    pub exact: bool,
+    /// u8 pixels of 4 bytes (RGBX, X ignored) rather than 3.
+    pub rgbx: bool,
+    /// Size of the whole output image.
+    pub out: (usize, usize),
+    /// The part of the output to compute (`None`: all of it; required when the pixels
+    /// given are a rectangle of the source).
+    pub window: Option<Rect>,
 }
 
 impl Resizer {
     /// A resizer with empty scratch buffers.
-    pub fn new() -> Resizer {
-        Resizer::default()
-    }
-
     /// Crop the box `(top, left, height, width)` of the u8 image held in `src` (`size =
     /// (rows, cols)`, `ch` bytes a pixel) and resize it to `out` with Pillow's bilinear
     /// arithmetic, reading the box where it lies (no copy of it first): what
     /// random_resized_crop does, bit for bit the crop-then-resize result.
+    /// Resize the box `bx` of the `size` u8 pixels of `ch` bytes in `src` to `out` with
+    /// Pillow's arithmetic, the filter reaching no pixel outside the box.
     pub fn pillow_box(
         &mut self,
         src: &[u8],
         ch: usize,
         size: (usize, usize),
-        bx: (usize, usize, usize, usize),
+        bx: Rect,
         out: (usize, usize),
         dst: &mut Vec<u8>,
-    ) -> Result<(usize, usize), String> {
-        let (top, left, bh, bw) = bx;
+    ) -> Result<(usize, usize), Fault> {
+        let (top, left, bh, bw) = (bx.top, bx.left, bx.height, bx.width);
         let (oh, ow) = out;
         if bh == 0 || bw == 0 || top + bh > size.0 || left + bw > size.1 {
-            return Err(format!(
+            return Err(bug(format!(
                 "resize: box {bh}x{bw} at ({top}, {left}) is outside the {}x{} pixels held",
                 size.0, size.1
-            ));
+            )));
         }
         if oh == 0 || ow == 0 || oh * ow > MAX_OUTPUT_PIXELS {
-            return Err(format!("resize target {oh}x{ow} is empty or too large"));
+            return Err(Fault::new(
+                SampleErrorKind::Other,
+                format!("resize target {oh}x{ow} is empty or too large"),
+            ));
         }
         if src.len() < size.0 * size.1 * ch {
-            return Err("resize: source buffer too small".into());
+            return Err(bug("resize: source buffer too small"));
         }
         dst.resize(oh * ow * ch, 0); // every element is overwritten
         if (oh, ow) == (bh, bw) {
@@ -263,7 +371,8 @@ impl Resizer {
             out,
             (0, 0, oh, ow),
             dst,
-        )?;
+        )
+        .map_err(bug)?;
         Ok(out)
     }
 
@@ -272,43 +381,55 @@ impl Resizer {
     /// hold only a rectangle of the image: `origin` is its top-left corner and `size` its
     /// `(height, width)` (it must contain every pixel the window's filter reaches).
     /// Returns the size written to `dst`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn resize<T: bytemuck::Pod + Default>(
+    /// Resize `src` (u8 or f32 HWC pixels) as `opts` says into `dst`; returns the size
+    /// written (the window's).
+    pub fn resize<T: Pixel>(
         &mut self,
         src: &[T],
-        full: (usize, usize),
-        origin: (usize, usize),
-        size: (usize, usize),
-        dtype: DType,
-        filter: Filter,
-        out: (usize, usize),
-        window: Option<Window>,
+        opts: &ResizeOptions,
         dst: &mut Vec<T>,
-    ) -> Result<(usize, usize), String> {
+    ) -> Result<(usize, usize), Fault> {
+        let ResizeOptions {
+            full,
+            origin,
+            size,
+            filter,
+            exact,
+            rgbx,
+            out,
+            window,
+        } = *opts;
+        let dtype = T::DTYPE;
         let (oh, ow) = out;
         let (fh, fw) = full;
         let (h, w) = size;
         let (oy, ox) = (origin.0 as f64, origin.1 as f64);
         if oh == 0 || ow == 0 {
-            return Err(format!("resize target {oh}x{ow} is empty"));
+            return Err(Fault::new(
+                SampleErrorKind::Other,
+                format!("resize target {oh}x{ow} is empty"),
+            ));
         }
         let win = match window {
             Some(win) => win,
-            None if (h, w) == (fh, fw) => Window {
+            None if (h, w) == (fh, fw) => Rect {
                 top: 0,
                 left: 0,
                 height: oh,
                 width: ow,
             },
-            None => return Err("resize: a partial image needs a crop window".into()),
+            None => return Err(bug("resize: a partial image needs a crop window")),
         };
         let (dh, dw) = (win.height, win.width);
         if dh * dw > MAX_OUTPUT_PIXELS {
-            return Err(format!("resize output {dh}x{dw} is too large"));
+            return Err(Fault::new(
+                SampleErrorKind::Other,
+                format!("resize output {dh}x{dw} is too large"),
+            ));
         }
         // u8 RGBX (a decoder that can writes it for free) takes fast_image_resize's 4-byte
         // pixel kernels, measured faster than its 3-byte ones; X is carried, never mixed in.
-        let (pt, ch) = match (dtype, self.rgbx) {
+        let (pt, ch) = match (dtype, rgbx) {
             (DType::U8, false) => (fir::PixelType::U8x3, 3),
             (DType::U8, true) => (fir::PixelType::U8x4, 4),
             (DType::F32, _) => (fir::PixelType::F32x3, 3),
@@ -335,11 +456,11 @@ impl Resizer {
                     return Ok((dh, dw));
                 }
                 _ => {
-                    return Err(format!(
+                    return Err(bug(format!(
                         "resize: window {dh}x{dw} at ({}, {}) outside the {}x{} pixels held \
                          at ({}, {})",
                         win.top, win.left, size.0, size.1, origin.0, origin.1
-                    ))
+                    )))
                 }
             }
         }
@@ -347,12 +468,12 @@ impl Resizer {
         // every output pixel samples the same source positions as resize-then-crop.
         let sx = fw as f64 / ow as f64;
         let sy = fh as f64 / oh as f64;
-        let err = |e: &dyn std::fmt::Display| format!("resize: {e}");
+        let err = |e: &dyn std::fmt::Display| bug(format!("resize: {e}"));
         // Every element is overwritten: resize without clearing (no memset per sample).
         dst.resize(dh * dw * ch, T::default());
         let src_bytes: &[u8] = bytemuck::cast_slice(&src[..h * w * ch]);
         let alg = filter.alg();
-        if self.exact && filter == Filter::Bilinear && dtype == DType::U8 {
+        if exact && filter == Filter::Bilinear && dtype == DType::U8 {
             // Pillow's own arithmetic for the filter users compare against torchvision with.
             let src_u8: &[u8] = bytemuck::cast_slice(&src[..h * w * ch]);
             let d: &mut [u8] = bytemuck::cast_slice_mut(&mut dst[..]);
@@ -365,7 +486,8 @@ impl Resizer {
                 (oh, ow),
                 (win.top, win.left, dh, dw),
                 d,
-            )?;
+            )
+            .map_err(bug)?;
             return Ok((dh, dw));
         }
         if !matches!(alg, fir::ResizeAlg::Convolution(_)) {
@@ -451,48 +573,37 @@ mod tests {
         let rect: Vec<u8> = (0..rh)
             .flat_map(|y| img[((oy + y) * fw + ox) * 3..((oy + y) * fw + ox + rw) * 3].to_vec())
             .collect();
-        let win = Window {
+        let win = Rect {
             top: 5,
             left: 6,
             height: 8,
             width: 10,
         };
-        let mut r = Resizer::new();
-        r.exact = true;
+        let mut r = Resizer::default();
+        let opts = ResizeOptions {
+            full: (fh, fw),
+            origin: (oy, ox),
+            size: (rh, rw),
+            filter: Filter::Bilinear,
+            exact: true,
+            rgbx: false,
+            out: (fh, fw),
+            window: Some(win),
+        };
         let mut out = Vec::new();
-        let got = r
-            .resize(
-                &rect,
-                (fh, fw),
-                (oy, ox),
-                (rh, rw),
-                DType::U8,
-                Filter::Bilinear,
-                (fh, fw),
-                Some(win),
-                &mut out,
-            )
-            .expect("inside");
+        let got = r.resize(&rect, &opts, &mut out).expect("inside");
         assert_eq!(got, (8, 10));
         let want: Vec<u8> = (0..8)
             .flat_map(|y| img[((5 + y) * fw + 6) * 3..((5 + y) * fw + 16) * 3].to_vec())
             .collect();
         assert_eq!(out, want);
         // A window outside the held rectangle is an error, not a wrong copy.
-        let outside = Window { top: 0, ..win };
-        assert!(r
-            .resize(
-                &rect,
-                (fh, fw),
-                (oy, ox),
-                (rh, rw),
-                DType::U8,
-                Filter::Bilinear,
-                (fh, fw),
-                Some(outside),
-                &mut out,
-            )
-            .is_err());
+        let outside = Rect { top: 0, ..win };
+        let opts = ResizeOptions {
+            window: Some(outside),
+            ..opts
+        };
+        assert!(r.resize(&rect, &opts, &mut out).is_err());
     }
 
     /// A box resized where it lies gives the bytes of the box copied out and resized:
@@ -510,37 +621,44 @@ mod tests {
                 (h - 7, 3, 7, 70),
                 (10, 20, 24, 24),
             ];
-            for bx in boxes {
-                let (top, left, bh, bw) = bx;
+            for (top, left, bh, bw) in boxes {
+                let bx = Rect {
+                    top,
+                    left,
+                    height: bh,
+                    width: bw,
+                };
                 let crop: Vec<u8> = (0..bh)
                     .flat_map(|y| img[((top + y) * w + left) * ch..][..bw * ch].to_vec())
                     .collect();
                 for out in [(24usize, 24usize), (9, 40), (bh, bw)] {
-                    let mut a = Resizer::new();
-                    let mut b = Resizer::new();
-                    (a.exact, b.exact, b.rgbx) = (true, true, ch == 4);
+                    let mut a = Resizer::default();
+                    let mut b = Resizer::default();
                     let (mut got, mut want) = (Vec::new(), Vec::new());
                     a.pillow_box(&img, ch, (h, w), bx, out, &mut got)
                         .expect("inside");
-                    b.resize(
-                        &crop,
-                        (bh, bw),
-                        (0, 0),
-                        (bh, bw),
-                        DType::U8,
-                        Filter::Bilinear,
+                    let opts = ResizeOptions {
+                        full: (bh, bw),
+                        origin: (0, 0),
+                        size: (bh, bw),
+                        filter: Filter::Bilinear,
+                        exact: true,
+                        rgbx: ch == 4,
                         out,
-                        None,
-                        &mut want,
-                    )
-                    .expect("inside");
+                        window: None,
+                    };
+                    b.resize(&crop, &opts, &mut want).expect("inside");
                     assert_eq!(got, want, "{ch} channels, box {bx:?} -> {out:?}");
                 }
             }
-            let mut r = Resizer::new();
+            let mut r = Resizer::default();
             let mut out = Vec::new();
+            let too_low = Rect {
+                top: 1,
+                ..Rect::whole(h, w)
+            };
             assert!(r
-                .pillow_box(&img, ch, (h, w), (1, 0, h, w), (8, 8), &mut out)
+                .pillow_box(&img, ch, (h, w), too_low, (8, 8), &mut out)
                 .is_err());
         }
     }

@@ -22,7 +22,8 @@ pub struct Turbo {
 // SAFETY: a TurboJPEG handle is used by one thread at a time (each worker owns one).
 unsafe impl Send for Turbo {}
 
-pub use super::decode::{JpegHeader as Header, Rect};
+pub use super::decode::JpegHeader as Header;
+pub use super::geometry::Rect;
 
 impl Turbo {
     /// A new handle.
@@ -119,7 +120,9 @@ impl Turbo {
         channels: usize,
         out: &mut Vec<u8>,
     ) -> Result<Rect, String> {
-        let (top, left_aligned, rh, rw) = h.mcu_aligned(rect);
+        let aligned = h.mcu_aligned(rect);
+        let (top, left_aligned, rh, rw) =
+            (aligned.top, aligned.left, aligned.height, aligned.width);
         let full = top == 0 && left_aligned == 0 && rh == h.height && rw == h.width;
         let region = if full {
             tj::tjregion {
@@ -165,7 +168,7 @@ impl Turbo {
         if r != 0 && !self.tolerated_warning() {
             return Err(format!("invalid JPEG: {}", self.error()));
         }
-        Ok((top, left_aligned, rh, rw))
+        Ok(aligned)
     }
 }
 

@@ -2,6 +2,7 @@
 //! canonical pipelines cast to int32). The image type follows from the ops (u8 until a
 //! normalize or rescale, float32 after), so only `column = "label"` is accepted.
 
+use super::kernel::{Lowered, OpDef};
 use crate::spec::{LabelType, Spec};
 use serde::{Deserialize, Serialize};
 
@@ -20,9 +21,9 @@ pub struct TypeCast {
     pub dtype: LabelType,
 }
 
-impl TypeCast {
+impl OpDef for TypeCast {
     /// Changes the label type.
-    pub fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
+    fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
         if self.column != "label" {
             return Err(format!(
                 "type_cast: column {:?} is not supported (only \"label\"; the image type follows from normalize/rescale)",
@@ -33,5 +34,13 @@ impl TypeCast {
             label: self.dtype,
             ..input.clone()
         })
+    }
+
+    fn lower(&self, _: &Spec) -> Lowered {
+        Lowered::Labels
+    }
+
+    fn takes_encoded(&self) -> bool {
+        true
     }
 }

@@ -19,9 +19,10 @@
 //! A sample that fails (unreadable, undecodable) is reported through `on_skip` and left
 //! out; any other error stops the conversion and leaves no dataset behind.
 
-use crate::engine::program::{Program, Worker};
+use crate::engine::program::Program;
+use crate::engine::worker::Worker;
 use crate::error::{Error, Fault, Result};
-use crate::plan::sample_rng;
+use crate::rng::sample_rng;
 use crate::shards::format::{Manifest, Origin, Slice, Storage};
 use crate::shards::writer::{Meta, Names, ShardWriter};
 use crate::shards::StoreConfig;
@@ -108,7 +109,7 @@ fn plan(config: &PipelineConfig, store: &StoreConfig) -> Result<(Arc<dyn Source>
         &config.ops,
         &spec,
         config.engine.fuse,
-    );
+    )?;
     Ok((source, program, spec))
 }
 
@@ -152,12 +153,8 @@ impl Ctx<'_> {
         buf: &mut Vec<u8>,
     ) -> Result<((usize, usize), [u32; 2])> {
         let sample = self.source.read(index, scratch)?;
-        let fail = |stage: &'static str, fault: Fault| Error::Sample {
-            index,
-            file: self.source.sample_name(index),
-            stage,
-            kind: fault.kind,
-            reason: fault.reason,
+        let fail = |stage: &'static str, fault: Fault| {
+            Error::at(index, self.source.sample_name(index), stage, fault)
         };
         let mut rng = sample_rng(self.seed, 0, index);
         let size = match self.store.mode {
@@ -270,7 +267,7 @@ pub fn convert_to_shards_until(
         for _ in 0..workers {
             let (free_rx, done_tx, ctx, next) = (free_rx.clone(), done_tx.clone(), &ctx, &next);
             s.spawn(move || {
-                let mut worker = Worker::new(ctx.program, false);
+                let mut worker = Worker::new(false);
                 let (mut scratch, mut pixels) = (Vec::new(), Vec::new());
                 while let Ok(mut buf) = free_rx.recv() {
                     let p = next.fetch_add(1, Ordering::Relaxed);
@@ -282,7 +279,7 @@ pub fn convert_to_shards_until(
                         ctx.one(index, &mut worker, &mut scratch, &mut pixels, &mut buf)
                     }))
                     .unwrap_or_else(|_| {
-                        worker = Worker::new(ctx.program, false);
+                        worker = Worker::new(false);
                         Err(Error::panicked(index, ctx.source.sample_name(index)))
                     });
                     let r = r.map(|(size, labels)| Done { buf, size, labels });

@@ -29,6 +29,7 @@ __all__ = [
     "Rescale",
     "RandomCrop",
     "RandomHorizontalFlip",
+    "RandomVerticalFlip",
     "RandomResizedCrop",
     "RandomCropDecodeResize",
 ]
@@ -195,13 +196,21 @@ class RandomCrop(Op):
 class RandomHorizontalFlip(Op):
     """Mirror left-right with probability ``prob``."""
 
+    _name, _op = "RandomHorizontalFlip", "random_horizontal_flip"
+
     def __init__(self, prob: float = 0.5) -> None:
         if not 0.0 <= prob <= 1.0:
-            raise ValueError(f"RandomHorizontalFlip: prob must be in [0, 1], not {prob}")
+            raise ValueError(f"{self._name}: prob must be in [0, 1], not {prob}")
         self.prob = float(prob)
 
     def _tables(self) -> List[Dict[str, Any]]:
-        return [{"op": "random_horizontal_flip", "prob": self.prob}]
+        return [{"op": self._op, "prob": self.prob}]
+
+
+class RandomVerticalFlip(RandomHorizontalFlip):
+    """Mirror top-bottom with probability ``prob``."""
+
+    _name, _op = "RandomVerticalFlip", "random_vertical_flip"
 
 
 def _rrc_table(name: str, size: Any, scale: Sequence[float], ratio: Sequence[float], interpolation: Inter, max_attempts: int) -> Dict[str, Any]:
@@ -260,7 +269,7 @@ _NOT_IN_ENGINE = frozenset(
     RandomCropWithBBox RandomEqualize RandomErasing RandomGrayscale RandomHorizontalFlipWithBBox
     RandomInvert RandomLighting RandomPerspective RandomPosterize RandomResize
     RandomResizedCropWithBBox RandomResizeWithBBox RandomRotation RandomSelectSubpolicy
-    RandomSharpness RandomSolarize RandomVerticalFlip RandomVerticalFlipWithBBox ResizedCrop
+    RandomSharpness RandomSolarize RandomVerticalFlipWithBBox ResizedCrop
     ResizeWithBBox RgbToHsv Rotate SlicePatches Solarize ToPIL ToTensor ToType TrivialAugmentWide
     UniformAugment VerticalFlip""".split()
 )

@@ -1,0 +1,105 @@
+//! What an op is to the engine: its spec rule ([`OpDef::output_spec`]) and what it
+//! compiles to ([`OpDef::lower`]) — a [`Kernel`] on the working image, a per-channel affine
+//! map or a layout change (folded by the engine into one pointwise pass), or a change of
+//! the labels only. The engine sequences and fuses what ops lower to; it never names an op.
+//!
+//! Fusion hints are methods of the kernel with defaults that say "no": a kernel that can
+//! take a following `center_crop` into its own pass says so ([`Kernel::with_center_crop`]),
+//! one that reads only a rectangle of the image right after a decode says which
+//! ([`Kernel::region`]), and the compiler (`engine::program`) does the rest.
+
+use super::geometry::Rect;
+use super::image::Sample;
+use super::pointwise::Affine;
+use crate::error::Fault;
+use crate::rng::SplitMix64;
+use crate::spec::{Layout, Spec};
+use std::sync::Arc;
+
+/// An op's spec rule and lowering. Every op type implements it; [`super::Op`] delegates.
+pub(crate) trait OpDef {
+    /// The spec after the op, or why it cannot take `input`.
+    fn output_spec(&self, input: &Spec) -> Result<Spec, String>;
+    /// What the op compiles to, given its (checked) input spec.
+    fn lower(&self, input: &Spec) -> Lowered;
+    /// Whether it may run on encoded bytes (`decode`, and ops that touch only labels).
+    fn takes_encoded(&self) -> bool {
+        false
+    }
+}
+
+/// What an op compiles to.
+#[derive(Clone, Debug)]
+pub(crate) enum Lowered {
+    /// A kernel that runs on the working image.
+    Kernel(Arc<dyn Kernel>),
+    /// `x * scale + shift` per channel: folded with its neighbours into one pass.
+    Affine(Affine),
+    /// The pixels in this layout from here on: folded into the pass that writes them.
+    Layout(Layout),
+    /// Only the labels change (the batch buffer's label type).
+    Labels,
+    /// Nothing to do, and why (for `imgfeed check`'s list of fusions).
+    Nothing(&'static str),
+}
+
+/// A per-sample kernel on the working image ([`super::image::Held`]).
+pub(crate) trait Kernel: Send + Sync + std::fmt::Debug {
+    /// Stage name in timings and error messages.
+    fn name(&self) -> &'static str;
+
+    /// Run on one sample.
+    fn run(&self, s: &mut Sample<'_, '_>) -> Result<(), Fault>;
+
+    /// Reads u8 pixels of 4 bytes (RGBX, from a region decode) as they are; a kernel that
+    /// does not gets them packed to RGB first.
+    fn reads_rgbx(&self) -> bool {
+        false
+    }
+
+    /// Needs the pixels interleaved (HWC) in memory: CIFAR's planes are interleaved first.
+    fn needs_hwc(&self) -> bool {
+        false
+    }
+
+    /// Leaves the image holding a rectangle of the whole (`Held::full`, `Held::origin`)
+    /// for the next kernel; after any other kernel the held pixels are the whole image.
+    fn holds_region(&self) -> bool {
+        false
+    }
+
+    /// This is a center crop of `(height, width)`: a resize before it may compute only
+    /// that window.
+    fn center_crop(&self) -> Option<(usize, usize)> {
+        None
+    }
+
+    /// This kernel followed by a center crop of `crop`, as one kernel, where that pays.
+    fn with_center_crop(&self, _crop: (usize, usize)) -> Option<Arc<dyn Kernel>> {
+        None
+    }
+
+    /// A decode that decodes only what `next` reads ([`Kernel::region`]), as one kernel
+    /// (`None`: this kernel is no decode).
+    fn with_region_of(&self, _next: Arc<dyn Kernel>) -> Option<Arc<dyn Kernel>> {
+        None
+    }
+
+    /// A decode whose decoder decodes regions (libjpeg-turbo), for `imgfeed check`.
+    fn decodes_regions(&self) -> bool {
+        false
+    }
+
+    /// Right after a decode, whether this kernel reads only a rectangle of the image
+    /// ([`Kernel::region`]); the text says which, for `imgfeed check`.
+    fn region_note(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Right after a decode: the rectangle of an `h × w` image this kernel will read
+    /// (the decoder may decode only that), and a box it drew at random to do so, kept on
+    /// the working image (`Held::drawn`) for its `run`.
+    fn region(&self, _h: usize, _w: usize, _rng: &mut SplitMix64) -> (Option<Rect>, Option<Rect>) {
+        (None, None)
+    }
+}

@@ -1,0 +1,62 @@
+//! The random streams: one SplitMix64 generator per sample and epoch, derived from the
+//! seed, the epoch and the sample's index alone, so what an op draws never depends on the
+//! worker count or the order samples are claimed in. The plan (shuffle, replacements) and
+//! the random ops draw from here.
+
+/// SplitMix64: tiny, fast, and its output for a seed never changes.
+#[derive(Clone, Debug)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A generator seeded with `seed`.
+    pub fn new(seed: u64) -> SplitMix64 {
+        SplitMix64(seed)
+    }
+
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[0, bound)` (`bound > 0`), by widening multiplication (Lemire), with
+    /// rejection so there is no bias.
+    pub fn below(&mut self, bound: u64) -> u64 {
+        debug_assert!(bound > 0);
+        let threshold = bound.wrapping_neg() % bound;
+        loop {
+            let m = (self.next_u64() as u128) * (bound as u128);
+            if (m as u64) >= threshold {
+                return (m >> 64) as u64;
+            }
+        }
+    }
+
+    /// Uniform in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+}
+
+pub(crate) fn mix(parts: &[u64]) -> u64 {
+    let mut g = SplitMix64::new(0x6A09_E667_F3BC_C908);
+    let mut h = 0u64;
+    for &p in parts {
+        g.0 ^= p;
+        h = g.next_u64() ^ h.rotate_left(17);
+    }
+    h
+}
+
+/// The random stream of one sample in one epoch: the same for any worker count.
+pub fn sample_rng(seed: u64, epoch: u64, index: usize) -> SplitMix64 {
+    SplitMix64::new(mix(&[seed, epoch, index as u64, 0x5A4D]))
+}
+
+/// The stream that picks replacements for bad sample `index` (`on_error = "replace"`).
+pub fn replacement_rng(seed: u64, epoch: u64, index: usize) -> SplitMix64 {
+    SplitMix64::new(mix(&[seed, epoch, index as u64, 0x5245_504C]))
+}
