@@ -14,9 +14,20 @@ pub enum Error {
         /// What is wrong, with line and column where the parser gives them.
         message: String,
     },
-    /// A pipeline that parses but cannot run: ops in an invalid order, a bad parameter.
+    /// A pipeline that parses but cannot run (a setting out of range, a sampling that
+    /// does not fit the dataset).
     #[error("invalid pipeline: {0}")]
     Invalid(String),
+    /// An op that cannot take its input or has a bad parameter, before any pixel is read.
+    #[error("invalid pipeline: ops[{index}] ({op}): {reason}")]
+    Op {
+        /// Its place in the pipeline's ops, from 0.
+        index: usize,
+        /// Its name (`resize`, ...).
+        op: &'static str,
+        /// Why.
+        reason: String,
+    },
     /// A dataset that cannot be opened: missing or empty root, a file that is not a whole
     /// number of records.
     #[error("dataset {path}: {reason}")]
@@ -49,7 +60,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// A bug: a worker thread panicked outside the per-sample guard.
+    /// A bug in imgfeed (a worker thread panicked outside the per-sample guard, a kernel
+    /// found its own state inconsistent): never reported as a bad sample; the command
+    /// exits with 70.
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -98,7 +111,7 @@ impl Error {
     pub fn is_usage(&self) -> bool {
         matches!(
             self,
-            Error::Config { .. } | Error::Invalid(_) | Error::Dataset { .. }
+            Error::Config { .. } | Error::Invalid(_) | Error::Op { .. } | Error::Dataset { .. }
         )
     }
 }
@@ -208,19 +221,6 @@ impl std::fmt::Display for Fault {
 }
 
 impl std::error::Error for Fault {}
-
-/// Op errors without a kind of their own are [`SampleErrorKind::Other`].
-impl From<String> for Fault {
-    fn from(reason: String) -> Fault {
-        Fault::new(SampleErrorKind::Other, reason)
-    }
-}
-
-impl From<&str> for Fault {
-    fn from(reason: &str) -> Fault {
-        Fault::new(SampleErrorKind::Other, reason)
-    }
-}
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

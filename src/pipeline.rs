@@ -443,9 +443,11 @@ pub fn spec_chain(source: &Spec, ops: &[Op]) -> Result<Vec<(String, Spec)>> {
     let mut spec = source.clone();
     let mut stages = vec![("source".to_string(), spec.clone())];
     for (i, op) in ops.iter().enumerate() {
-        spec = op
-            .output_spec(&spec)
-            .map_err(|e| Error::Invalid(format!("ops[{i}] ({}): {e}", op.name())))?;
+        spec = op.output_spec(&spec).map_err(|reason| Error::Op {
+            index: i,
+            op: op.name(),
+            reason,
+        })?;
         stages.push((op.name().to_string(), spec.clone()));
     }
     Ok(stages)

@@ -6,17 +6,18 @@
 //! It uses the source and the `decode` settings of a pipeline but not the batching engine:
 //! images of any size are fine. Every sample of the source is checked, whatever the
 //! pipeline's sampling (`num_samples`, shards) would read. Workers claim samples from an
-//! atomic counter and keep their own tallies (merged at the end); memory is one decode
-//! buffer per worker plus 8 bytes per sample for the size statistics.
+//! atomic counter (the ordered executor, `engine::ordered`) and the calling thread tallies
+//! what each found; memory is one decode buffer per worker plus 8 bytes per sample for the
+//! size statistics.
 
+use crate::engine::ordered::{Ended, Ordered};
 use crate::error::{Error, SampleErrorKind};
 use crate::inspect::{format_name, inspect, ColorModel};
 use crate::ops::decode::{Decode, Decoder};
 use crate::source::{Ignored, Raw, Source};
 use std::collections::BTreeMap;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 /// How to validate.
@@ -123,90 +124,101 @@ struct Tally {
     colors: ColorCounts,
 }
 
+/// What checking one sample found.
+#[derive(Default)]
+struct Seen {
+    label: Option<u32>,
+    format: Option<&'static str>,
+    size: Option<(u32, u32)>,
+    colors: ColorCounts,
+    bad: Option<Error>,
+}
+
 impl Tally {
-    fn merge(&mut self, o: Tally) {
-        self.bad.extend(o.bad);
-        for (l, (n, b)) in o.labels {
+    fn add(&mut self, index: usize, s: Seen) {
+        if let Some(l) = s.label {
             let e = self.labels.entry(l).or_default();
-            e.0 += n;
-            e.1 += b;
+            e.0 += 1;
+            e.1 += usize::from(s.bad.is_some());
         }
-        self.sizes.extend(o.sizes);
-        for (f, n) in o.formats {
-            *self.formats.entry(f).or_default() += n;
+        if let Some(f) = s.format {
+            *self.formats.entry(f).or_default() += 1;
         }
-        let (c, d) = (&mut self.colors, o.colors);
+        self.sizes.extend(s.size);
+        let (c, d) = (&mut self.colors, s.colors);
         c.gray += d.gray;
         c.cmyk += d.cmyk;
         c.alpha += d.alpha;
         c.palette += d.palette;
         c.sixteen_bit += d.sixteen_bit;
         c.progressive += d.progressive;
+        if let Some(e) = s.bad {
+            self.bad.push((index, e));
+        }
     }
 }
 
-struct Checker<'a> {
-    source: &'a dyn Source,
+/// A worker's decoder and buffers.
+struct Checker {
     decoder: Decoder,
     scratch: Vec<u8>,
     out: Vec<u8>,
 }
 
-impl Checker<'_> {
-    fn sample_error(&self, index: usize, kind: SampleErrorKind, reason: String) -> Error {
-        Error::Sample {
-            index,
-            file: self.source.sample_name(index),
-            stage: "decode",
-            kind,
-            reason,
+impl Checker {
+    fn new(decode: &Decode) -> Checker {
+        Checker {
+            decoder: Decoder::new(decode),
+            scratch: Vec::new(),
+            out: Vec::new(),
         }
     }
 
-    /// Check sample `index` into `t`.
-    fn check(&mut self, index: usize, t: &mut Tally) {
-        let source = self.source;
+    /// Check sample `index` of `source`.
+    fn check(&mut self, source: &dyn Source, index: usize) -> Seen {
         let sample = match source.read(index, &mut self.scratch) {
             Ok(s) => s,
             Err(e) => {
-                t.bad.push((index, e));
-                return;
+                return Seen {
+                    bad: Some(e),
+                    ..Seen::default()
+                }
             }
         };
-        let label = t.labels.entry(sample.labels[0]).or_default();
-        label.0 += 1;
+        let mut seen = Seen {
+            label: Some(sample.labels[0]),
+            ..Seen::default()
+        };
         match sample.raw {
             Raw::Planar { height, width, .. } => {
-                *t.formats.entry("cifar_record").or_default() += 1;
-                t.sizes.push((width as u32, height as u32));
+                seen.format = Some("cifar_record");
+                seen.size = Some((width as u32, height as u32));
             }
             Raw::Pixels { height, width, .. } => {
-                *t.formats.entry("raw_pixels").or_default() += 1;
-                t.sizes.push((width as u32, height as u32));
+                seen.format = Some("raw_pixels");
+                seen.size = Some((width as u32, height as u32));
             }
             Raw::Encoded(bytes) => {
-                let info = inspect(bytes).ok();
-                if let Some(i) = &info {
-                    *t.formats.entry(format_name(i.format)).or_default() += 1;
-                    let c = &mut t.colors;
-                    c.gray += usize::from(i.color == ColorModel::Gray);
-                    c.cmyk += usize::from(i.color == ColorModel::Cmyk);
-                    c.palette += usize::from(i.color == ColorModel::Palette);
-                    c.alpha += usize::from(i.alpha);
-                    c.sixteen_bit +=
+                if let Ok(i) = inspect(bytes) {
+                    seen.format = Some(format_name(i.format));
+                    let c = &mut seen.colors;
+                    c.gray = usize::from(i.color == ColorModel::Gray);
+                    c.cmyk = usize::from(i.color == ColorModel::Cmyk);
+                    c.palette = usize::from(i.color == ColorModel::Palette);
+                    c.alpha = usize::from(i.alpha);
+                    c.sixteen_bit =
                         usize::from(i.bits == 16 && i.format != crate::ops::decode::Format::Bmp);
-                    c.progressive += usize::from(i.progressive);
+                    c.progressive = usize::from(i.progressive);
                 }
                 match self.decoder.decode(bytes, &mut self.out) {
-                    Ok((h, w)) => t.sizes.push((w as u32, h as u32)),
+                    Ok((h, w)) => seen.size = Some((w as u32, h as u32)),
                     Err(f) => {
-                        label.1 += 1;
-                        let e = Error::at(index, source.sample_name(index), "decode", f);
-                        t.bad.push((index, e));
+                        seen.bad = Some(Error::at(index, source.sample_name(index), "decode", f))
                     }
                 }
             }
         }
+        seen
     }
 }
 
@@ -232,55 +244,42 @@ pub fn validate(
 ) -> ValidateReport {
     let t0 = Instant::now();
     let n = source.len();
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
     let workers = opts.workers.clamp(1, 1024);
     let mut total = Tally::default();
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut c = Checker {
-                        source,
-                        decoder: Decoder::new(&opts.decode),
-                        scratch: Vec::new(),
-                        out: Vec::new(),
-                    };
-                    let mut t = Tally::default();
-                    while !stop.load(Ordering::Relaxed) {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= n {
-                            break;
-                        }
-                        // A panic in a decoder fails this sample, not the check.
-                        let r = catch_unwind(AssertUnwindSafe(|| c.check(i, &mut t)));
-                        if r.is_err() {
-                            let e = c.sample_error(
-                                i,
-                                SampleErrorKind::Panic,
-                                "decoding panicked on this sample (a bug: please report it)".into(),
-                            );
-                            t.bad.push((i, e));
-                            c.decoder = Decoder::new(&opts.decode);
-                        }
-                        done.fetch_add(1, Ordering::Relaxed);
-                    }
-                    t
-                })
-            })
-            .collect();
-        while !handles.iter().all(|h| h.is_finished()) {
-            progress(done.load(Ordering::Relaxed));
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        for h in handles {
-            if let Ok(t) = h.join() {
-                total.merge(t);
+    let mut checked = 0;
+    let mut shown = Instant::now();
+    let run = Ordered {
+        workers,
+        window: workers * 16,
+        stop,
+    };
+    let ended: Result<(), Ended<()>> = run.run(
+        n,
+        || Checker::new(&opts.decode),
+        || (),
+        |c, i, ()| c.check(source, i),
+        |i| Seen {
+            bad: Some(Error::Sample {
+                index: i,
+                file: source.sample_name(i),
+                stage: "decode",
+                kind: SampleErrorKind::Panic,
+                reason: "decoding panicked on this sample (a bug: please report it)".into(),
+            }),
+            ..Seen::default()
+        },
+        |i, seen| {
+            total.add(i, seen);
+            checked += 1;
+            if shown.elapsed() >= Duration::from_millis(100) {
+                progress(checked);
+                shown = Instant::now();
             }
-        }
-    });
-    let checked = done.load(Ordering::Relaxed);
+            Ok(())
+        },
+    );
     progress(checked);
+    let interrupted = ended.is_err() || checked < n;
     total.bad.sort_by_key(|(i, _)| *i);
     let names: BTreeMap<u32, &str> = source
         .classes()
@@ -299,7 +298,7 @@ pub fn validate(
         source: source.describe(),
         samples: n,
         checked,
-        interrupted: checked < n,
+        interrupted,
         bad: total.bad.into_iter().map(|(_, e)| e).collect(),
         classes: total
             .labels

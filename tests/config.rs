@@ -160,7 +160,7 @@ fn invalid(ops: Vec<Op>) -> String {
         b = b.op(op);
     }
     match b.build() {
-        Err(e @ Error::Invalid(_)) => {
+        Err(e @ (Error::Invalid(_) | Error::Op { .. })) => {
             assert!(e.is_usage(), "invalid pipelines are usage errors");
             assert!(e.to_string().starts_with("invalid pipeline: "), "{e}");
             e.to_string()
@@ -682,7 +682,11 @@ fn exact_resize_needs_the_bilinear_filter() {
         }))
         .build();
     match r {
-        Err(e @ Error::Invalid(_)) => assert!(e.to_string().contains("exact"), "{e}"),
-        other => panic!("expected Error::Invalid, got {other:?}"),
+        Err(Error::Op {
+            index: 1,
+            op: "resize",
+            reason,
+        }) => assert!(reason.contains("exact"), "{reason}"),
+        other => panic!("expected Error::Op for ops[1] (resize), got {other:?}"),
     }
 }

@@ -38,7 +38,7 @@ fn to_py(py: Python<'_>, e: &Error) -> PyErr {
             reason,
         } => sample_error(py, &e.to_string(), file, *index, stage, kind.name(), reason)
             .unwrap_or_else(|err| err),
-        Error::Config { .. } | Error::Invalid(_) | Error::Dataset { .. } => {
+        Error::Config { .. } | Error::Invalid(_) | Error::Op { .. } | Error::Dataset { .. } => {
             PyValueError::new_err(e.to_string())
         }
         Error::Io { .. } => PyOSError::new_err(e.to_string()),

@@ -312,10 +312,12 @@ fn bad_verb(p: &Pipeline) -> &'static str {
     }
 }
 
-/// Exit code for an error: 2 for usage/pipeline errors, 1 for data errors.
+/// Exit code for an error: 2 for usage/pipeline errors, 70 for a bug in imgfeed
+/// (sysexits' EX_SOFTWARE), 1 for data and output errors.
 fn exit_code(e: &anyhow::Error) -> i32 {
     match e.downcast_ref::<imgfeed::Error>() {
         Some(err) if err.is_usage() => 2,
+        Some(imgfeed::Error::Internal(_)) => 70,
         _ => 1,
     }
 }

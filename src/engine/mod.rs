@@ -23,6 +23,7 @@
 
 pub mod batch;
 pub mod fingerprint;
+pub(crate) mod ordered;
 pub(crate) mod program;
 pub(crate) mod worker;
 
@@ -36,6 +37,7 @@ use crate::source::Source;
 use crate::spec::{DType, LabelType};
 use batch::{BatchBuf, ImageBuf, LabelBuf, Pool};
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
+use ordered::isolate;
 use program::Program;
 use serde::{Deserialize, Serialize};
 use std::cell::UnsafeCell;
@@ -635,15 +637,16 @@ fn try_one(
     index: usize,
 ) -> Result<()> {
     let job = &sh.job;
-    catch_unwind(AssertUnwindSafe(|| {
-        run_one(sh, worker, scratch, parts, pos, index)
-    }))
-    .unwrap_or_else(|_| {
-        let times = std::mem::take(&mut worker.times);
-        *worker = Worker::new(job.profile);
-        worker.times = times;
-        Err(Error::panicked(index, job.source.sample_name(index)))
-    })
+    isolate(
+        worker,
+        |w| run_one(sh, w, scratch, parts, pos, index),
+        |w| {
+            let times = std::mem::take(&mut w.times);
+            *w = Worker::new(job.profile);
+            w.times = times;
+        },
+        || Err(Error::panicked(index, job.source.sample_name(index))),
+    )
 }
 
 /// `on_error = "replace"`: fill position `pos` with another sample of this shard, drawn

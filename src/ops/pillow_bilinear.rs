@@ -173,60 +173,63 @@ unsafe fn weights_avx2(
     len: &[usize],
     weights: &mut [i32],
 ) -> usize {
-    use std::arch::x86_64::*;
-    let count = first.len().min(len.len());
-    let ks = c.ksize;
-    if ks > 64 || weights.len() < count * ks {
-        return 0;
-    }
-    let mut tmp = [_mm256_setzero_pd(); 64];
-    let zero = _mm256_setzero_pd();
-    let one = _mm256_set1_pd(1.0);
-    let half = _mm256_set1_pd(0.5);
-    let abs = _mm256_castsi256_pd(_mm256_set1_epi64x(i64::MAX));
-    let ss = _mm256_set1_pd(c.ss);
-    let fixed = _mm256_set1_pd((1u32 << PRECISION_BITS) as f64);
-    let quads = count / 4;
-    for q in 0..quads {
-        let j = 4 * q;
-        let lane = |i: usize| {
-            (
-                first[j + i] as f64,
-                len[j + i] as f64,
-                c.center(start + j + i),
-            )
-        };
-        let (l0, l1, l2, l3) = (lane(0), lane(1), lane(2), lane(3));
-        let xmin = _mm256_setr_pd(l0.0, l1.0, l2.0, l3.0);
-        let n = _mm256_setr_pd(l0.1, l1.1, l2.1, l3.1);
-        let center = _mm256_setr_pd(l0.2, l1.2, l2.2, l3.2);
-        let mut ww = zero;
-        for (x, t) in tmp.iter_mut().enumerate().take(ks) {
-            let xf = _mm256_set1_pd(x as f64);
-            // ((x + xmin) - center + 0.5) * ss; x + xmin is exact in a double.
-            let d = _mm256_mul_pd(
-                _mm256_add_pd(_mm256_sub_pd(_mm256_add_pd(xf, xmin), center), half),
-                ss,
-            );
-            // |d| < 1 ? 1 - |d| : 0, as max(1 - |d|, +0) (1 - |d| <= 0 exactly when |d| >= 1).
-            let w = _mm256_max_pd(_mm256_sub_pd(one, _mm256_and_pd(d, abs)), zero);
-            let w = _mm256_and_pd(w, _mm256_cmp_pd::<_CMP_LT_OQ>(xf, n));
-            ww = _mm256_add_pd(ww, w);
-            *t = w;
+    // SAFETY: the caller upholds this function's contract (its doc and `# Safety`).
+    unsafe {
+        use std::arch::x86_64::*;
+        let count = first.len().min(len.len());
+        let ks = c.ksize;
+        if ks > 64 || weights.len() < count * ks {
+            return 0;
         }
-        let nonzero = _mm256_cmp_pd::<_CMP_NEQ_OQ>(ww, zero);
-        for (x, &t) in tmp.iter().enumerate().take(ks) {
-            let k = _mm256_blendv_pd(t, _mm256_div_pd(t, ww), nonzero);
-            let v = _mm256_cvttpd_epi32(_mm256_add_pd(_mm256_mul_pd(k, fixed), half));
-            let mut o = [0i32; 4];
-            _mm_storeu_si128(o.as_mut_ptr() as *mut __m128i, v);
-            for (i, &oi) in o.iter().enumerate() {
-                // Taps past the count stay zero (masked weights give 0 here too).
-                weights[(j + i) * ks + x] = oi;
+        let mut tmp = [_mm256_setzero_pd(); 64];
+        let zero = _mm256_setzero_pd();
+        let one = _mm256_set1_pd(1.0);
+        let half = _mm256_set1_pd(0.5);
+        let abs = _mm256_castsi256_pd(_mm256_set1_epi64x(i64::MAX));
+        let ss = _mm256_set1_pd(c.ss);
+        let fixed = _mm256_set1_pd((1u32 << PRECISION_BITS) as f64);
+        let quads = count / 4;
+        for q in 0..quads {
+            let j = 4 * q;
+            let lane = |i: usize| {
+                (
+                    first[j + i] as f64,
+                    len[j + i] as f64,
+                    c.center(start + j + i),
+                )
+            };
+            let (l0, l1, l2, l3) = (lane(0), lane(1), lane(2), lane(3));
+            let xmin = _mm256_setr_pd(l0.0, l1.0, l2.0, l3.0);
+            let n = _mm256_setr_pd(l0.1, l1.1, l2.1, l3.1);
+            let center = _mm256_setr_pd(l0.2, l1.2, l2.2, l3.2);
+            let mut ww = zero;
+            for (x, t) in tmp.iter_mut().enumerate().take(ks) {
+                let xf = _mm256_set1_pd(x as f64);
+                // ((x + xmin) - center + 0.5) * ss; x + xmin is exact in a double.
+                let d = _mm256_mul_pd(
+                    _mm256_add_pd(_mm256_sub_pd(_mm256_add_pd(xf, xmin), center), half),
+                    ss,
+                );
+                // |d| < 1 ? 1 - |d| : 0, as max(1 - |d|, +0) (1 - |d| <= 0 exactly when |d| >= 1).
+                let w = _mm256_max_pd(_mm256_sub_pd(one, _mm256_and_pd(d, abs)), zero);
+                let w = _mm256_and_pd(w, _mm256_cmp_pd::<_CMP_LT_OQ>(xf, n));
+                ww = _mm256_add_pd(ww, w);
+                *t = w;
+            }
+            let nonzero = _mm256_cmp_pd::<_CMP_NEQ_OQ>(ww, zero);
+            for (x, &t) in tmp.iter().enumerate().take(ks) {
+                let k = _mm256_blendv_pd(t, _mm256_div_pd(t, ww), nonzero);
+                let v = _mm256_cvttpd_epi32(_mm256_add_pd(_mm256_mul_pd(k, fixed), half));
+                let mut o = [0i32; 4];
+                _mm_storeu_si128(o.as_mut_ptr() as *mut __m128i, v);
+                for (i, &oi) in o.iter().enumerate() {
+                    // Taps past the count stay zero (masked weights give 0 here too).
+                    weights[(j + i) * ks + x] = oi;
+                }
             }
         }
+        4 * quads
     }
-    4 * quads
 }
 
 #[inline(always)]
@@ -448,31 +451,34 @@ unsafe fn horizontal4_sse41(
     mid: &mut [u8],
     ww: usize,
 ) {
-    use std::arch::x86_64::*;
-    let half = _mm_set1_epi32(1 << (PRECISION_BITS - 1));
-    let rows = check_taps(src, cols, first, len, weights, ksize, mid, ww);
-    let sp = src.as_ptr();
-    let mp = mid.as_mut_ptr();
-    let wp = weights.as_ptr();
-    for y in 0..rows {
-        let srow = sp.add(y * cols * 4);
-        let drow = mp.add(y * ww * 4);
-        for x in 0..ww {
-            let (f, n) = (*first.get_unchecked(x), *len.get_unchecked(x));
-            let k = wp.add(x * ksize);
-            let mut acc = half;
-            let mut p = srow.add(f * 4);
-            for t in 0..n {
-                // SAFETY (all pointer reads/writes here): `check_taps` bounds every
-                // index: f + n <= cols, x * ksize + n <= weights.len(), rows * ww * 4 <= mid.
-                let v = std::ptr::read_unaligned(p as *const i32);
-                let wide = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(v));
-                acc = _mm_add_epi32(acc, _mm_mullo_epi32(wide, _mm_set1_epi32(*k.add(t))));
-                p = p.add(4);
+    // SAFETY: the caller upholds this function's contract (its doc and `# Safety`).
+    unsafe {
+        use std::arch::x86_64::*;
+        let half = _mm_set1_epi32(1 << (PRECISION_BITS - 1));
+        let rows = check_taps(src, cols, first, len, weights, ksize, mid, ww);
+        let sp = src.as_ptr();
+        let mp = mid.as_mut_ptr();
+        let wp = weights.as_ptr();
+        for y in 0..rows {
+            let srow = sp.add(y * cols * 4);
+            let drow = mp.add(y * ww * 4);
+            for x in 0..ww {
+                let (f, n) = (*first.get_unchecked(x), *len.get_unchecked(x));
+                let k = wp.add(x * ksize);
+                let mut acc = half;
+                let mut p = srow.add(f * 4);
+                for t in 0..n {
+                    // SAFETY (all pointer reads/writes here): `check_taps` bounds every
+                    // index: f + n <= cols, x * ksize + n <= weights.len(), rows * ww * 4 <= mid.
+                    let v = std::ptr::read_unaligned(p as *const i32);
+                    let wide = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(v));
+                    acc = _mm_add_epi32(acc, _mm_mullo_epi32(wide, _mm_set1_epi32(*k.add(t))));
+                    p = p.add(4);
+                }
+                let q = _mm_srai_epi32::<{ PRECISION_BITS as i32 }>(acc);
+                let packed = _mm_packus_epi16(_mm_packs_epi32(q, q), _mm_setzero_si128());
+                std::ptr::write_unaligned(drow.add(x * 4) as *mut i32, _mm_cvtsi128_si32(packed));
             }
-            let q = _mm_srai_epi32::<{ PRECISION_BITS as i32 }>(acc);
-            let packed = _mm_packus_epi16(_mm_packs_epi32(q, q), _mm_setzero_si128());
-            std::ptr::write_unaligned(drow.add(x * 4) as *mut i32, _mm_cvtsi128_si32(packed));
         }
     }
 }
@@ -606,106 +612,113 @@ unsafe fn horizontal_avx2<const CH: usize, const TWO_TAPS: bool>(
     mid: &mut [u8],
     ww: usize,
 ) {
-    use std::arch::x86_64::*;
-    let row = cols * CH;
-    let rows = src.len() / row;
-    let (g, simd) = (hv.groups, hv.simd_outputs);
-    // Every index the unchecked loads and stores use, checked once per call.
-    // The RGB stores of 8 outputs write 28 bytes for 24: 4 bytes of slack past the band.
-    assert!(mid.len() >= rows * ww * CH + 4 && axis.first.len() >= ww && axis.len.len() >= ww);
-    assert!(simd <= ww && hv.first.len() >= simd && hv.w.len() >= (simd / 2) * g * 64);
-    for &f in &hv.first[..simd] {
-        assert!((f + 4 * (g - 1)) * CH + 16 <= row);
-    }
-    let mut m01 = [-128i8; 32];
-    let mut m23 = [-128i8; 32];
-    for lane in 0..2 {
-        for c in 0..CH {
-            m01[lane * 16 + c * 4] = c as i8;
-            m01[lane * 16 + c * 4 + 2] = (CH + c) as i8;
-            m23[lane * 16 + c * 4] = (2 * CH + c) as i8;
-            m23[lane * 16 + c * 4 + 2] = (3 * CH + c) as i8;
+    // SAFETY: the caller upholds this function's contract (its doc and `# Safety`).
+    unsafe {
+        use std::arch::x86_64::*;
+        let row = cols * CH;
+        let rows = src.len() / row;
+        let (g, simd) = (hv.groups, hv.simd_outputs);
+        // Every index the unchecked loads and stores use, checked once per call.
+        // The RGB stores of 8 outputs write 28 bytes for 24: 4 bytes of slack past the band.
+        assert!(mid.len() >= rows * ww * CH + 4 && axis.first.len() >= ww && axis.len.len() >= ww);
+        assert!(simd <= ww && hv.first.len() >= simd && hv.w.len() >= (simd / 2) * g * 64);
+        for &f in &hv.first[..simd] {
+            assert!((f + 4 * (g - 1)) * CH + 16 <= row);
         }
-    }
-    // SAFETY (all pointer reads/writes below): the asserts above bound every index.
-    let m01 = _mm256_loadu_si256(m01.as_ptr() as *const __m256i);
-    let m23 = _mm256_loadu_si256(m23.as_ptr() as *const __m256i);
-    let half = _mm256_set1_epi32(1 << (PRECISION_BITS - 1));
-    let (sp, mp) = (src.as_ptr(), mid.as_mut_ptr());
-    let wbase = hv.w.as_ptr() as *const __m256i;
-    // Output pair `p` of row `srow`: channel sums of its two outputs (low lane: the
-    // first), shifted down to `PRECISION_BITS`, not yet saturated. The rounding half
-    // starts in the low accumulator: `(hi << 11) + lo + half` is the plain kernel's sum.
-    let pair = |srow: *const u8, p: usize| -> __m256i {
-        let x = 2 * p;
-        let (f0, f1) = (*hv.first.get_unchecked(x), *hv.first.get_unchecked(x + 1));
-        let mut ah = _mm256_setzero_si256();
-        let mut al = half;
-        let wp = wbase.add(p * g * 4);
-        for gi in 0..g {
-            let a = _mm_loadu_si128(srow.add((f0 + 4 * gi) * CH) as *const __m128i);
-            let b = _mm_loadu_si128(srow.add((f1 + 4 * gi) * CH) as *const __m128i);
-            let v = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(a), b);
-            let s01 = _mm256_shuffle_epi8(v, m01);
-            let w = wp.add(gi * 4);
-            ah = _mm256_add_epi32(ah, _mm256_madd_epi16(s01, _mm256_loadu_si256(w)));
-            al = _mm256_add_epi32(al, _mm256_madd_epi16(s01, _mm256_loadu_si256(w.add(2))));
-            if !TWO_TAPS {
-                let s23 = _mm256_shuffle_epi8(v, m23);
-                ah = _mm256_add_epi32(ah, _mm256_madd_epi16(s23, _mm256_loadu_si256(w.add(1))));
-                al = _mm256_add_epi32(al, _mm256_madd_epi16(s23, _mm256_loadu_si256(w.add(3))));
+        let mut m01 = [-128i8; 32];
+        let mut m23 = [-128i8; 32];
+        for lane in 0..2 {
+            for c in 0..CH {
+                m01[lane * 16 + c * 4] = c as i8;
+                m01[lane * 16 + c * 4 + 2] = (CH + c) as i8;
+                m23[lane * 16 + c * 4] = (2 * CH + c) as i8;
+                m23[lane * 16 + c * 4 + 2] = (3 * CH + c) as i8;
             }
         }
-        _mm256_srai_epi32::<{ PRECISION_BITS as i32 }>(_mm256_add_epi32(
-            _mm256_slli_epi32::<{ SPLIT as i32 }>(ah),
-            al,
-        ))
-    };
-    // Four pairs saturate and store together: the two packs leave the eight outputs'
-    // dwords in the order 0 2 4 6 | 1 3 5 7, one permute restores it, and for RGB a
-    // shuffle drops each X byte (12 bytes a lane, stored 16 wide: `mid` has slack).
-    let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    let mut drop_x = [-128i8; 32];
-    for lane in 0..2 {
-        for i in 0..12 {
-            drop_x[lane * 16 + i] = (i / 3 * 4 + i % 3) as i8;
-        }
-    }
-    let drop_x = _mm256_loadu_si256(drop_x.as_ptr() as *const __m256i);
-    let quads = simd / 8;
-    for y in 0..rows {
-        let srow = sp.add(y * row);
-        let drow = mp.add(y * ww * CH);
-        for q in 0..quads {
-            let p = 4 * q;
-            let a = _mm256_packs_epi32(pair(srow, p), pair(srow, p + 1));
-            let b = _mm256_packs_epi32(pair(srow, p + 2), pair(srow, p + 3));
-            let t = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(a, b), order);
-            let d = drow.add(8 * q * CH);
-            if CH == 4 {
-                _mm256_storeu_si256(d as *mut __m256i, t);
-            } else {
-                let t = _mm256_shuffle_epi8(t, drop_x);
-                _mm_storeu_si128(d as *mut __m128i, _mm256_castsi256_si128(t));
-                _mm_storeu_si128(d.add(12) as *mut __m128i, _mm256_extracti128_si256::<1>(t));
-            }
-        }
-        for p in 4 * quads..simd / 2 {
+        // SAFETY (all pointer reads/writes below): the asserts above bound every index.
+        let m01 = _mm256_loadu_si256(m01.as_ptr() as *const __m256i);
+        let m23 = _mm256_loadu_si256(m23.as_ptr() as *const __m256i);
+        let half = _mm256_set1_epi32(1 << (PRECISION_BITS - 1));
+        let (sp, mp) = (src.as_ptr(), mid.as_mut_ptr());
+        let wbase = hv.w.as_ptr() as *const __m256i;
+        // Output pair `p` of row `srow`: channel sums of its two outputs (low lane: the
+        // first), shifted down to `PRECISION_BITS`, not yet saturated. The rounding half
+        // starts in the low accumulator: `(hi << 11) + lo + half` is the plain kernel's sum.
+        let pair = |srow: *const u8, p: usize| -> __m256i {
             let x = 2 * p;
-            let t = pair(srow, p);
-            let t = _mm256_packs_epi32(t, t);
-            let t = _mm256_packus_epi16(t, t);
-            let lo = _mm_cvtsi128_si32(_mm256_castsi256_si128(t)).to_le_bytes();
-            let hi = _mm_cvtsi128_si32(_mm256_extracti128_si256::<1>(t)).to_le_bytes();
-            std::ptr::copy_nonoverlapping(lo.as_ptr(), drow.add(x * CH), CH);
-            std::ptr::copy_nonoverlapping(hi.as_ptr(), drow.add((x + 1) * CH), CH);
+            let (f0, f1) = (*hv.first.get_unchecked(x), *hv.first.get_unchecked(x + 1));
+            let mut ah = _mm256_setzero_si256();
+            let mut al = half;
+            let wp = wbase.add(p * g * 4);
+            for gi in 0..g {
+                let a = _mm_loadu_si128(srow.add((f0 + 4 * gi) * CH) as *const __m128i);
+                let b = _mm_loadu_si128(srow.add((f1 + 4 * gi) * CH) as *const __m128i);
+                let v = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(a), b);
+                let s01 = _mm256_shuffle_epi8(v, m01);
+                let w = wp.add(gi * 4);
+                ah = _mm256_add_epi32(ah, _mm256_madd_epi16(s01, _mm256_loadu_si256(w)));
+                al = _mm256_add_epi32(al, _mm256_madd_epi16(s01, _mm256_loadu_si256(w.add(2))));
+                if !TWO_TAPS {
+                    let s23 = _mm256_shuffle_epi8(v, m23);
+                    ah = _mm256_add_epi32(ah, _mm256_madd_epi16(s23, _mm256_loadu_si256(w.add(1))));
+                    al = _mm256_add_epi32(al, _mm256_madd_epi16(s23, _mm256_loadu_si256(w.add(3))));
+                }
+            }
+            _mm256_srai_epi32::<{ PRECISION_BITS as i32 }>(_mm256_add_epi32(
+                _mm256_slli_epi32::<{ SPLIT as i32 }>(ah),
+                al,
+            ))
+        };
+        // Four pairs saturate and store together: the two packs leave the eight outputs'
+        // dwords in the order 0 2 4 6 | 1 3 5 7, one permute restores it, and for RGB a
+        // shuffle drops each X byte (12 bytes a lane, stored 16 wide: `mid` has slack).
+        let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        let mut drop_x = [-128i8; 32];
+        for lane in 0..2 {
+            for i in 0..12 {
+                drop_x[lane * 16 + i] = (i / 3 * 4 + i % 3) as i8;
+            }
         }
-    }
-    // The right-edge outputs the vectors left, the plain way (checked indexing).
-    for (srow, drow) in src.chunks_exact(row).zip(mid.chunks_exact_mut(ww * CH)) {
-        for x in simd..ww {
-            let k = &axis.weights[x * axis.ksize..][..axis.len[x]];
-            drow[x * CH..(x + 1) * CH].copy_from_slice(&plain_pixel::<CH>(srow, axis.first[x], k));
+        let drop_x = _mm256_loadu_si256(drop_x.as_ptr() as *const __m256i);
+        let quads = simd / 8;
+        for y in 0..rows {
+            let srow = sp.add(y * row);
+            let drow = mp.add(y * ww * CH);
+            for q in 0..quads {
+                let p = 4 * q;
+                let a = _mm256_packs_epi32(pair(srow, p), pair(srow, p + 1));
+                let b = _mm256_packs_epi32(pair(srow, p + 2), pair(srow, p + 3));
+                let t = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(a, b), order);
+                let d = drow.add(8 * q * CH);
+                if CH == 4 {
+                    _mm256_storeu_si256(d as *mut __m256i, t);
+                } else {
+                    let t = _mm256_shuffle_epi8(t, drop_x);
+                    _mm_storeu_si128(d as *mut __m128i, _mm256_castsi256_si128(t));
+                    _mm_storeu_si128(d.add(12) as *mut __m128i, _mm256_extracti128_si256::<1>(t));
+                }
+            }
+            for p in 4 * quads..simd / 2 {
+                let x = 2 * p;
+                let t = pair(srow, p);
+                let t = _mm256_packs_epi32(t, t);
+                let t = _mm256_packus_epi16(t, t);
+                let lo = _mm_cvtsi128_si32(_mm256_castsi256_si128(t)).to_le_bytes();
+                let hi = _mm_cvtsi128_si32(_mm256_extracti128_si256::<1>(t)).to_le_bytes();
+                std::ptr::copy_nonoverlapping(lo.as_ptr(), drow.add(x * CH), CH);
+                std::ptr::copy_nonoverlapping(hi.as_ptr(), drow.add((x + 1) * CH), CH);
+            }
+        }
+        // The right-edge outputs the vectors left, the plain way (checked indexing).
+        for (srow, drow) in src.chunks_exact(row).zip(mid.chunks_exact_mut(ww * CH)) {
+            for x in simd..ww {
+                let k = &axis.weights[x * axis.ksize..][..axis.len[x]];
+                drow[x * CH..(x + 1) * CH].copy_from_slice(&plain_pixel::<CH>(
+                    srow,
+                    axis.first[x],
+                    k,
+                ));
+            }
         }
     }
 }
@@ -718,40 +731,43 @@ unsafe fn horizontal_avx2<const CH: usize, const TWO_TAPS: bool>(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn vertical_row_avx2(rows: &[u8], row_bytes: usize, k: &[i32], dst: &mut [u8]) {
-    use std::arch::x86_64::*;
-    let n = k.len();
-    assert!(rows.len() >= n * row_bytes && dst.len() >= row_bytes);
-    let half = _mm256_set1_epi32(1 << (PRECISION_BITS - 1));
-    // packs/packus interleave the four accumulators' lanes; this puts the dwords back.
-    let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    let rp = rows.as_ptr();
-    let chunks = row_bytes / 32;
-    for c in 0..chunks {
-        let off = c * 32;
-        let mut acc = [half; 4];
-        for (t, &kt) in k.iter().enumerate() {
-            let w = _mm256_set1_epi32(kt);
-            for (i, a) in acc.iter_mut().enumerate() {
-                // SAFETY: t < n and off + 32 <= row_bytes, inside `rows` (asserted above).
-                let p = _mm_loadl_epi64(rp.add(t * row_bytes + off + 8 * i) as *const __m128i);
-                *a = _mm256_add_epi32(*a, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(p), w));
+    // SAFETY: the caller upholds this function's contract (its doc and `# Safety`).
+    unsafe {
+        use std::arch::x86_64::*;
+        let n = k.len();
+        assert!(rows.len() >= n * row_bytes && dst.len() >= row_bytes);
+        let half = _mm256_set1_epi32(1 << (PRECISION_BITS - 1));
+        // packs/packus interleave the four accumulators' lanes; this puts the dwords back.
+        let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        let rp = rows.as_ptr();
+        let chunks = row_bytes / 32;
+        for c in 0..chunks {
+            let off = c * 32;
+            let mut acc = [half; 4];
+            for (t, &kt) in k.iter().enumerate() {
+                let w = _mm256_set1_epi32(kt);
+                for (i, a) in acc.iter_mut().enumerate() {
+                    // SAFETY: t < n and off + 32 <= row_bytes, inside `rows` (asserted above).
+                    let p = _mm_loadl_epi64(rp.add(t * row_bytes + off + 8 * i) as *const __m128i);
+                    *a = _mm256_add_epi32(*a, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(p), w));
+                }
             }
+            let q = |i: usize| _mm256_srai_epi32::<{ PRECISION_BITS as i32 }>(acc[i]);
+            let packed = _mm256_packus_epi16(
+                _mm256_packs_epi32(q(0), q(1)),
+                _mm256_packs_epi32(q(2), q(3)),
+            );
+            let out = _mm256_permutevar8x32_epi32(packed, order);
+            // SAFETY: off + 32 <= row_bytes <= dst.len().
+            _mm256_storeu_si256(dst.as_mut_ptr().add(off) as *mut __m256i, out);
         }
-        let q = |i: usize| _mm256_srai_epi32::<{ PRECISION_BITS as i32 }>(acc[i]);
-        let packed = _mm256_packus_epi16(
-            _mm256_packs_epi32(q(0), q(1)),
-            _mm256_packs_epi32(q(2), q(3)),
-        );
-        let out = _mm256_permutevar8x32_epi32(packed, order);
-        // SAFETY: off + 32 <= row_bytes <= dst.len().
-        _mm256_storeu_si256(dst.as_mut_ptr().add(off) as *mut __m256i, out);
-    }
-    for i in chunks * 32..row_bytes {
-        let mut acc = 1i32 << (PRECISION_BITS - 1);
-        for (t, &kt) in k.iter().enumerate() {
-            acc += rows[t * row_bytes + i] as i32 * kt;
+        for i in chunks * 32..row_bytes {
+            let mut acc = 1i32 << (PRECISION_BITS - 1);
+            for (t, &kt) in k.iter().enumerate() {
+                acc += rows[t * row_bytes + i] as i32 * kt;
+            }
+            dst[i] = clip8(acc);
         }
-        dst[i] = clip8(acc);
     }
 }
 

@@ -295,79 +295,86 @@ unsafe fn planes_avx2<const S: usize, const MIRROR: bool, const HASH: bool>(
     dst: &mut [f32],
     parts: &mut [[u32; 32]; 3],
 ) {
-    use crate::engine::fingerprint::P32;
-    use std::arch::x86_64::*;
-    let hw = h * w;
-    debug_assert!(src.len() >= hw * S && dst.len() >= hw * 3 && w.is_multiple_of(32));
-    // Per channel, per lane, per output dword: the byte to take (-1: zero). A lane holds
-    // 4 pixels: RGB at bytes 0, 3, 6, 9 of the low lane (bytes 0-15 of the 8 pixels) and
-    // 4, 7, 10, 13 of the high lane (bytes 8-23); RGBX at 0, 4, 8, 12 of each. Mirrored,
-    // the lanes are loaded swapped and each takes its pixels in reverse.
-    let mut masks = [_mm256_setzero_si256(); 3];
-    for (c, m) in masks.iter_mut().enumerate() {
-        let mut b = [-1i8; 32];
-        for lane in 0..2 {
-            // Which half of the 8 pixels this lane holds once loaded.
-            let half = if MIRROR { 1 - lane } else { lane };
-            for k in 0..4 {
-                let i = if MIRROR { 3 - k } else { k };
-                let at = if S == 3 { 3 * i + 4 * half } else { 4 * i };
-                b[lane * 16 + 4 * k] = (at + c) as i8;
+    // SAFETY: the caller upholds this function's contract (its doc and `# Safety`).
+    unsafe {
+        use crate::engine::fingerprint::P32;
+        use std::arch::x86_64::*;
+        let hw = h * w;
+        debug_assert!(src.len() >= hw * S && dst.len() >= hw * 3 && w.is_multiple_of(32));
+        // Per channel, per lane, per output dword: the byte to take (-1: zero). A lane holds
+        // 4 pixels: RGB at bytes 0, 3, 6, 9 of the low lane (bytes 0-15 of the 8 pixels) and
+        // 4, 7, 10, 13 of the high lane (bytes 8-23); RGBX at 0, 4, 8, 12 of each. Mirrored,
+        // the lanes are loaded swapped and each takes its pixels in reverse.
+        let mut masks = [_mm256_setzero_si256(); 3];
+        for (c, m) in masks.iter_mut().enumerate() {
+            let mut b = [-1i8; 32];
+            for lane in 0..2 {
+                // Which half of the 8 pixels this lane holds once loaded.
+                let half = if MIRROR { 1 - lane } else { lane };
+                for k in 0..4 {
+                    let i = if MIRROR { 3 - k } else { k };
+                    let at = if S == 3 { 3 * i + 4 * half } else { 4 * i };
+                    b[lane * 16 + 4 * k] = (at + c) as i8;
+                }
+            }
+            *m = _mm256_loadu_si256(b.as_ptr() as *const __m256i);
+        }
+        let p32 = _mm256_set1_epi32(P32 as i32);
+        let scale = [0, 1, 2].map(|c| _mm256_set1_ps(a.scale[c]));
+        let shift = [0, 1, 2].map(|c| _mm256_set1_ps(a.shift[c]));
+        let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+        let mut state = [[_mm256_setzero_si256(); 4]; 3];
+        for (c, st) in state.iter_mut().enumerate() {
+            for (v, s) in st.iter_mut().enumerate() {
+                *s = _mm256_loadu_si256(parts[c][8 * v..].as_ptr() as *const __m256i);
             }
         }
-        *m = _mm256_loadu_si256(b.as_ptr() as *const __m256i);
-    }
-    let p32 = _mm256_set1_epi32(P32 as i32);
-    let scale = [0, 1, 2].map(|c| _mm256_set1_ps(a.scale[c]));
-    let shift = [0, 1, 2].map(|c| _mm256_set1_ps(a.shift[c]));
-    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
-    let mut state = [[_mm256_setzero_si256(); 4]; 3];
-    for (c, st) in state.iter_mut().enumerate() {
-        for (v, s) in st.iter_mut().enumerate() {
-            *s = _mm256_loadu_si256(parts[c][8 * v..].as_ptr() as *const __m256i);
-        }
-    }
-    for y in 0..h {
-        let srow = sp.add(y * w * S);
-        for x32 in (0..w).step_by(32) {
-            for v in 0..4 {
-                let x = x32 + 8 * v;
-                // Source pixels of output pixels x .. x + 8 (mirrored: the same 8 from
-                // the other end, reversed by the masks).
-                let sx = if MIRROR { w - 8 - x } else { x };
-                let p = srow.add(sx * S);
-                let (lo, hi) = if S == 3 {
-                    (p, p.add(8))
-                } else {
-                    (p, p.add(16))
-                };
-                let (first, second) = if MIRROR { (hi, lo) } else { (lo, hi) };
-                let px = _mm256_inserti128_si256::<1>(
-                    _mm256_castsi128_si256(_mm_loadu_si128(first as *const __m128i)),
-                    _mm_loadu_si128(second as *const __m128i),
-                );
-                for c in 0..3 {
-                    let v8 = _mm256_shuffle_epi8(px, masks[c]);
-                    let f =
-                        _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v8), scale[c]), shift[c]);
-                    let d = dp.add(c * hw + y * w + x);
-                    _mm_stream_ps(d, _mm256_castps256_ps128(f));
-                    _mm_stream_ps(d.add(4), _mm256_extractf128_ps::<1>(f));
-                    if HASH {
-                        let s = &mut state[c][v];
-                        let t =
-                            _mm256_mullo_epi32(_mm256_xor_si256(*s, _mm256_castps_si256(f)), p32);
-                        *s = _mm256_xor_si256(t, _mm256_srli_epi32::<15>(t));
+        for y in 0..h {
+            let srow = sp.add(y * w * S);
+            for x32 in (0..w).step_by(32) {
+                for v in 0..4 {
+                    let x = x32 + 8 * v;
+                    // Source pixels of output pixels x .. x + 8 (mirrored: the same 8 from
+                    // the other end, reversed by the masks).
+                    let sx = if MIRROR { w - 8 - x } else { x };
+                    let p = srow.add(sx * S);
+                    let (lo, hi) = if S == 3 {
+                        (p, p.add(8))
+                    } else {
+                        (p, p.add(16))
+                    };
+                    let (first, second) = if MIRROR { (hi, lo) } else { (lo, hi) };
+                    let px = _mm256_inserti128_si256::<1>(
+                        _mm256_castsi128_si256(_mm_loadu_si128(first as *const __m128i)),
+                        _mm_loadu_si128(second as *const __m128i),
+                    );
+                    for c in 0..3 {
+                        let v8 = _mm256_shuffle_epi8(px, masks[c]);
+                        let f = _mm256_add_ps(
+                            _mm256_mul_ps(_mm256_cvtepi32_ps(v8), scale[c]),
+                            shift[c],
+                        );
+                        let d = dp.add(c * hw + y * w + x);
+                        _mm_stream_ps(d, _mm256_castps256_ps128(f));
+                        _mm_stream_ps(d.add(4), _mm256_extractf128_ps::<1>(f));
+                        if HASH {
+                            let s = &mut state[c][v];
+                            let t = _mm256_mullo_epi32(
+                                _mm256_xor_si256(*s, _mm256_castps_si256(f)),
+                                p32,
+                            );
+                            *s = _mm256_xor_si256(t, _mm256_srli_epi32::<15>(t));
+                        }
                     }
                 }
             }
         }
-    }
-    // Non-temporal stores are weakly ordered: fence them before the batch is handed on.
-    _mm_sfence();
-    for (c, st) in state.iter().enumerate() {
-        for (v, s) in st.iter().enumerate() {
-            _mm256_storeu_si256(parts[c][8 * v..].as_mut_ptr() as *mut __m256i, *s);
+        // Non-temporal stores are weakly ordered: fence them before the batch is handed on.
+        _mm_sfence();
+        for (c, st) in state.iter().enumerate() {
+            for (v, s) in st.iter().enumerate() {
+                _mm256_storeu_si256(parts[c][8 * v..].as_mut_ptr() as *mut __m256i, *s);
+            }
         }
     }
 }

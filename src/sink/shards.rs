@@ -19,9 +19,11 @@
 //! A sample that fails (unreadable, undecodable) is reported through `on_skip` and left
 //! out; any other error stops the conversion and leaves no dataset behind.
 
+use crate::engine::ordered::{Ended, Ordered};
 use crate::engine::program::Program;
 use crate::engine::worker::Worker;
-use crate::error::{Error, Fault, Result};
+use crate::error::{Error, Fault, Result, SampleErrorKind};
+use crate::ops::image::bug;
 use crate::rng::sample_rng;
 use crate::shards::format::{Manifest, Origin, Slice, Storage};
 use crate::shards::writer::{Meta, Names, ShardWriter};
@@ -29,11 +31,8 @@ use crate::shards::StoreConfig;
 use crate::source::{Raw, Source};
 use crate::spec::{DType, Layout, Spec};
 use crate::PipelineConfig;
-use crossbeam_channel::{bounded, Receiver, Sender};
-use std::collections::BTreeMap;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// What a conversion wrote.
@@ -73,12 +72,10 @@ fn plan(config: &PipelineConfig, store: &StoreConfig) -> Result<(Arc<dyn Source>
         ));
     }
     let source = config.source.open()?;
-    let mut spec = source.spec();
-    for (i, op) in config.ops.iter().enumerate() {
-        spec = op
-            .output_spec(&spec)
-            .map_err(|e| invalid(format!("ops[{i}] ({}): {e}", op.name())))?;
-    }
+    let stages = crate::pipeline::spec_chain(&source.spec(), &config.ops)?;
+    let spec = stages
+        .last()
+        .map_or_else(|| source.spec(), |(_, s)| s.clone());
     match store.mode {
         Storage::Original => {
             if !config.ops.is_empty() || !source.spec().encoded {
@@ -122,8 +119,11 @@ fn encode_jpeg(
     w: usize,
     quality: u8,
     out: &mut Vec<u8>,
-) -> std::result::Result<(), String> {
-    let too_large = || format!("{h}x{w} is too large for JPEG (65535 at most)");
+) -> std::result::Result<(), Fault> {
+    let too_large = || {
+        let why = format!("{h}x{w} is too large for JPEG (65535 at most)");
+        Fault::new(SampleErrorKind::Other, why)
+    };
     let (hh, ww) = (
         u16::try_from(h).map_err(|_| too_large())?,
         u16::try_from(w).map_err(|_| too_large())?,
@@ -132,7 +132,7 @@ fn encode_jpeg(
     let mut enc = jpeg_encoder::Encoder::new(&mut *out, quality);
     enc.set_sampling_factor(jpeg_encoder::SamplingFactor::R_4_2_0);
     enc.encode(pixels, ww, hh, jpeg_encoder::ColorType::Rgb)
-        .map_err(|e| format!("JPEG encoding failed: {e}"))
+        .map_err(|e| Fault::new(SampleErrorKind::Other, format!("JPEG encoding failed: {e}")))
 }
 
 struct Ctx<'a> {
@@ -160,8 +160,8 @@ impl Ctx<'_> {
         let size = match self.store.mode {
             Storage::Original => {
                 let Raw::Encoded(bytes) = sample.raw else {
-                    let why = "the source holds no encoded file".to_string();
-                    return Err(fail("read", Fault::from(why)));
+                    // `plan` accepts store.mode = "original" for encoded sources only.
+                    return Err(fail("read", bug("the source holds no encoded file")));
                 };
                 buf.clear();
                 buf.extend_from_slice(bytes);
@@ -175,7 +175,7 @@ impl Ctx<'_> {
                     .run_image(self.program, sample.raw, &mut rng, pixels)
                     .map_err(|(stage, reason)| fail(stage, reason))?;
                 encode_jpeg(pixels, h, w, self.store.quality, buf)
-                    .map_err(|e| fail("encode", Fault::from(e)))?;
+                    .map_err(|e| fail("encode", e))?;
                 (h, w)
             }
         };
@@ -255,56 +255,48 @@ pub fn convert_to_shards_until(
     let workers = config.engine.workers.clamp(1, 1024);
     let total = end - first;
     on_start(total);
-    let next = AtomicUsize::new(0);
-    let nbuf = workers * 4;
-    let (free_tx, free_rx) = bounded::<Vec<u8>>(nbuf);
-    for _ in 0..nbuf {
-        let _ = free_tx.send(Vec::new());
-    }
-    let (done_tx, done_rx) = bounded::<(usize, Result<Done>)>(nbuf);
     let mut skipped = 0usize;
-    let written = std::thread::scope(|s| {
-        for _ in 0..workers {
-            let (free_rx, done_tx, ctx, next) = (free_rx.clone(), done_tx.clone(), &ctx, &next);
-            s.spawn(move || {
-                let mut worker = Worker::new(false);
-                let (mut scratch, mut pixels) = (Vec::new(), Vec::new());
-                while let Ok(mut buf) = free_rx.recv() {
-                    let p = next.fetch_add(1, Ordering::Relaxed);
-                    if p >= total {
-                        return;
-                    }
-                    let index = first + p;
-                    let r = catch_unwind(AssertUnwindSafe(|| {
-                        ctx.one(index, &mut worker, &mut scratch, &mut pixels, &mut buf)
-                    }))
-                    .unwrap_or_else(|_| {
-                        worker = Worker::new(false);
-                        Err(Error::panicked(index, ctx.source.sample_name(index)))
-                    });
-                    let r = r.map(|(size, labels)| Done { buf, size, labels });
-                    if done_tx.send((p, r)).is_err() {
-                        return;
-                    }
+    let run = Ordered {
+        workers,
+        window: workers * 4,
+        stop,
+    };
+    let ended = run.run(
+        total,
+        || (Worker::new(false), Vec::new(), Vec::new()),
+        Vec::new,
+        |(worker, scratch, pixels), p, mut buf| {
+            let index = first + p;
+            let r = ctx.one(index, worker, scratch, pixels, &mut buf);
+            r.map(|(size, labels)| Done { buf, size, labels })
+        },
+        |p| {
+            let index = first + p;
+            Err(Error::panicked(index, ctx.source.sample_name(index)))
+        },
+        |p, r| {
+            let buf = match r {
+                Ok(d) => {
+                    let name = source.sample_name(first + p);
+                    writer.append(&d.buf, d.size, d.labels, &name)?;
+                    d.buf
                 }
-            });
-        }
-        drop((free_rx, done_tx));
-        collect(
-            total,
-            first,
-            source.as_ref(),
-            &mut writer,
-            free_tx,
-            done_rx,
-            &mut on_progress,
-            &mut |e| {
-                skipped += 1;
-                on_skip(e)
-            },
-            stop,
-        )
-    });
+                Err(e @ Error::Sample { .. }) => {
+                    skipped += 1;
+                    on_skip(&e);
+                    Vec::new()
+                }
+                Err(e) => return Err(e),
+            };
+            on_progress(1);
+            Ok(buf)
+        },
+    );
+    let written = match ended {
+        Ok(()) => Ok(true),
+        Err(Ended::Stopped) => Ok(false),
+        Err(Ended::Failed(e)) => Err(e),
+    };
     if !written? {
         return Ok(None); // dropping the writer removes its temporary files
     }
@@ -327,52 +319,4 @@ pub fn convert_to_shards_until(
         manifest_name,
         skipped,
     }))
-}
-
-/// Append the workers' results in source order; returns the buffers for reuse, and false
-/// when `stop` was raised. Dropping `free` and `done` on return (error included) lets the
-/// workers finish.
-#[allow(clippy::too_many_arguments)]
-fn collect(
-    total: usize,
-    first: usize,
-    source: &dyn Source,
-    writer: &mut ShardWriter,
-    free: Sender<Vec<u8>>,
-    done: Receiver<(usize, Result<Done>)>,
-    on_progress: &mut dyn FnMut(usize),
-    on_skip: &mut dyn FnMut(&Error),
-    stop: &AtomicBool,
-) -> Result<bool> {
-    let mut pending: BTreeMap<usize, Result<Done>> = BTreeMap::new();
-    let mut want = 0usize;
-    while want < total {
-        if stop.load(Ordering::Relaxed) {
-            return Ok(false);
-        }
-        let Ok((p, r)) = done.recv() else {
-            return Err(Error::Internal("conversion workers stopped early".into()));
-        };
-        pending.insert(p, r);
-        while let Some(r) = pending.remove(&want) {
-            if stop.load(Ordering::Relaxed) {
-                return Ok(false);
-            }
-            match r {
-                Ok(d) => {
-                    let name = source.sample_name(first + want);
-                    writer.append(&d.buf, d.size, d.labels, &name)?;
-                    let _ = free.send(d.buf);
-                }
-                Err(e @ Error::Sample { .. }) => {
-                    on_skip(&e);
-                    let _ = free.send(Vec::new());
-                }
-                Err(e) => return Err(e),
-            }
-            on_progress(1);
-            want += 1;
-        }
-    }
-    Ok(true)
 }
