@@ -352,7 +352,7 @@ impl Decoder {
                         return r;
                     }
                 }
-                let _ = (&want, rgbx);
+                let _ = (&mut want, rgbx);
                 decode_zune(bytes, self.cfg.max_pixels, out).map(whole)
             }
             Some(f) => decode_with_image(bytes, f, self.cfg.max_pixels, out).map(whole),

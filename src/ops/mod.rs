@@ -1,6 +1,6 @@
 //! Per-sample stages. An op is one file under `src/ops/`: the parameters a pipeline file
 //! gives it (a serde struct), its spec rule (checked against the spec of its input before
-//! any pixel is read), its fusion hints and its kernel(s) — see [`kernel`]. The list below
+//! any pixel is read), its fusion hints and its kernel(s) — see `kernel.rs`. The list below
 //! registers it: one line, its module and type, and its name in pipeline files is its
 //! module's name.
 //!
