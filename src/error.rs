@@ -224,3 +224,32 @@ impl std::error::Error for Fault {}
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An internal fault is a bug, never a bad sample; any other fault is the sample's.
+    #[test]
+    fn internal_faults_are_bugs_not_bad_samples() {
+        let bug = Error::at(
+            3,
+            "a/x.jpg".into(),
+            "resize",
+            Fault::new(SampleErrorKind::Internal, "window outside"),
+        );
+        assert!(
+            matches!(&bug, Error::Internal(m) if m.contains("a/x.jpg: resize: window outside")),
+            "{bug:?}"
+        );
+        assert_eq!(bug.sample_kind(), None);
+        assert!(!bug.is_usage());
+        let bad = Error::at(
+            3,
+            "a/x.jpg".into(),
+            "decode",
+            Fault::new(SampleErrorKind::Truncated, "cut"),
+        );
+        assert_eq!(bad.sample_kind(), Some(SampleErrorKind::Truncated));
+    }
+}

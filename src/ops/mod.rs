@@ -93,6 +93,19 @@ ops! {
     type_cast::TypeCast,
 }
 
+/// A random op's default probability.
+pub(crate) fn half() -> f64 {
+    0.5
+}
+
+/// `prob` of op `op` is a probability.
+pub(crate) fn check_prob(op: &str, prob: f64) -> Result<(), String> {
+    if !(0.0..=1.0).contains(&prob) {
+        return Err(format!("{op}: prob {prob} is not in [0, 1]"));
+    }
+    Ok(())
+}
+
 /// A size given as one number (square, or the shorter side for `resize`) or as `[h, w]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]

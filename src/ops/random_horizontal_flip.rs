@@ -8,28 +8,19 @@ use crate::spec::Spec;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-fn half() -> f64 {
-    0.5
-}
-
 /// The `random_horizontal_flip` op.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RandomHorizontalFlip {
     /// Probability of a flip (default 0.5).
-    #[serde(default = "half")]
+    #[serde(default = "super::half")]
     pub prob: f64,
 }
 
 impl OpDef for RandomHorizontalFlip {
     /// Same spec out.
     fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
-        if !(0.0..=1.0).contains(&self.prob) {
-            return Err(format!(
-                "random_horizontal_flip: prob {} is not in [0, 1]",
-                self.prob
-            ));
-        }
+        super::check_prob("random_horizontal_flip", self.prob)?;
         Ok(input.clone())
     }
 

@@ -12,28 +12,19 @@ use crate::spec::{DType, Layout, Spec};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-fn half() -> f64 {
-    0.5
-}
-
 /// The `random_vertical_flip` op.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RandomVerticalFlip {
     /// Probability of a flip (default 0.5).
-    #[serde(default = "half")]
+    #[serde(default = "super::half")]
     pub prob: f64,
 }
 
 impl OpDef for RandomVerticalFlip {
     /// Same spec out.
     fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
-        if !(0.0..=1.0).contains(&self.prob) {
-            return Err(format!(
-                "random_vertical_flip: prob {} is not in [0, 1]",
-                self.prob
-            ));
-        }
+        super::check_prob("random_vertical_flip", self.prob)?;
         Ok(input.clone())
     }
 
