@@ -30,18 +30,11 @@ fn imagenet_affine() -> Affine {
 
 fn kernels(c: &mut Criterion) {
     let jpeg = fixture("parity/images/jpeg/kodim05_500x375.jpg");
-    let resize = Resize {
-        size: Size::One(256),
-        filter: Filter::Bilinear,
-        exact: None,
-    };
+    let resize = Resize::new(Size::One(256)).filter(Filter::Bilinear);
     let mut g = c.benchmark_group("decode_500x375");
     g.throughput(Throughput::Elements(1));
     for backend in [JpegBackend::Zune, JpegBackend::Auto] {
-        let cfg = Decode {
-            decoder: backend,
-            ..Decode::default()
-        };
+        let cfg = Decode::default().decoder(backend);
         let mut d = Decoder::new(&cfg);
         let mut out = Vec::new();
         g.bench_function(format!("{backend:?}/whole"), |b| {

@@ -5,41 +5,30 @@
 //!
 //!   cargo run --release --example train_loop [DATA_ROOT] [STEPS]
 
-use imgfeed::ops::{CenterCrop, Decode, Filter, HwcToChw, Normalize, Op, Resize, Size, TypeCast};
+use imgfeed::ops::{CenterCrop, Decode, HwcToChw, Normalize, Op, Resize, TypeCast};
 use imgfeed::{LabelType, Pipeline, SourceConfig, SourceKind};
 use std::time::Instant;
 
-fn main() -> Result<(), imgfeed::Error> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let root = args
         .next()
         .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/imagefolder").into());
     let steps: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(2);
 
-    let source = SourceConfig {
-        shuffle: true,
-        seed: 7,
-        ..SourceConfig::new(SourceKind::ImageFolder, root)
-    };
+    let source = SourceConfig::new(SourceKind::ImageFolder, root)
+        .shuffle(true)
+        .seed(7);
     let pipeline = Pipeline::builder(source)
         .op(Op::Decode(Decode::default()))
-        .op(Op::Resize(Resize {
-            size: Size::One(256),
-            filter: Filter::Bilinear,
-            exact: None,
-        }))
-        .op(Op::CenterCrop(CenterCrop {
-            size: Size::One(224),
-        }))
-        .op(Op::Normalize(Normalize {
-            mean: vec![123.675, 116.28, 103.53],
-            std: vec![58.395, 57.12, 57.375],
-        }))
-        .op(Op::HwcToChw(HwcToChw {}))
-        .op(Op::TypeCast(TypeCast {
-            column: "label".into(),
-            dtype: LabelType::I32,
-        }))
+        .op(Op::Resize(Resize::new(256)))
+        .op(Op::CenterCrop(CenterCrop::new(224)))
+        .op(Op::Normalize(Normalize::new(
+            [123.675, 116.28, 103.53],
+            [58.395, 57.12, 57.375],
+        )))
+        .op(Op::HwcToChw(HwcToChw::new()))
+        .op(Op::TypeCast(TypeCast::new(LabelType::I32)))
         .batch(4, true)
         .workers(2)
         .build()?;
@@ -53,9 +42,9 @@ fn main() -> Result<(), imgfeed::Error> {
         for _ in 0..steps {
             let Some(batch) = batches.next() else { break };
             let batch = batch?;
-            let images = batch.images_f32().unwrap_or_default(); // [n, 3, 224, 224]
-            let labels = batch.labels_i32().unwrap_or_default(); // [n]
-                                                                 // "Train": a stand-in for a forward pass.
+            let images = batch.images_f32()?; // [n, 3, 224, 224]
+            let labels = batch.labels_i32()?; // [n]
+                                              // "Train": a stand-in for a forward pass.
             let mean = images.iter().map(|&v| v as f64).sum::<f64>() / images.len().max(1) as f64;
             println!(
                 "epoch {epoch} step {}: shape {:?}, labels {labels:?}, mean activation {mean:+.4}",

@@ -19,14 +19,17 @@ pub enum Error {
     #[error("invalid pipeline: {0}")]
     Invalid(String),
     /// An op that cannot take its input or has a bad parameter, before any pixel is read.
-    #[error("invalid pipeline: ops[{index}] ({op}): {reason}")]
+    #[error("invalid pipeline: {}ops[{index}] ({op}): {reason}", at.as_ref().map(|p| format!("{p}: ")).unwrap_or_default())]
     Op {
         /// Its place in the pipeline's ops, from 0.
         index: usize,
         /// Its name (`resize`, ...).
         op: &'static str,
         /// Why.
-        reason: String,
+        reason: crate::spec::SpecError,
+        /// Where the op (or the parameter at fault) is written, for a pipeline read from a
+        /// file.
+        at: Option<Place>,
     },
     /// A dataset that cannot be opened: missing or empty root, a file that is not a whole
     /// number of records.
@@ -65,6 +68,36 @@ pub enum Error {
     /// exits with 70.
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+/// A place in a pipeline file: `FILE:LINE:COLUMN`, counted from 1.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// The pipeline file.
+    pub file: PathBuf,
+    /// Line, from 1.
+    pub line: usize,
+    /// Column (in characters), from 1.
+    pub column: usize,
+}
+
+impl Place {
+    /// The place of byte `offset` of `text`, the contents of `file`.
+    pub fn of(file: &std::path::Path, text: &str, offset: usize) -> Place {
+        let before = text.get(..offset).unwrap_or(text);
+        let line_start = before.rfind('\n').map_or(0, |n| n + 1);
+        Place {
+            file: file.to_path_buf(),
+            line: before.matches('\n').count() + 1,
+            column: before[line_start..].chars().count() + 1,
+        }
+    }
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}", self.file.display(), self.line, self.column)
+    }
 }
 
 impl Error {

@@ -17,20 +17,49 @@
 //! let pipeline = imgfeed::Pipeline::from_file("pipelines/resnet50_eval.toml")?;
 //! for batch in pipeline.epoch(0) {
 //!     let batch = batch?;
-//!     let images: &[f32] = batch.images_f32().unwrap_or_default(); // [32, 3, 224, 224]
-//!     let labels: &[i32] = batch.labels_i32().unwrap_or_default(); // [32]
+//!     let images: &[f32] = batch.images_f32()?; // [32, 3, 224, 224]
+//!     let labels: &[i32] = batch.labels_i32()?; // [32]
 //!     assert_eq!(images.len(), batch.len() * 3 * 224 * 224);
 //!     assert_eq!(labels.len(), batch.len());
 //! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Or in code, every config built from a constructor and setters (the config structs are
+//! `#[non_exhaustive]`, so fields added later break no caller):
+//!
+//! ```no_run
+//! use imgfeed::ops::{CenterCrop, Decode, HwcToChw, Normalize, Op, Resize, TypeCast};
+//! use imgfeed::{BatchConfig, LabelType, Pipeline, PipelineConfig, SourceConfig, SourceKind};
+//! let source = SourceConfig::new(SourceKind::ImageFolder, "data/val").shuffle(false);
+//! let ops = vec![
+//!     Op::Decode(Decode::default()),
+//!     Op::Resize(Resize::new(256)),
+//!     Op::CenterCrop(CenterCrop::new(224)),
+//!     Op::Normalize(Normalize::new([123.675, 116.28, 103.53], [58.395, 57.12, 57.375])),
+//!     Op::HwcToChw(HwcToChw::new()),
+//!     Op::TypeCast(TypeCast::new(LabelType::I32)),
+//! ];
+//! let config = PipelineConfig::new(source, ops, BatchConfig::new(32).drop_remainder(true));
+//! let pipeline = Pipeline::new(config)?;
 //! # Ok::<(), imgfeed::Error>(())
 //! ```
+//!
+//! The public API is what these modules export: the configs, [`Pipeline`], [`Batch`], the
+//! sources, the error types, and the per-image kernels that stand on their own
+//! ([`ops::decode::Decoder`], [`ops::resize::Resizer`], [`ops::pointwise::write`]: for a
+//! loop of one's own, and for the benchmarks). How ops run inside the engine (kernels,
+//! the working image, the compiled program) is crate-private.
 
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(unreachable_pub)]
+
+#[macro_use]
+mod setters;
 
 pub mod engine;
 pub mod error;
-pub mod inspect;
 pub mod ops;
 pub mod pipeline;
 pub mod plan;
@@ -41,11 +70,11 @@ pub mod source;
 pub mod spec;
 pub mod validate;
 
-pub use engine::{Batch, Epoch, Labels, OnError, StageTimes, State, TimedOut};
-pub use error::{Error, Fault, Result, SampleErrorKind};
+pub use engine::{Batch, Epoch, Labels, OnError, StageTimes, State, TimedOut, WrongType};
+pub use error::{Error, Fault, Place, Result, SampleErrorKind};
 pub use pipeline::{
-    spec_chain, BatchConfig, EngineConfig, Pipeline, PipelineBuilder, PipelineConfig, ShardFrom,
-    SourceConfig, SourceKind,
+    spec_chain, BatchConfig, EngineConfig, Pipeline, PipelineBuilder, PipelineConfig,
 };
-pub use plan::Uneven;
-pub use spec::{DType, LabelType, Layout, Spec};
+pub use plan::{Sampling, ShardFrom, Uneven};
+pub use source::{Dataset, SourceConfig, SourceKind};
+pub use spec::{DType, LabelType, Layout, Spec, SpecError};

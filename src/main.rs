@@ -1,5 +1,5 @@
 //! The `imgfeed` command: parse arguments, call the library, print the error chain, exit
-//! with 0 (ok), 1 (data errors) or 2 (usage or pipeline errors).
+//! with 0 (ok), 1 (data errors), 2 (usage or pipeline errors) or 70 (a bug in imgfeed).
 
 mod cli;
 

@@ -23,269 +23,21 @@
 use crate::engine::batch::{BufShape, Pool};
 use crate::engine::program::Program;
 use crate::engine::{Epoch, Job, OnError, State};
-use crate::error::{Error, Result};
+use crate::error::{Error, Place, Result};
 use crate::ops::Op;
-use crate::plan::{batch_count, shard_from_env, Sampling, Uneven};
+use crate::plan::batch_count;
 use crate::shards::StoreConfig;
-use crate::source::{Cifar, CifarKind, CifarLabel, ImageFolder, Shards, Source, Usage};
-use crate::spec::Spec;
+use crate::source::Source;
+pub use crate::source::{Dataset, SourceConfig, SourceKind};
+use crate::spec::{Spec, SpecError};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
-
-/// Kind of source.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SourceKind {
-    /// `root/<class>/<image>`.
-    ImageFolder,
-    /// CIFAR-10 binary files.
-    Cifar10,
-    /// CIFAR-100 binary files.
-    Cifar100,
-    /// A dataset converted by `imgfeed convert --format shards` (a folder with a
-    /// `manifest.json`). A root holding such a manifest is read as shards whatever the
-    /// kind says, so a pipeline written for the original runs unchanged on its copy.
-    Shards,
-}
-
-fn one() -> usize {
-    1
-}
-
-fn one_epoch() -> u64 {
-    1
-}
-
-fn is_one_epoch(n: &u64) -> bool {
-    *n == 1
-}
-
-/// Where `num_shards` and `shard_id` come from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ShardFrom {
-    /// The `num_shards` and `shard_id` fields (or the command line).
-    #[default]
-    Config,
-    /// The launcher's environment: `WORLD_SIZE`/`RANK` (torchrun) or `RANK_SIZE`/`RANK_ID`
-    /// (MindSpore), read when the pipeline is built.
-    Env,
-}
-
-/// The `[source]` table: where the samples come from and which ones an epoch reads
-/// (MindSpore puts the sampling arguments on the dataset too).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SourceConfig {
-    /// What kind of dataset.
-    pub kind: SourceKind,
-    /// Dataset root (relative paths in a file are relative to the file's folder).
-    pub root: PathBuf,
-    /// image_folder: extensions to read (default jpg, jpeg, png, bmp, webp).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub extensions: Option<Vec<String>>,
-    /// image_folder: folder name → label; only these folders are read.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub class_indexing: Option<BTreeMap<String, u32>>,
-    /// cifar10/cifar100: train, test or all (default train).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
-    /// cifar100: fine, coarse or both (default fine).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label: Option<CifarLabel>,
-    /// Read at most this many samples per epoch (per shard).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub num_samples: Option<usize>,
-    /// Shuffle every epoch.
-    #[serde(default)]
-    pub shuffle: bool,
-    /// Seed of the shuffle and of the random ops.
-    #[serde(default)]
-    pub seed: u64,
-    /// Data-parallel shards (MindSpore DistributedSampler semantics).
-    #[serde(default = "one")]
-    pub num_shards: usize,
-    /// This process's shard.
-    #[serde(default)]
-    pub shard_id: usize,
-    /// `"env"`: take `num_shards`/`shard_id` from the launcher's environment.
-    #[serde(default)]
-    pub shard: ShardFrom,
-    /// When `num_shards` does not divide the dataset: `pad` (default, MindSpore's
-    /// DistributedSampler), `drop` or `exact`.
-    #[serde(default)]
-    pub uneven: Uneven,
-    /// Epochs a run makes (the permutation is reseeded every epoch).
-    #[serde(default = "one_epoch", skip_serializing_if = "is_one_epoch")]
-    pub num_epochs: u64,
-    /// image_folder: largest file read, in bytes (default 256 MiB); a larger file fails its
-    /// sample (kind `file_too_large`) before it is read.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_file_bytes: Option<u64>,
-}
-
-impl SourceConfig {
-    /// A source of `kind` at `root` with every option at its default.
-    pub fn new(kind: SourceKind, root: impl Into<PathBuf>) -> SourceConfig {
-        SourceConfig {
-            kind,
-            root: root.into(),
-            extensions: None,
-            class_indexing: None,
-            usage: None,
-            label: None,
-            num_samples: None,
-            shuffle: false,
-            seed: 0,
-            num_shards: 1,
-            shard_id: 0,
-            shard: ShardFrom::Config,
-            uneven: Uneven::Pad,
-            num_epochs: 1,
-            max_file_bytes: None,
-        }
-    }
-
-    /// The sampling this table describes.
-    pub fn sampling(&self) -> Sampling {
-        Sampling {
-            shuffle: self.shuffle,
-            seed: self.seed,
-            num_samples: self.num_samples,
-            num_shards: self.num_shards,
-            shard_id: self.shard_id,
-            uneven: self.uneven,
-        }
-    }
-
-    /// With `shard = "env"`, fill `num_shards`/`shard_id` from the variables `get` reads.
-    pub fn resolve_shard(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<()> {
-        if self.shard == ShardFrom::Env {
-            let (n, id) =
-                shard_from_env(get).map_err(|e| Error::Invalid(format!("source: {e}")))?;
-            self.num_shards = n;
-            self.shard_id = id;
-        }
-        Ok(())
-    }
-
-    /// Open the dataset (lists or maps files; reads no sample).
-    pub fn open(&self) -> Result<Arc<dyn Source>> {
-        if self.kind == SourceKind::Shards || Shards::is_dataset(&self.root) {
-            return self.open_shards();
-        }
-        let misplaced = |field: &str| {
-            Err(Error::Invalid(format!(
-                "source: `{field}` does not apply to kind {:?}",
-                self.kind
-            )))
-        };
-        match self.kind {
-            SourceKind::ImageFolder => {
-                if self.usage.is_some() {
-                    return misplaced("usage");
-                }
-                if self.label.is_some() {
-                    return misplaced("label");
-                }
-                let f = ImageFolder::open(
-                    &self.root,
-                    self.extensions.as_deref(),
-                    self.class_indexing.as_ref(),
-                )?;
-                let f = match self.max_file_bytes {
-                    Some(0) => {
-                        return Err(Error::Invalid(
-                            "source: max_file_bytes must be positive".into(),
-                        ))
-                    }
-                    Some(n) => f.with_max_file_bytes(n),
-                    None => f,
-                };
-                Ok(Arc::new(f))
-            }
-            SourceKind::Shards => self.open_shards(),
-            SourceKind::Cifar10 | SourceKind::Cifar100 => {
-                if self.extensions.is_some() {
-                    return misplaced("extensions");
-                }
-                if self.class_indexing.is_some() {
-                    return misplaced("class_indexing");
-                }
-                if self.max_file_bytes.is_some() {
-                    return misplaced("max_file_bytes");
-                }
-                let kind = if self.kind == SourceKind::Cifar10 {
-                    if self.label.is_some() {
-                        return misplaced("label");
-                    }
-                    CifarKind::Cifar10
-                } else {
-                    CifarKind::Cifar100
-                };
-                let c = Cifar::open(
-                    &self.root,
-                    kind,
-                    self.usage.unwrap_or_default(),
-                    self.label.unwrap_or_default(),
-                )?;
-                Ok(Arc::new(c))
-            }
-        }
-    }
-}
-
-impl SourceConfig {
-    /// A converted dataset. The listing options of the original source applied when it
-    /// was converted: `extensions` is ignored, and `class_indexing`, `usage` and `label`
-    /// must say what the conversion used (labels are stored), or it is an error.
-    fn open_shards(&self) -> Result<Arc<dyn Source>> {
-        let s = Shards::open(&self.root)?;
-        let m = s.manifest();
-        let differs = |field: &str, want: String, stored: String| {
-            Err(Error::Invalid(format!(
-                "source: `{field}` is {want}, but {} was converted with {stored}",
-                self.root.display()
-            )))
-        };
-        if let Some(map) = &self.class_indexing {
-            let stored: BTreeMap<String, u32> = m.classes.iter().cloned().collect();
-            if map != &stored {
-                return differs("class_indexing", format!("{map:?}"), format!("{stored:?}"));
-            }
-        }
-        let name = |v: serde_json::Result<serde_json::Value>| {
-            v.ok().and_then(|v| v.as_str().map(str::to_string))
-        };
-        if let Some(u) = self.usage {
-            let want = name(serde_json::to_value(u));
-            if want != m.source.usage {
-                return differs(
-                    "usage",
-                    format!("{want:?}"),
-                    format!("{:?}", m.source.usage),
-                );
-            }
-        }
-        if let Some(l) = self.label {
-            let want = name(serde_json::to_value(l));
-            if want != m.source.label {
-                return differs(
-                    "label",
-                    format!("{want:?}"),
-                    format!("{:?}", m.source.label),
-                );
-            }
-        }
-        Ok(Arc::new(s))
-    }
-}
 
 /// The `[batch]` table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct BatchConfig {
     /// Samples per batch.
     pub size: usize,
@@ -293,6 +45,20 @@ pub struct BatchConfig {
     #[serde(default)]
     pub drop_remainder: bool,
 }
+
+impl BatchConfig {
+    /// Batches of `size`, the last one kept even when short.
+    pub fn new(size: usize) -> BatchConfig {
+        BatchConfig {
+            size,
+            drop_remainder: false,
+        }
+    }
+}
+
+setters!(BatchConfig {
+    drop_remainder: bool,
+});
 
 impl Default for BatchConfig {
     /// One sample a batch (what a conversion pipeline without `[batch]` gets).
@@ -315,6 +81,7 @@ fn two() -> usize {
 /// The `[engine]` table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct EngineConfig {
     /// Worker threads (MindSpore's `num_parallel_workers`); default: one per core.
     #[serde(default = "default_workers")]
@@ -348,6 +115,18 @@ pub struct EngineConfig {
     pub fingerprint: bool,
 }
 
+setters!(EngineConfig {
+    workers: usize,
+    queue: usize,
+    on_error: OnError,
+    profile: bool,
+    fuse: bool,
+    fingerprint: bool,
+} optional {
+    prefetch: usize,
+    work_unit: usize,
+});
+
 fn yes() -> bool {
     true
 }
@@ -370,6 +149,7 @@ impl Default for EngineConfig {
 /// A whole pipeline description, as in a pipeline file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct PipelineConfig {
     /// Where samples come from.
     pub source: SourceConfig,
@@ -385,7 +165,30 @@ pub struct PipelineConfig {
     /// How `convert --format shards` stores samples (conversion pipelines only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store: Option<StoreConfig>,
+    /// Where a pipeline file wrote each op (for errors).
+    #[serde(skip)]
+    places: OpPlaces,
 }
+
+impl PipelineConfig {
+    /// `source` through `ops` into `batch`, the engine at its defaults, no `[store]`.
+    pub fn new(source: SourceConfig, ops: Vec<Op>, batch: BatchConfig) -> PipelineConfig {
+        PipelineConfig {
+            source,
+            ops,
+            batch,
+            engine: EngineConfig::default(),
+            store: None,
+            places: OpPlaces::default(),
+        }
+    }
+}
+
+setters!(PipelineConfig {
+    engine: EngineConfig,
+} optional {
+    store: StoreConfig,
+});
 
 impl PipelineConfig {
     /// Parse pipeline TOML; `path` names it in errors and anchors a relative `root`.
@@ -393,7 +196,8 @@ impl PipelineConfig {
         // An op's own mistakes (an unknown field, a bad value) are reported at that op's
         // table: the whole-file parse below would point at the first `[[ops]]` (serde
         // buffers a tagged enum's fields, losing their places).
-        if let Some(message) = op_error(text) {
+        let places = op_places(text, path);
+        if let Some(message) = source_error(text, path).or_else(|| op_error(text, &places)) {
             return Err(Error::Config {
                 path: path.to_path_buf(),
                 message,
@@ -403,6 +207,7 @@ impl PipelineConfig {
             path: path.to_path_buf(),
             message: e.to_string().trim_end().to_string(),
         })?;
+        cfg.places = places;
         // `[batch]` may be left out of conversion pipelines (with `[store]`) only.
         let has_batch = toml::from_str::<toml::Table>(text).is_ok_and(|t| t.contains_key("batch"));
         if cfg.store.is_none() && !has_batch {
@@ -413,9 +218,10 @@ impl PipelineConfig {
                     .into(),
             });
         }
-        if cfg.source.root.is_relative() {
+        let root = cfg.source.dataset.root_mut();
+        if root.is_relative() {
             if let Some(dir) = path.parent() {
-                cfg.source.root = dir.join(&cfg.source.root);
+                *root = dir.join(&*root);
             }
         }
         Ok(cfg)
@@ -429,6 +235,32 @@ impl PipelineConfig {
             message: e.to_string(),
         })?;
         PipelineConfig::parse(&text, path)
+    }
+
+    /// The spec chain of `ops` on `source` ([`spec_chain`]), an op's error pointing at the
+    /// op (or its parameter at fault) in the pipeline file this config was read from.
+    pub fn spec_chain(&self, source: &Spec) -> Result<Vec<(String, Spec)>> {
+        spec_chain(source, &self.ops).map_err(|e| match e {
+            Error::Op {
+                index,
+                op,
+                reason,
+                at: None,
+            } => {
+                let key = match &reason {
+                    SpecError::Param { name, .. } => Some(*name),
+                    _ => None,
+                };
+                let at = self.places.0.get(index).map(|p| p.of(key));
+                Error::Op {
+                    index,
+                    op,
+                    reason,
+                    at,
+                }
+            }
+            e => e,
+        })
     }
 
     /// As TOML.
@@ -447,24 +279,138 @@ pub fn spec_chain(source: &Spec, ops: &[Op]) -> Result<Vec<(String, Spec)>> {
             index: i,
             op: op.name(),
             reason,
+            at: None,
         })?;
         stages.push((op.name().to_string(), spec.clone()));
     }
     Ok(stages)
 }
 
-/// The first `[[ops]]` table of `text` that is not a valid op, as `ops[i] (name) at line L,
-/// column C: why`; `None` when every op table is valid, or when the file does not parse or
-/// an op's name is wrong (the whole-file parse reports those at their own line).
-fn op_error(text: &str) -> Option<String> {
+/// Where one op of a pipeline file is written: its table, and each `key = value` line in it
+/// (tables written as `[[ops]]`; an inline table gets only its own place).
+#[derive(Clone, Debug)]
+struct OpPlace {
+    table: Place,
+    /// `(key, its place, the value's text on that line)`.
+    keys: Vec<(String, Place, String)>,
+}
+
+impl OpPlace {
+    /// The place of `key` in this op's table, else of the table.
+    fn of(&self, key: Option<&str>) -> Place {
+        key.and_then(|k| self.keys.iter().find(|(name, ..)| name == k))
+            .map_or_else(|| self.table.clone(), |(_, p, _)| p.clone())
+    }
+
+    /// Where serde's `message` about this table points: the unknown field it names, the key
+    /// holding the unknown variant it names, else the table.
+    fn culprit(&self, message: &str) -> Place {
+        let quoted = |prefix: &str| {
+            message
+                .strip_prefix(prefix)
+                .and_then(|m| m.split('`').next())
+                .map(str::to_string)
+        };
+        if let Some(field) = quoted("unknown field `") {
+            return self.of(Some(&field));
+        }
+        if let Some(variant) = quoted("unknown variant `") {
+            let value = format!("\"{variant}\"");
+            if let Some((_, p, _)) = self.keys.iter().find(|(.., v)| v.contains(&value)) {
+                return p.clone();
+            }
+        }
+        self.table.clone()
+    }
+}
+
+/// Where a pipeline file wrote its ops, so that an op's error can point at its line. Not part
+/// of what the pipeline is: two configs that differ only here are equal.
+#[derive(Clone, Debug, Default)]
+struct OpPlaces(Vec<OpPlace>);
+
+impl PartialEq for OpPlaces {
+    fn eq(&self, _: &OpPlaces) -> bool {
+        true
+    }
+}
+
+/// The `[[ops]]` tables of `text` with their byte spans; `None` when the file does not parse.
+fn op_tables(text: &str) -> Option<Vec<toml::Spanned<toml::Table>>> {
     #[derive(Deserialize)]
     struct OpTables {
         #[serde(default)]
         ops: Vec<toml::Spanned<toml::Table>>,
     }
-    let tables: OpTables = toml::from_str(text).ok()?;
-    for (i, t) in tables.ops.into_iter().enumerate() {
-        let start = t.span().start;
+    toml::from_str::<OpTables>(text).ok().map(|t| t.ops)
+}
+
+/// Where the table at `span` of `text` (the contents of `file`) and its keys are.
+fn table_place(text: &str, span: std::ops::Range<usize>, file: &Path) -> OpPlace {
+    let body = text.get(span.clone()).unwrap_or("");
+    let mut keys = Vec::new();
+    let mut offset = span.start;
+    for line in body.split_inclusive('\n') {
+        let key_at = line.len() - line.trim_start().len();
+        let rest = &line[key_at..];
+        let key: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+            .collect();
+        if let Some(value) = rest[key.len()..].trim_start().strip_prefix('=') {
+            if !key.is_empty() {
+                let place = Place::of(file, text, offset + key_at);
+                keys.push((key, place, value.trim().to_string()));
+            }
+        }
+        offset += line.len();
+    }
+    OpPlace {
+        table: Place::of(file, text, span.start),
+        keys,
+    }
+}
+
+/// The places of the ops of `text` (the contents of `file`).
+fn op_places(text: &str, file: &Path) -> OpPlaces {
+    let tables = op_tables(text).unwrap_or_default();
+    OpPlaces(
+        tables
+            .iter()
+            .map(|t| table_place(text, t.span(), file))
+            .collect(),
+    )
+}
+
+/// A mistake inside `[source]`, as `[source] at line L, column C: why`, at the field where
+/// the message names one: the whole-file parse would point at the table (the table is split
+/// into dataset and sampling fields by hand, which loses serde's places). `None` when the
+/// table is valid or the file does not parse (the whole-file parse reports that).
+fn source_error(text: &str, file: &Path) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Tables {
+        source: toml::Spanned<toml::Table>,
+    }
+    let t: Tables = toml::from_str(text).ok()?;
+    let place = table_place(text, t.source.span(), file);
+    let err = toml::Value::Table(t.source.into_inner())
+        .try_into::<SourceConfig>()
+        .err()?;
+    let p = place.culprit(err.message());
+    Some(format!(
+        "[source] at line {}, column {}: {}",
+        p.line,
+        p.column,
+        err.message().trim_end()
+    ))
+}
+
+/// The first op of `text` that is not a valid op table, as `ops[i] (name) at line L, column
+/// C: why`, the place being the field at fault where the message names one (an unknown
+/// field), else the op's table; `None` when every op table is valid, or when the file does
+/// not parse or an op's name is wrong (the whole-file parse reports those at their own line).
+fn op_error(text: &str, places: &OpPlaces) -> Option<String> {
+    for (i, t) in op_tables(text)?.into_iter().enumerate() {
         let table = t.into_inner();
         let name = table
             .get("op")
@@ -480,11 +426,12 @@ fn op_error(text: &str) -> Option<String> {
         if tag.iter().any(|t| err.message().contains(t)) {
             return None;
         }
-        let before = &text[..start.min(text.len())];
-        let line = before.matches('\n').count() + 1;
-        let column = before.len() - before.rfind('\n').map_or(0, |n| n + 1) + 1;
+        let place = places.0.get(i).map(|p| p.culprit(err.message()));
+        let at = place.map_or(String::new(), |p| {
+            format!(" at line {}, column {}", p.line, p.column)
+        });
         return Some(format!(
-            "ops[{i}] ({name}) at line {line}, column {column}: {}",
+            "ops[{i}] ({name}){at}: {}",
             err.message().trim_end()
         ));
     }
@@ -537,12 +484,12 @@ impl std::fmt::Debug for Pipeline {
 /// Build a pipeline in code.
 ///
 /// ```no_run
-/// use imgfeed::ops::{CenterCrop, Decode, Op, Resize, Size};
+/// use imgfeed::ops::{CenterCrop, Decode, Op, Resize};
 /// use imgfeed::{Pipeline, SourceConfig, SourceKind};
 /// let p = Pipeline::builder(SourceConfig::new(SourceKind::ImageFolder, "data/train"))
 ///     .op(Op::Decode(Decode::default()))
-///     .op(Op::Resize(Resize { size: Size::One(256), filter: Default::default(), exact: None }))
-///     .op(Op::CenterCrop(CenterCrop { size: Size::One(224) }))
+///     .op(Op::Resize(Resize::new(256)))
+///     .op(Op::CenterCrop(CenterCrop::new(224)))
 ///     .batch(32, true)
 ///     .workers(2)
 ///     .build()?;
@@ -596,6 +543,7 @@ impl Pipeline {
                 },
                 engine: EngineConfig::default(),
                 store: None,
+                places: OpPlaces::default(),
             },
         }
     }
@@ -617,14 +565,9 @@ impl Pipeline {
     /// sampling, batch size and workers.
     fn checked(mut config: PipelineConfig) -> Result<PipelineConfig> {
         config.source.resolve_shard(|k| std::env::var(k).ok())?;
-        if config.source.num_epochs == 0 {
-            return Err(Error::Invalid(
-                "source.num_epochs must be at least 1".into(),
-            ));
-        }
         config
             .source
-            .sampling()
+            .sampling
             .validate()
             .map_err(|e| Error::Invalid(format!("source: {e}")))?;
         if config.batch.size == 0 {
@@ -647,7 +590,7 @@ impl Pipeline {
     /// listed the dataset once to show its size and classes does not list it again).
     pub fn with_source(config: PipelineConfig, source: Arc<dyn Source>) -> Result<Pipeline> {
         let config = Pipeline::checked(config)?;
-        let stages = spec_chain(&source.spec(), &config.ops)?;
+        let stages = config.spec_chain(&source.spec())?;
         let spec = stages
             .last()
             .map_or_else(|| source.spec(), |(_, s)| s.clone());
@@ -743,7 +686,7 @@ impl Pipeline {
 
     /// Samples read per epoch (this shard, after `num_samples`).
     pub fn samples_per_epoch(&self) -> usize {
-        self.config.source.sampling().len(self.source.len())
+        self.config.source.sampling.len(self.source.len())
     }
 
     /// Batches per epoch.
@@ -757,11 +700,7 @@ impl Pipeline {
 
     /// Start epoch `epoch` (it seeds the shuffle and the random ops).
     pub fn epoch(&self, epoch: u64) -> Epoch {
-        let order = self
-            .config
-            .source
-            .sampling()
-            .order(self.source.len(), epoch);
+        let order = self.config.source.sampling.order(self.source.len(), epoch);
         self.launch(State::epoch_start(epoch), order, 0)
     }
 
@@ -772,7 +711,7 @@ impl Pipeline {
         let order = self
             .config
             .source
-            .sampling()
+            .sampling
             .order(self.source.len(), state.epoch);
         let (bs, drop) = (self.config.batch.size, self.config.batch.drop_remainder);
         let batches = batch_count(order.len(), bs, drop);
@@ -819,7 +758,7 @@ impl Pipeline {
             first_batch: state.batch,
             batches: total.div_ceil(bs),
             drop_remainder: drop,
-            seed: self.config.source.seed,
+            seed: self.config.source.sampling.seed,
             epoch: state.epoch,
             workers: e.workers,
             prefetch: self.prefetch,
@@ -831,5 +770,63 @@ impl Pipeline {
                 .unwrap_or_else(|| self.source.work_unit())
                 .max(1),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::image::{bug, Sample};
+    use crate::ops::kernel::Kernel;
+    use crate::Fault;
+
+    /// A kernel that finds its own state inconsistent on every sample.
+    #[derive(Debug)]
+    struct Broken;
+
+    impl Kernel for Broken {
+        fn name(&self) -> &'static str {
+            "broken"
+        }
+
+        fn run(&self, _: &mut Sample<'_, '_>) -> std::result::Result<(), Fault> {
+            Err(bug("the kernel's plan does not fit the image"))
+        }
+    }
+
+    /// An internal fault (a bug, not a bad file) ends the epoch as `Error::Internal`, under
+    /// every error policy: never skipped, replaced or reported as a bad sample.
+    #[test]
+    fn an_internal_fault_ends_the_epoch_as_a_bug_whatever_the_error_policy() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/imagefolder");
+        for on_error in [OnError::Error, OnError::Skip, OnError::Replace] {
+            let source = SourceConfig::new(SourceKind::ImageFolder, &root);
+            let config = PipelineConfig::new(
+                source,
+                vec![
+                    Op::Decode(Default::default()),
+                    Op::CenterCrop(crate::ops::CenterCrop::new(8)),
+                ],
+                BatchConfig::new(2),
+            )
+            .engine(EngineConfig::default().workers(2).on_error(on_error));
+            let mut p = Pipeline::new(config).expect("builds");
+            let mut program = (*p.program).clone();
+            program.kernels.push(Arc::new(Broken));
+            p.program = Arc::new(program);
+            let results: Vec<_> = p.epoch(0).collect();
+            assert_eq!(
+                results.len(),
+                1,
+                "{on_error:?}: the first error ends the epoch"
+            );
+            match &results[0] {
+                Err(Error::Internal(m)) => assert!(
+                    m.contains("broken: the kernel's plan does not fit the image"),
+                    "{on_error:?}: {m}"
+                ),
+                other => panic!("{on_error:?}: expected Error::Internal, got {other:?}"),
+            }
+        }
     }
 }

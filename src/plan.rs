@@ -22,8 +22,9 @@ use crate::rng::SplitMix64;
 use serde::{Deserialize, Serialize};
 
 /// What sharding does with the `N mod num_shards` samples left over.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
+#[value(rename_all = "lowercase")]
 pub enum Uneven {
     /// Every shard gets `ceil(N / num_shards)`: the last round wraps around to the start of
     /// the order (MindSpore's `DistributedSampler`, PyTorch's default).
@@ -36,33 +37,62 @@ pub enum Uneven {
     Exact,
 }
 
-impl std::str::FromStr for Uneven {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Uneven, String> {
-        match s {
-            "pad" => Ok(Uneven::Pad),
-            "drop" => Ok(Uneven::Drop),
-            "exact" => Ok(Uneven::Exact),
-            _ => Err(format!("unknown uneven policy `{s}` (pad, drop or exact)")),
-        }
-    }
+/// Where `num_shards` and `shard_id` come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ShardFrom {
+    /// The `num_shards` and `shard_id` fields (or the command line).
+    #[default]
+    Config,
+    /// The launcher's environment: `WORLD_SIZE`/`RANK` (torchrun) or `RANK_SIZE`/`RANK_ID`
+    /// (MindSpore), read when the pipeline is built.
+    Env,
 }
 
-/// How an epoch's samples are chosen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+fn one() -> usize {
+    1
+}
+
+fn one_epoch() -> u64 {
+    1
+}
+
+fn is_one_epoch(n: &u64) -> bool {
+    *n == 1
+}
+
+/// How an epoch's samples are chosen, and how many epochs a run makes: the sampling fields
+/// of the `[source]` table (MindSpore puts the sampling arguments on the dataset too),
+/// the same for every kind of source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Sampling {
     /// Shuffle every epoch.
+    #[serde(default)]
     pub shuffle: bool,
     /// Seed of the shuffle and of random ops.
+    #[serde(default)]
     pub seed: u64,
     /// Keep at most this many samples (per shard).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_samples: Option<usize>,
-    /// Number of data-parallel shards.
+    /// Number of data-parallel shards (MindSpore's DistributedSampler semantics).
+    #[serde(default = "one")]
     pub num_shards: usize,
     /// This shard.
+    #[serde(default)]
     pub shard_id: usize,
-    /// What to do when `num_shards` does not divide the dataset.
+    /// `"env"`: take `num_shards`/`shard_id` from the launcher's environment.
+    #[serde(default)]
+    pub shard: ShardFrom,
+    /// What to do when `num_shards` does not divide the dataset: `pad` (default,
+    /// MindSpore's DistributedSampler), `drop` or `exact`.
+    #[serde(default)]
     pub uneven: Uneven,
+    /// Epochs a run makes (the permutation is reseeded every epoch).
+    #[serde(default = "one_epoch", skip_serializing_if = "is_one_epoch")]
+    pub num_epochs: u64,
 }
 
 impl Default for Sampling {
@@ -73,25 +103,80 @@ impl Default for Sampling {
             num_samples: None,
             num_shards: 1,
             shard_id: 0,
+            shard: ShardFrom::Config,
             uneven: Uneven::Pad,
+            num_epochs: 1,
         }
     }
 }
 
+/// Why a sampling cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SamplingError {
+    /// `num_shards` is 0.
+    #[error("num_shards must be at least 1")]
+    NoShards,
+    /// `shard_id` is not below `num_shards`.
+    #[error("shard_id {shard_id} must be below num_shards {num_shards}")]
+    ShardId {
+        /// The shard asked for.
+        shard_id: usize,
+        /// The number of shards.
+        num_shards: usize,
+    },
+    /// `num_samples` is 0.
+    #[error("num_samples must be positive")]
+    NoSamples,
+    /// `num_epochs` is 0.
+    #[error("num_epochs must be at least 1")]
+    NoEpochs,
+    /// `shard = "env"` and the launcher's variables are missing or wrong.
+    #[error("shard = \"env\": {0}")]
+    Env(String),
+}
+
+/// The sampling fields as the `[source]` table spells them (every other field of the
+/// table belongs to the kind of dataset).
+pub const SAMPLING_FIELDS: [&str; 8] = [
+    "shuffle",
+    "seed",
+    "num_samples",
+    "num_shards",
+    "shard_id",
+    "shard",
+    "uneven",
+    "num_epochs",
+];
+
 impl Sampling {
     /// Checks the shard parameters.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SamplingError> {
         if self.num_shards == 0 {
-            return Err("num_shards must be at least 1".into());
+            return Err(SamplingError::NoShards);
         }
         if self.shard_id >= self.num_shards {
-            return Err(format!(
-                "shard_id {} must be below num_shards {}",
-                self.shard_id, self.num_shards
-            ));
+            return Err(SamplingError::ShardId {
+                shard_id: self.shard_id,
+                num_shards: self.num_shards,
+            });
         }
         if self.num_samples == Some(0) {
-            return Err("num_samples must be positive".into());
+            return Err(SamplingError::NoSamples);
+        }
+        if self.num_epochs == 0 {
+            return Err(SamplingError::NoEpochs);
+        }
+        Ok(())
+    }
+
+    /// With `shard = "env"`, fill `num_shards`/`shard_id` from the variables `get` reads.
+    pub fn resolve_shard(
+        &mut self,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<(), SamplingError> {
+        if self.shard == ShardFrom::Env {
+            (self.num_shards, self.shard_id) = shard_from_env(get)?;
         }
         Ok(())
     }
@@ -138,35 +223,37 @@ impl Sampling {
 /// `(num_shards, shard_id)` from the variables a launcher sets: `WORLD_SIZE`/`RANK`
 /// (torchrun, and most PyTorch launchers) or else `RANK_SIZE`/`RANK_ID` (MindSpore's
 /// scripts). `get` reads a variable (`std::env::var(..).ok()` in the binary).
-pub fn shard_from_env(get: impl Fn(&str) -> Option<String>) -> Result<(usize, usize), String> {
+pub fn shard_from_env(
+    get: impl Fn(&str) -> Option<String>,
+) -> Result<(usize, usize), SamplingError> {
     let pairs = [("WORLD_SIZE", "RANK"), ("RANK_SIZE", "RANK_ID")];
     for (size_var, rank_var) in pairs {
         let (size, rank) = (get(size_var), get(rank_var));
         if size.is_none() && rank.is_none() {
             continue;
         }
-        let parse = |name: &str, v: Option<String>| -> Result<usize, String> {
+        let parse = |name: &str, v: Option<String>| -> Result<usize, SamplingError> {
             let v = v.ok_or_else(|| {
-                format!("shard = \"env\": {size_var} and {rank_var} must be set together, but {name} is not set")
+                SamplingError::Env(format!(
+                    "{size_var} and {rank_var} must be set together, but {name} is not set"
+                ))
             })?;
             v.trim()
                 .parse::<usize>()
-                .map_err(|_| format!("shard = \"env\": {name}={v:?} is not a whole number"))
+                .map_err(|_| SamplingError::Env(format!("{name}={v:?} is not a whole number")))
         };
         let size = parse(size_var, size)?;
         let rank = parse(rank_var, rank)?;
         if size == 0 || rank >= size {
-            return Err(format!(
-                "shard = \"env\": {rank_var}={rank} must be below {size_var}={size}"
-            ));
+            return Err(SamplingError::Env(format!(
+                "{rank_var}={rank} must be below {size_var}={size}"
+            )));
         }
         return Ok((size, rank));
     }
-    Err(
-        "shard = \"env\" but neither WORLD_SIZE/RANK (torchrun) nor RANK_SIZE/RANK_ID \
-         (MindSpore) is set"
-            .into(),
-    )
+    Err(SamplingError::Env(
+        "neither WORLD_SIZE/RANK (torchrun) nor RANK_SIZE/RANK_ID (MindSpore) is set".into(),
+    ))
 }
 
 /// Number of batches for `len` samples.
@@ -287,11 +374,17 @@ mod tests {
             shard_from_env(env(&[("RANK_SIZE", "4"), ("RANK_ID", "1")])),
             Ok((4, 1))
         );
-        let e = shard_from_env(env(&[("WORLD_SIZE", "8")])).unwrap_err();
+        let e = shard_from_env(env(&[("WORLD_SIZE", "8")]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("RANK is not set"), "{e}");
-        let e = shard_from_env(env(&[("WORLD_SIZE", "2"), ("RANK", "2")])).unwrap_err();
+        let e = shard_from_env(env(&[("WORLD_SIZE", "2"), ("RANK", "2")]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("must be below"), "{e}");
-        let e = shard_from_env(env(&[("RANK_SIZE", "x"), ("RANK_ID", "0")])).unwrap_err();
+        let e = shard_from_env(env(&[("RANK_SIZE", "x"), ("RANK_ID", "0")]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a whole number"), "{e}");
         assert!(shard_from_env(env(&[])).is_err());
     }

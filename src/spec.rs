@@ -162,3 +162,40 @@ impl fmt::Display for Spec {
         )
     }
 }
+
+/// Why an op cannot run on the spec it is given, found before any pixel is read
+/// ([`crate::Error::Op`] adds which op and where it is).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpecError {
+    /// The input is not what the op takes (encoded bytes where pixels are needed, CHW where
+    /// HWC is); the message says what to change.
+    #[error("{0}")]
+    Input(String),
+    /// A parameter out of its range.
+    #[error("{name}: {reason}")]
+    Param {
+        /// The parameter, as the pipeline file spells it.
+        name: &'static str,
+        /// What is wrong with its value.
+        reason: String,
+    },
+    /// The op needs something this build of imgfeed lacks (a decoder feature).
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl SpecError {
+    /// A `name` parameter that breaks its rule: `reason` says how.
+    pub fn param(name: &'static str, reason: impl Into<String>) -> SpecError {
+        SpecError::Param {
+            name,
+            reason: reason.into(),
+        }
+    }
+
+    /// An input the op cannot take.
+    pub fn input(why: impl Into<String>) -> SpecError {
+        SpecError::Input(why.into())
+    }
+}

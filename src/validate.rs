@@ -12,8 +12,8 @@
 
 use crate::engine::ordered::{Ended, Ordered};
 use crate::error::{Error, SampleErrorKind};
-use crate::inspect::{format_name, inspect, ColorModel};
 use crate::ops::decode::{Decode, Decoder};
+use crate::ops::inspect::{format_name, inspect, ColorModel};
 use crate::source::{Ignored, Raw, Source};
 use std::collections::BTreeMap;
 use std::path::PathBuf;

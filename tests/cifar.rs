@@ -6,10 +6,12 @@
 mod common;
 
 use common::*;
-use imgfeed::source::{Cifar, CifarKind, CifarLabel, Raw, Source, Usage};
+use imgfeed::source::{
+    Cifar, Cifar100Config, CifarConfig, CifarKind, CifarLabel, Raw, Source, Usage,
+};
 use imgfeed::{
-    BatchConfig, EngineConfig, Error, LabelType, Labels, Layout, OnError, Pipeline, PipelineConfig,
-    SampleErrorKind, SourceConfig, SourceKind,
+    BatchConfig, Dataset, EngineConfig, Error, LabelType, Labels, Layout, OnError, Pipeline,
+    PipelineConfig, SampleErrorKind, SourceConfig, SourceKind,
 };
 use std::path::Path;
 
@@ -111,10 +113,7 @@ fn names(files: &[&str], recs: &[Rec]) -> Vec<String> {
 // ---- pipelines ---------------------------------------------------------------------------------
 
 fn c10_at(root: &Path, usage: Option<Usage>) -> SourceConfig {
-    SourceConfig {
-        usage,
-        ..SourceConfig::new(SourceKind::Cifar10, root)
-    }
+    SourceConfig::from(Dataset::Cifar10(CifarConfig::new(root).usage(usage)))
 }
 
 fn c10(usage: Option<Usage>) -> SourceConfig {
@@ -122,11 +121,9 @@ fn c10(usage: Option<Usage>) -> SourceConfig {
 }
 
 fn c100_at(root: &Path, usage: Option<Usage>, label: Option<CifarLabel>) -> SourceConfig {
-    SourceConfig {
-        usage,
-        label,
-        ..SourceConfig::new(SourceKind::Cifar100, root)
-    }
+    SourceConfig::from(Dataset::Cifar100(
+        Cifar100Config::new(root).usage(usage).label(label),
+    ))
 }
 
 fn c100(usage: Option<Usage>, label: Option<CifarLabel>) -> SourceConfig {
@@ -136,11 +133,10 @@ fn c100(usage: Option<Usage>, label: Option<CifarLabel>) -> SourceConfig {
 /// An engine table; `work_unit = Some(1)` makes workers really share a tiny dataset (the
 /// CIFAR default of 64 records per claim would hand every fixture sample to one worker).
 fn eng(workers: usize, work_unit: Option<usize>, on_error: OnError) -> EngineConfig {
-    EngineConfig {
-        workers,
-        work_unit,
-        on_error,
-        ..EngineConfig::default()
+    let e = EngineConfig::default().workers(workers).on_error(on_error);
+    match work_unit {
+        Some(n) => e.work_unit(n),
+        None => e,
     }
 }
 
@@ -165,10 +161,7 @@ fn build_err(src: SourceConfig) -> Error {
 fn pipeline_file(name: &str, batch: usize, workers: usize) -> PipelineConfig {
     let mut cfg =
         PipelineConfig::from_file(repo().join("pipelines").join(name)).expect("pipeline parses");
-    cfg.batch = BatchConfig {
-        size: batch,
-        drop_remainder: false,
-    };
+    cfg.batch = BatchConfig::new(batch);
     cfg.engine = eng(workers, Some(1), OnError::Error);
     cfg
 }
@@ -198,11 +191,11 @@ fn run(p: &Pipeline, epoch: u64) -> Run {
     };
     for b in batches(p, epoch) {
         let n = b.len();
-        if let Some(v) = b.images_u8() {
+        if let Ok(v) = b.images_u8() {
             r.u8s.extend(v.chunks(PER).map(<[u8]>::to_vec));
             assert_eq!(v.len(), n * PER);
         }
-        if let Some(v) = b.images_f32() {
+        if let Ok(v) = b.images_f32() {
             r.f32s.extend(v.chunks(PER).map(<[f32]>::to_vec));
             assert_eq!(v.len(), n * PER);
         }
@@ -526,22 +519,21 @@ fn usage_train_test_all_counts_and_order() {
 
 #[test]
 fn usage_parses_from_text_and_toml() {
-    assert_eq!("train".parse::<Usage>(), Ok(Usage::Train));
-    assert_eq!("test".parse::<Usage>(), Ok(Usage::Test));
-    assert_eq!("all".parse::<Usage>(), Ok(Usage::All));
-    let e = "bogus".parse::<Usage>().expect_err("bogus is no usage");
-    assert!(
-        e.contains("bogus") && e.contains("train, test or all"),
-        "{e}"
-    );
+    // The command line's names (clap's ValueEnum) are the pipeline file's (serde's).
+    use clap::ValueEnum;
+    assert_eq!(Usage::from_str("train", false), Ok(Usage::Train));
+    assert_eq!(Usage::from_str("test", false), Ok(Usage::Test));
+    assert_eq!(Usage::from_str("all", false), Ok(Usage::All));
+    let e = Usage::from_str("bogus", false).expect_err("bogus is no usage");
+    assert!(e.contains("bogus"), "{e}");
     let text = "[source]\nkind = \"cifar100\"\nroot = \"../fixtures/cifar100\"\nusage = \"all\"\nlabel = \"coarse\"\n[batch]\nsize = 2\n";
     let cfg = PipelineConfig::parse(text, &repo().join("pipelines/x.toml")).expect("parses");
     assert_eq!(
-        (cfg.source.kind, cfg.source.usage, cfg.source.label),
-        (
-            SourceKind::Cifar100,
-            Some(Usage::All),
-            Some(CifarLabel::Coarse)
+        cfg.source.dataset,
+        Dataset::Cifar100(
+            Cifar100Config::new(repo().join("pipelines/../fixtures/cifar100"))
+                .usage(Usage::All)
+                .label(CifarLabel::Coarse)
         )
     );
     let p = Pipeline::new(cfg).expect("relative root resolves to the fixture");
@@ -620,13 +612,16 @@ fn cifar100_label_fine_coarse_both() {
 
 #[test]
 fn label_does_not_apply_to_cifar10() {
-    let src = SourceConfig {
-        label: Some(CifarLabel::Coarse),
-        ..c10(None)
-    };
-    match build_err(src) {
-        Error::Invalid(m) => assert!(m.contains("label") && m.contains("Cifar10"), "{m}"),
-        other => panic!("expected an invalid-pipeline error, got {other:?}"),
+    // A cifar10 source has no `label` field: in code there is nowhere to put one, and in a
+    // pipeline file it is an error naming the field and the kind.
+    let text =
+        "[source]\nkind = \"cifar10\"\nroot = \"c\"\nlabel = \"coarse\"\n[batch]\nsize = 1\n";
+    match PipelineConfig::parse(text, Path::new("p.toml")) {
+        Err(Error::Config { message, .. }) => assert!(
+            message.contains("unknown field `label`") && message.contains("kind = \"cifar10\""),
+            "{message}"
+        ),
+        other => panic!("expected a config error, got {other:?}"),
     }
 }
 
@@ -649,14 +644,17 @@ fn eval_pipeline_is_rescale_normalize_chw_int32_exactly() {
         (Usage::Train, 15, 4),
     ] {
         let mut cfg = pipeline_file("cifar10_eval.toml", 3, workers);
-        assert_eq!(cfg.source.kind, SourceKind::Cifar10);
+        assert_eq!(cfg.source.kind(), SourceKind::Cifar10);
         assert_eq!(
-            cfg.source.usage,
+            cfg.source.dataset.usage(),
             Some(Usage::Test),
             "the eval pipeline reads the test split"
         );
-        cfg.source.root = fixtures().join("cifar10");
-        cfg.source.usage = Some(usage);
+        cfg.source
+            .dataset
+            .root_mut()
+            .clone_from(&fixtures().join("cifar10"));
+        cfg.source.set_usage(usage).expect("cifar has splits");
         let p = Pipeline::new(cfg).expect("eval pipeline builds");
         let spec = p.output_spec();
         assert_eq!(
@@ -707,13 +705,7 @@ fn eval_pipeline_is_rescale_normalize_chw_int32_exactly() {
 fn eval_pipeline_file_drops_the_remainder_by_default() {
     // batch 128, drop_remainder = true: the 4 fixture test samples make no batch at all
     let p = Pipeline::from_file(repo().join("pipelines/cifar10_eval.toml")).expect("builds");
-    assert_eq!(
-        p.config().batch,
-        BatchConfig {
-            size: 128,
-            drop_remainder: true
-        }
-    );
+    assert_eq!(p.config().batch, BatchConfig::new(128).drop_remainder(true));
     assert_eq!((p.samples_per_epoch(), p.batches_per_epoch()), (4, 0));
     assert_eq!(p.epoch(0).count(), 0);
 }
@@ -841,8 +833,8 @@ fn train_pipeline_is_worker_independent_and_crops_and_flips_its_source() {
             .expect("train pipeline builds")
     };
     let p1 = make(1);
-    assert_eq!(p1.config().source.usage, Some(Usage::Train));
-    assert!(p1.config().source.shuffle);
+    assert_eq!(p1.config().source.dataset.usage(), Some(Usage::Train));
+    assert!(p1.config().source.sampling.shuffle);
     assert_eq!((p1.samples_per_epoch(), p1.batches_per_epoch()), (15, 4));
     let e0 = run(&p1, 0);
     assert_eq!(e0.lens, vec![4, 4, 4, 3]);
@@ -908,7 +900,7 @@ fn cifar100_train_pipeline_keeps_both_labels_and_crops_its_source() {
         .collect();
     assert_eq!(r.labels, want);
     let b = batches(&p, 0);
-    assert!(b[0].labels_i32().is_some(), "labels are int32");
+    assert!(b[0].labels_i32().is_ok(), "labels are int32");
     check_train_epoch(&r, &recs, &C100_MEAN, &C100_STD);
 }
 
@@ -916,11 +908,7 @@ fn cifar100_train_pipeline_keeps_both_labels_and_crops_its_source() {
 fn random_ops_draw_the_same_windows_in_hwc_and_chw_and_before_or_after_normalize() {
     // The draws depend on (seed, epoch, index) only: the same crop/flip comes out whatever
     // the output layout, and whether the pointwise ops run before or after the geometry.
-    let src = SourceConfig {
-        shuffle: true,
-        seed: 3,
-        ..c10(Some(Usage::All))
-    };
+    let src = c10(Some(Usage::All)).shuffle(true).seed(3);
     let geo = || vec![random_crop(32, 32, 4, 0), flip(0.5)];
     let hwc_run = run(
         &pipe(src.clone(), geo(), 5, eng(2, Some(1), OnError::Error)),
@@ -1021,12 +1009,19 @@ fn cifar_pipeline_configs_survive_a_toml_round_trip() {
         PipelineConfig::from_file(repo().join("pipelines/cifar100_train.toml")).expect("parses");
     assert_eq!(
         (
-            cfg.source.usage,
-            cfg.source.label,
-            cfg.source.shuffle,
-            cfg.source.seed
+            &cfg.source.dataset,
+            cfg.source.sampling.shuffle,
+            cfg.source.sampling.seed
         ),
-        (Some(Usage::Train), Some(CifarLabel::Both), true, 1)
+        (
+            &Dataset::Cifar100(
+                Cifar100Config::new(cfg.source.root())
+                    .usage(Usage::Train)
+                    .label(CifarLabel::Both)
+            ),
+            true,
+            1
+        )
     );
 }
 
@@ -1365,10 +1360,7 @@ fn the_largest_valid_labels_are_accepted() {
 
 #[test]
 fn num_samples_limits_a_cifar_epoch() {
-    let src = SourceConfig {
-        num_samples: Some(5),
-        ..c10(Some(Usage::All))
-    };
+    let src = c10(Some(Usage::All)).num_samples(5);
     let p = pipe(src, vec![], 2, eng(2, Some(1), OnError::Error));
     assert_eq!((p.samples_per_epoch(), p.batches_per_epoch()), (5, 3));
     let r = run(&p, 0);
@@ -1376,18 +1368,12 @@ fn num_samples_limits_a_cifar_epoch() {
     assert_eq!(r.indices, seq(5));
     assert_eq!(r.labels, vec![0, 1, 2, 1, 2]);
     assert!(r.u8s[4] == hwc(Rec { f: 1, k: 1 }));
-    let src = SourceConfig {
-        num_samples: Some(100),
-        ..c10(Some(Usage::All))
-    };
+    let src = c10(Some(Usage::All)).num_samples(100);
     assert_eq!(
         pipe(src, vec![], 2, eng(1, None, OnError::Error)).samples_per_epoch(),
         19
     );
-    let src = SourceConfig {
-        num_samples: Some(0),
-        ..c10(None)
-    };
+    let src = c10(None).num_samples(0);
     match Pipeline::builder(src).build() {
         Err(Error::Invalid(m)) => assert!(m.contains("num_samples"), "{m}"),
         other => panic!("num_samples = 0 should be invalid, got {other:?}"),
@@ -1397,11 +1383,7 @@ fn num_samples_limits_a_cifar_epoch() {
 #[test]
 fn shuffle_is_a_worker_independent_permutation_of_cifar_samples() {
     let recs = c10_recs(Usage::All);
-    let src = SourceConfig {
-        shuffle: true,
-        seed: 17,
-        ..c10(Some(Usage::All))
-    };
+    let src = c10(Some(Usage::All)).shuffle(true).seed(17);
     let one = run(
         &pipe(src.clone(), vec![], 4, eng(1, Some(1), OnError::Error)),
         0,
@@ -1429,10 +1411,7 @@ fn shuffle_is_a_worker_independent_permutation_of_cifar_samples() {
     );
     assert_ne!(next.indices, one.indices, "epoch 1 reshuffles");
     // num_samples keeps the first of the shuffled order
-    let limited = SourceConfig {
-        num_samples: Some(6),
-        ..src
-    };
+    let limited = src.num_samples(6);
     let l = run(
         &pipe(limited, vec![], 4, eng(2, Some(1), OnError::Error)),
         0,
@@ -1444,13 +1423,7 @@ fn shuffle_is_a_worker_independent_permutation_of_cifar_samples() {
 fn two_shards_split_cifar_all_with_wrap_around_padding() {
     let recs = c10_recs(Usage::All);
     let shard = |id: usize, shuffle: bool| {
-        let src = SourceConfig {
-            num_shards: 2,
-            shard_id: id,
-            shuffle,
-            seed: 5,
-            ..c10(Some(Usage::All))
-        };
+        let src = c10(Some(Usage::All)).shuffle(shuffle).seed(5).shards(2, id);
         let p = pipe(src, vec![], 4, eng(2, Some(1), OnError::Error));
         assert_eq!((p.samples_per_epoch(), p.batches_per_epoch()), (10, 3));
         let r = run(&p, 0);

@@ -7,9 +7,10 @@ use common::*;
 use imgfeed::ops::{
     CenterCrop, Decode, Filter, HwcToChw, JpegBackend, Normalize, Op, Resize, Size, TypeCast,
 };
-use imgfeed::source::{ImageFolder, Source};
+use imgfeed::source::{ImageFolder, ImageFolderConfig, Source};
 use imgfeed::{
-    DType, Error, LabelType, Layout, Pipeline, PipelineConfig, SourceConfig, SourceKind,
+    DType, Dataset, Error, LabelType, Layout, Pipeline, PipelineConfig, SourceConfig, SourceKind,
+    SpecError,
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -50,8 +51,8 @@ fn unknown_field_in_an_op_names_field_and_line() {
     ));
     assert!(m.contains("sizee"), "{m}");
     assert!(
-        m.contains("line 5"),
-        "the [[ops]] table starts on line 5: {m}"
+        m.contains("at line 7, column 1"),
+        "`sizee` is on line 7 (its [[ops]] table starts on line 5): {m}"
     );
     // the fields it does take are listed
     assert!(m.contains("`size`") && m.contains("`filter`"), "{m}");
@@ -65,13 +66,75 @@ fn a_mistake_in_a_later_op_is_reported_at_that_op() {
     let m = config_error(&format!("{HEAD}{ops}{TAIL}"));
     assert!(m.contains("dtyp"), "{m}");
     assert!(
-        m.contains("ops[2] (type_cast) at line 12, column 1"),
-        "the third op's table starts on line 12, not the first's line 5: {m}"
+        m.contains("ops[2] (type_cast) at line 15, column 1"),
+        "`dtyp` is on line 15, in the third op's table (line 12), not the first's (line 5): {m}"
     );
     // A bad value too: the second op's size.
     let bad = ops.replace("size = 256", "size = \"big\"");
     let m = config_error(&format!("{HEAD}{bad}{TAIL}"));
     assert!(m.contains("ops[1] (resize) at line 8"), "{m}");
+}
+
+/// An op that parses but cannot run (a value out of range, an input it cannot take) is an
+/// `Error::Op` naming the op, pointing at the parameter's line when there is one, else at
+/// the op's table.
+#[test]
+fn an_op_out_of_range_points_at_its_parameter_or_its_table() {
+    // lines 1-3 [source] (root: the fixtures); 5 [[ops]] decode; 8 [[ops]] resize, 11 size;
+    // 13 [[ops]] hwc_to_chw; 16 [[ops]] hwc_to_chw again (already CHW)
+    let root = fixtures().join("imagefolder");
+    let head = format!("[source]\nkind = \"image_folder\"\nroot = {:?}\n\n", root);
+    let ops =
+        "[[ops]]\nop = \"decode\"\n\n[[ops]]\nop = \"resize\"\nfilter = \"bilinear\"\nsize = 0\n\n\
+               [[ops]]\nop = \"hwc_to_chw\"\n\n[[ops]]\nop = \"hwc_to_chw\"\n";
+    let build = |text: &str| {
+        let cfg = PipelineConfig::parse(text, Path::new("/p/x.toml")).expect("parses");
+        Pipeline::new(cfg).expect_err("does not build")
+    };
+    let e = build(&format!("{head}{ops}{TAIL}"));
+    match &e {
+        Error::Op {
+            index: 1,
+            op: "resize",
+            reason: SpecError::Param { name: "size", .. },
+            at: Some(at),
+        } => assert_eq!((at.line, at.column), (11, 1), "{e}"),
+        other => panic!("expected Error::Op for ops[1] at its size, got {other:?}"),
+    }
+    assert!(
+        e.to_string()
+            .contains("/p/x.toml:11:1: ops[1] (resize): size: must be positive"),
+        "{e}"
+    );
+    assert!(e.is_usage());
+    let e = build(&format!(
+        "{head}{}{TAIL}",
+        ops.replace("size = 0", "size = 8")
+    ));
+    match &e {
+        Error::Op {
+            index: 3,
+            op: "hwc_to_chw",
+            reason: SpecError::Input(_),
+            at: Some(at),
+        } => assert_eq!((at.line, at.column), (16, 1), "{e}"),
+        other => panic!("expected Error::Op for ops[3] at its table, got {other:?}"),
+    }
+    // Built in code, the same error has no place.
+    let cfg = PipelineConfig::parse(&format!("{head}{ops}{TAIL}"), Path::new("/p/x.toml"))
+        .expect("parses");
+    let code = Pipeline::new(PipelineConfig::new(cfg.source, cfg.ops, cfg.batch)).expect_err("no");
+    assert!(
+        matches!(
+            code,
+            Error::Op {
+                index: 1,
+                at: None,
+                ..
+            }
+        ),
+        "{code:?}"
+    );
 }
 
 #[test]
@@ -246,17 +309,11 @@ fn bad_op_parameters_are_rejected() {
     let m = invalid(vec![
         decode(),
         center_crop(4, 4),
-        Op::TypeCast(TypeCast {
-            column: "image".into(),
-            dtype: LabelType::I32,
-        }),
+        Op::TypeCast(TypeCast::new(LabelType::I32).column("image".into())),
     ]);
     assert!(m.contains("image"), "{m}");
     let m = invalid(vec![
-        Op::Decode(Decode {
-            decoder: JpegBackend::Auto,
-            max_pixels: 0,
-        }),
+        Op::Decode(Decode::default().decoder(JpegBackend::Auto).max_pixels(0)),
         center_crop(4, 4),
     ]);
     assert!(m.contains("max_pixels"), "{m}");
@@ -266,10 +323,7 @@ fn bad_op_parameters_are_rejected() {
 #[test]
 fn the_turbo_decoder_needs_the_feature() {
     let m = invalid(vec![
-        Op::Decode(Decode {
-            decoder: JpegBackend::Turbo,
-            ..Decode::default()
-        }),
+        Op::Decode(Decode::default().decoder(JpegBackend::Turbo)),
         center_crop(4, 4),
     ]);
     assert!(m.contains("turbojpeg"), "{m}");
@@ -289,7 +343,7 @@ fn a_build_without_turbojpeg_claims_no_libjpeg_turbo_fusion() {
 }
 
 fn normalize_n(mean: Vec<f32>, std: Vec<f32>) -> Op {
-    Op::Normalize(Normalize { mean, std })
+    Op::Normalize(Normalize::new(mean, std))
 }
 
 #[test]
@@ -309,36 +363,18 @@ fn bad_batch_engine_and_sampling_values_are_rejected() {
         .workers(0)
         .build());
     assert!(m.contains("workers"), "{m}");
-    let m = err(ok_ops(Pipeline::builder(SourceConfig {
-        num_shards: 2,
-        shard_id: 2,
-        ..fixture_source()
-    }))
-    .build());
+    let m = err(ok_ops(Pipeline::builder(fixture_source().shards(2, 2))).build());
     assert!(m.contains("shard_id 2"), "{m}");
-    let m = err(ok_ops(Pipeline::builder(SourceConfig {
-        num_shards: 0,
-        ..fixture_source()
-    }))
-    .build());
+    let m = err(ok_ops(Pipeline::builder(fixture_source().shards(0, 0))).build());
     assert!(m.contains("num_shards"), "{m}");
-    let m = err(ok_ops(Pipeline::builder(SourceConfig {
-        num_samples: Some(0),
-        ..fixture_source()
-    }))
-    .build());
+    let m = err(ok_ops(Pipeline::builder(fixture_source().num_samples(0))).build());
     assert!(m.contains("num_samples"), "{m}");
-    let m = err(ok_ops(Pipeline::builder(SourceConfig {
-        usage: Some(Default::default()),
-        ..fixture_source()
-    }))
-    .build());
-    assert!(m.contains("usage"), "{m}");
-    let m = err(ok_ops(Pipeline::builder(SourceConfig {
-        extensions: Some(vec![]),
-        ..fixture_source()
-    }))
-    .build());
+    let m = err(
+        ok_ops(Pipeline::builder(SourceConfig::from(Dataset::ImageFolder(
+            ImageFolderConfig::new(fixtures().join("imagefolder")).extensions(Vec::<String>::new()),
+        ))))
+        .build(),
+    );
     assert!(m.contains("extensions"), "{m}");
 }
 
@@ -350,12 +386,12 @@ fn a_relative_root_is_relative_to_the_pipeline_files_folder() {
         "[source]\nkind = \"image_folder\"\nroot = \"../data\"\n{TAIL}"
     ))
     .expect("parses");
-    assert_eq!(cfg.source.root, PathBuf::from("/cfg/dir/../data"));
+    assert_eq!(cfg.source.root(), PathBuf::from("/cfg/dir/../data"));
     let cfg = parse(&format!(
         "[source]\nkind = \"image_folder\"\nroot = \"/abs/data\"\n{TAIL}"
     ))
     .expect("parses");
-    assert_eq!(cfg.source.root, PathBuf::from("/abs/data"));
+    assert_eq!(cfg.source.root(), PathBuf::from("/abs/data"));
     // a real file: tmp/pipes/p.toml reading tmp/imgs (the test's cwd is the crate root)
     let tmp = tempfile::tempdir().expect("tempdir");
     Img::uniform(2, 2, [9, 8, 7]).write_bmp(&tmp.path().join("imgs/only/x.bmp"));
@@ -367,7 +403,7 @@ fn a_relative_root_is_relative_to_the_pipeline_files_folder() {
     )
     .expect("write pipeline");
     let p = Pipeline::from_file(&file).expect("pipeline with a relative root builds");
-    assert_eq!(p.config().source.root, tmp.path().join("pipes/../imgs"));
+    assert_eq!(p.config().source.root(), tmp.path().join("pipes/../imgs"));
     assert_eq!(p.samples_per_epoch(), 1);
     let s = samples_u8(&p, 0);
     assert_eq!(s, vec![[9u8, 8, 7].repeat(4)]);
@@ -379,52 +415,41 @@ fn a_relative_root_is_relative_to_the_pipeline_files_folder() {
 fn resnet50_eval_parses_to_the_canonical_values() {
     let path = repo().join("pipelines/resnet50_eval.toml");
     let cfg = PipelineConfig::from_file(&path).expect("resnet50_eval.toml parses");
-    assert_eq!(cfg.source.kind, SourceKind::ImageFolder);
+    assert_eq!(cfg.source.kind(), SourceKind::ImageFolder);
     assert_eq!(
-        cfg.source.root,
+        cfg.source.root(),
         repo().join("pipelines/../fixtures/imagefolder")
     );
-    assert!(!cfg.source.shuffle);
+    assert!(!cfg.source.sampling.shuffle);
     assert_eq!(
         (
-            cfg.source.seed,
-            cfg.source.num_shards,
-            cfg.source.shard_id,
-            cfg.source.num_samples
+            cfg.source.sampling.seed,
+            cfg.source.sampling.num_shards,
+            cfg.source.sampling.shard_id,
+            cfg.source.sampling.num_samples
         ),
         (0, 1, 0, None)
     );
     assert_eq!(
-        (
-            cfg.source.extensions.as_ref(),
-            cfg.source.class_indexing.as_ref()
-        ),
-        (None, None)
+        cfg.source.dataset,
+        Dataset::ImageFolder(ImageFolderConfig::new(cfg.source.root()))
     );
     // what serde makes of the decimal literals (f64 parsed, then narrowed)
     let f = |v: f64| v as f32;
     let expected = vec![
-        Op::Decode(Decode {
-            decoder: JpegBackend::Auto,
-            max_pixels: 89_478_485,
-        }),
-        Op::Resize(Resize {
-            size: Size::One(256),
-            filter: Filter::Bilinear,
-            exact: None,
-        }),
-        Op::CenterCrop(CenterCrop {
-            size: Size::One(224),
-        }),
-        Op::Normalize(Normalize {
-            mean: vec![f(123.675), f(116.28), f(103.53)],
-            std: vec![f(58.395), f(57.12), f(57.375)],
-        }),
-        Op::HwcToChw(HwcToChw {}),
-        Op::TypeCast(TypeCast {
-            column: "label".into(),
-            dtype: LabelType::I32,
-        }),
+        Op::Decode(
+            Decode::default()
+                .decoder(JpegBackend::Auto)
+                .max_pixels(89_478_485),
+        ),
+        Op::Resize(Resize::new(Size::One(256)).filter(Filter::Bilinear)),
+        Op::CenterCrop(CenterCrop::new(Size::One(224))),
+        Op::Normalize(Normalize::new(
+            vec![f(123.675), f(116.28), f(103.53)],
+            vec![f(58.395), f(57.12), f(57.375)],
+        )),
+        Op::HwcToChw(HwcToChw::new()),
+        Op::TypeCast(TypeCast::new(LabelType::I32)),
     ];
     assert_eq!(cfg.ops, expected);
     assert_eq!((cfg.batch.size, cfg.batch.drop_remainder), (32, true));
@@ -655,9 +680,9 @@ fn a_batch_too_large_to_address_is_refused() {
     let src = SourceConfig::new(SourceKind::ImageFolder, fixtures().join("imagefolder"));
     let r = Pipeline::builder(src)
         .op(Op::Decode(Default::default()))
-        .op(Op::CenterCrop(imgfeed::ops::CenterCrop {
-            size: imgfeed::ops::Size::Two([32768, 32768]),
-        }))
+        .op(Op::CenterCrop(imgfeed::ops::CenterCrop::new(
+            imgfeed::ops::Size::Two([32768, 32768]),
+        )))
         .batch(1 << 34, false)
         .build();
     match r {
@@ -672,21 +697,22 @@ fn exact_resize_needs_the_bilinear_filter() {
     let src = SourceConfig::new(SourceKind::ImageFolder, fixtures().join("imagefolder"));
     let r = Pipeline::builder(src)
         .op(Op::Decode(Default::default()))
-        .op(Op::Resize(Resize {
-            size: imgfeed::ops::Size::One(64),
-            filter: Filter::Bicubic,
-            exact: Some(true),
-        }))
-        .op(Op::CenterCrop(imgfeed::ops::CenterCrop {
-            size: imgfeed::ops::Size::One(32),
-        }))
+        .op(Op::Resize(
+            Resize::new(imgfeed::ops::Size::One(64))
+                .filter(Filter::Bicubic)
+                .exact(true),
+        ))
+        .op(Op::CenterCrop(imgfeed::ops::CenterCrop::new(
+            imgfeed::ops::Size::One(32),
+        )))
         .build();
     match r {
         Err(Error::Op {
             index: 1,
             op: "resize",
-            reason,
-        }) => assert!(reason.contains("exact"), "{reason}"),
+            reason: SpecError::Param { name: "exact", .. },
+            at: None,
+        }) => {}
         other => panic!("expected Error::Op for ops[1] (resize), got {other:?}"),
     }
 }

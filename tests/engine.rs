@@ -105,11 +105,7 @@ fn output_is_identical_for_any_worker_count_in_order() {
 
 #[test]
 fn shuffled_output_is_identical_for_any_worker_count_and_follows_the_index() {
-    let src = SourceConfig {
-        shuffle: true,
-        seed: 7,
-        ..imagefolder()
-    };
+    let src = imagefolder().shuffle(true).seed(7);
     let shuffled = observe(&canonical_like(src.clone(), 5, false, engine(1)), 0);
     let order = all_indices(&shuffled);
     assert_ne!(
@@ -179,11 +175,7 @@ fn images_follow_their_index_and_labels_their_class() {
         );
     }
     // batch size, prefetch and queue depth change the cut, never the sample stream
-    let src = SourceConfig {
-        shuffle: true,
-        seed: 21,
-        ..folder_source(dir.path())
-    };
+    let src = folder_source(dir.path()).shuffle(true).seed(21);
     let stream = |batch: usize, engine: EngineConfig| {
         let p = Pipeline::builder(src.clone())
             .op(decode())
@@ -237,16 +229,7 @@ fn drop_remainder_drops_only_the_short_last_batch() {
 #[test]
 fn shuffle_changes_order_between_epochs_but_not_the_samples() {
     let dir = tiny_folder();
-    let p = tiny(
-        SourceConfig {
-            shuffle: true,
-            seed: 3,
-            ..folder_source(dir.path())
-        },
-        5,
-        false,
-        2,
-    );
+    let p = tiny(folder_source(dir.path()).shuffle(true).seed(3), 5, false, 2);
     let orders: Vec<Vec<u64>> = (0..4).map(|e| all_indices(&observe(&p, e))).collect();
     for (e, o) in orders.iter().enumerate() {
         let mut s = o.clone();
@@ -267,16 +250,7 @@ fn shuffle_changes_order_between_epochs_but_not_the_samples() {
         "the same epoch repeats its order"
     );
     // another seed, another order
-    let q = tiny(
-        SourceConfig {
-            shuffle: true,
-            seed: 4,
-            ..folder_source(dir.path())
-        },
-        5,
-        false,
-        2,
-    );
+    let q = tiny(folder_source(dir.path()).shuffle(true).seed(4), 5, false, 2);
     assert_ne!(all_indices(&observe(&q, 0)), orders[0]);
 }
 
@@ -285,13 +259,10 @@ fn shards_are_disjoint_and_cover_the_dataset() {
     let dir = tiny_folder();
     for shuffle in [false, true] {
         let shard = |id| {
-            let src = SourceConfig {
-                shuffle,
-                seed: 11,
-                num_shards: 2,
-                shard_id: id,
-                ..folder_source(dir.path())
-            };
+            let src = folder_source(dir.path())
+                .shuffle(shuffle)
+                .seed(11)
+                .shards(2, id);
             let p = tiny(src, 4, false, 2);
             assert_eq!(p.samples_per_epoch(), 6);
             all_indices(&observe(&p, 1))
@@ -311,11 +282,7 @@ fn shards_are_disjoint_and_cover_the_dataset() {
         assert_eq!(all, (0..12).collect::<Vec<u64>>(), "shuffle={shuffle}");
     }
     // 5 shards of 12: ceil(12 / 5) = 3 each, the last round wraps to the start
-    let src = SourceConfig {
-        num_shards: 5,
-        shard_id: 4,
-        ..folder_source(dir.path())
-    };
+    let src = folder_source(dir.path()).shards(5, 4);
     assert_eq!(
         all_indices(&observe(&tiny(src, 4, false, 1), 0)),
         vec![4, 9, 2]
@@ -325,30 +292,16 @@ fn shards_are_disjoint_and_cover_the_dataset() {
 #[test]
 fn num_samples_limits_the_epoch() {
     let dir = tiny_folder();
-    let p = tiny(
-        SourceConfig {
-            num_samples: Some(3),
-            ..folder_source(dir.path())
-        },
-        2,
-        false,
-        2,
-    );
+    let p = tiny(folder_source(dir.path()).num_samples(3), 2, false, 2);
     assert_eq!((p.samples_per_epoch(), p.batches_per_epoch()), (3, 2));
     let o = observe(&p, 0);
     assert_eq!(o.lens, vec![2, 1]);
     assert_eq!(all_indices(&o), vec![0, 1, 2]);
-    let src = SourceConfig {
-        num_samples: Some(3),
-        shuffle: true,
-        seed: 5,
-        ..folder_source(dir.path())
-    };
-    let full = SourceConfig {
-        shuffle: true,
-        seed: 5,
-        ..folder_source(dir.path())
-    };
+    let src = folder_source(dir.path())
+        .num_samples(3)
+        .shuffle(true)
+        .seed(5);
+    let full = folder_source(dir.path()).shuffle(true).seed(5);
     let first3 = all_indices(&observe(&tiny(full, 12, false, 1), 0))[..3].to_vec();
     assert_eq!(
         all_indices(&observe(&tiny(src, 5, false, 2), 0)),
@@ -364,18 +317,14 @@ fn random_ops_do_not_depend_on_the_worker_count() {
     let files: Vec<(&str, &Img)> = names.iter().map(String::as_str).zip(imgs.iter()).collect();
     let dir = bmp_folder(&files);
     let run = |workers, epoch| {
-        let p = Pipeline::builder(SourceConfig {
-            shuffle: true,
-            seed: 9,
-            ..folder_source(dir.path())
-        })
-        .op(decode())
-        .op(flip(0.5))
-        .op(random_crop(4, 4, 1, 0))
-        .batch(3, false)
-        .workers(workers)
-        .build()
-        .expect("random pipeline builds");
+        let p = Pipeline::builder(folder_source(dir.path()).shuffle(true).seed(9))
+            .op(decode())
+            .op(flip(0.5))
+            .op(random_crop(4, 4, 1, 0))
+            .batch(3, false)
+            .workers(workers)
+            .build()
+            .expect("random pipeline builds");
         observe(&p, epoch)
     };
     let one = run(1, 2);
@@ -572,11 +521,7 @@ fn skip_mode_leaves_bad_files_out_and_reports_each() {
             .op(decode())
             .op(center_crop(8, 8))
             .batch(2, drop_remainder)
-            .engine(EngineConfig {
-                workers: 2,
-                on_error,
-                ..EngineConfig::default()
-            })
+            .engine(EngineConfig::default().workers(2).on_error(on_error))
             .build()
             .expect("pipeline builds")
     };
@@ -786,11 +731,7 @@ fn a_bad_file_does_not_poison_the_next_decode() {
             .op(decode())
             .op(center_crop(8, 8))
             .batch(1, false)
-            .engine(EngineConfig {
-                workers: 1,
-                on_error: OnError::Skip,
-                ..EngineConfig::default()
-            })
+            .engine(EngineConfig::default().workers(1).on_error(OnError::Skip))
             .build()
             .expect("pipeline builds");
         let got: Vec<(Vec<u64>, usize)> = p
@@ -826,12 +767,12 @@ fn fingerprints_follow_their_samples_through_skip_repacking() {
             .op(decode())
             .op(center_crop(8, 8))
             .batch(2, false)
-            .engine(EngineConfig {
-                workers: 2,
-                on_error: OnError::Skip,
-                fingerprint,
-                ..EngineConfig::default()
-            })
+            .engine(
+                EngineConfig::default()
+                    .workers(2)
+                    .on_error(OnError::Skip)
+                    .fingerprint(fingerprint),
+            )
             .build()
             .expect("pipeline builds")
     };

@@ -5,7 +5,7 @@
 
 use imgfeed::ops::decode::{Decode, Decoder, JpegBackend};
 use imgfeed::rng::SplitMix64;
-use imgfeed::{PipelineConfig, SampleErrorKind, SourceConfig, SourceKind};
+use imgfeed::{PipelineConfig, SampleErrorKind, SourceKind};
 use std::path::{Path, PathBuf};
 
 fn fixtures() -> PathBuf {
@@ -60,10 +60,7 @@ fn mutated_images_never_panic() {
     let mut ok = 0;
     let mut errors = 0;
     for backend in [JpegBackend::Zune, JpegBackend::Auto] {
-        let mut d = Decoder::new(&Decode {
-            decoder: backend,
-            max_pixels: 1 << 22,
-        });
+        let mut d = Decoder::new(&Decode::default().decoder(backend).max_pixels(1 << 22));
         let mut out = Vec::new();
         for f in files {
             let seed = std::fs::read(fixtures().join(f)).expect("fixture");
@@ -108,7 +105,10 @@ fn mutated_cifar_files_give_errors_not_panics() {
             Path::new("x.toml"),
         )
         .expect("parses");
-        cfg.source.root = dir.path().to_path_buf();
+        cfg.source
+            .dataset
+            .root_mut()
+            .clone_from(&dir.path().to_path_buf());
         match imgfeed::Pipeline::new(cfg) {
             Err(e) => {
                 assert!(
@@ -149,16 +149,10 @@ fn mutated_pipeline_files_give_config_errors_not_panics() {
         let m = mutate(&seed, &mut g);
         let text = String::from_utf8_lossy(&m);
         match PipelineConfig::parse(&text, Path::new("mutant.toml")) {
-            Ok(cfg) => {
+            Ok(mut cfg) => {
                 // Parsed: building may still refuse it, but must not panic.
-                let cfg = PipelineConfig {
-                    source: SourceConfig {
-                        root: fixtures().join("imagefolder"),
-                        ..cfg.source
-                    },
-                    ..cfg
-                };
-                if cfg.source.kind == SourceKind::ImageFolder {
+                *cfg.source.dataset.root_mut() = fixtures().join("imagefolder");
+                if cfg.source.kind() == SourceKind::ImageFolder {
                     let _ = imgfeed::Pipeline::new(cfg);
                 }
             }

@@ -148,7 +148,7 @@ fn normalize_subtracts_mean_and_divides_by_std_in_0_255_units() {
     assert_eq!(p.output_spec().dtype, DType::F32);
     let batch = single_batch(&p);
     assert_eq!(batch.shape(), [1, 3, 4, 3]);
-    assert!(batch.images_u8().is_none());
+    assert!(batch.images_u8().is_err());
     let v = batch.images_f32().expect("float32 images");
     for y in 0..3 {
         for x in 0..4 {
@@ -300,11 +300,10 @@ fn type_cast_sets_the_label_type_and_keeps_the_values() {
     classes.insert("a".to_string(), 3u32);
     classes.insert("b".to_string(), 70_000u32);
     let run = |cast: Option<LabelType>| {
-        let mut src = SourceConfig {
-            class_indexing: Some(classes.clone()),
-            ..folder_source(dir.path())
-        };
-        src.seed = 1;
+        let mut src = SourceConfig::from(imgfeed::Dataset::ImageFolder(
+            imgfeed::source::ImageFolderConfig::new(dir.path()).class_indexing(classes.clone()),
+        ));
+        src.sampling.seed = 1;
         let mut b = Pipeline::builder(src)
             .batch(3, false)
             .workers(2)
@@ -321,12 +320,12 @@ fn type_cast_sets_the_label_type_and_keeps_the_values() {
     };
     let b = run(None);
     assert_eq!(b.labels(), Labels::U32(&[3, 70_000, 70_000]));
-    assert!(b.labels_i32().is_none());
+    assert!(b.labels_i32().is_err());
     let b = run(Some(LabelType::U32));
     assert_eq!(b.labels(), Labels::U32(&[3, 70_000, 70_000]));
     let b = run(Some(LabelType::I32));
     assert_eq!(b.labels(), Labels::I32(&[3, 70_000, 70_000]));
-    assert_eq!(b.labels_i32(), Some(&[3, 70_000, 70_000][..]));
+    assert_eq!(b.labels_i32(), Ok(&[3, 70_000, 70_000][..]));
     assert_eq!(
         b.label_bytes(),
         &[3u8, 0, 0, 0, 0x70, 0x11, 1, 0, 0x70, 0x11, 1, 0][..]
@@ -407,21 +406,13 @@ fn resize_keeps_a_uniform_image_uniform_with_every_filter() {
 #[test]
 fn resize_shorter_side_keeps_aspect_with_truncation() {
     // Resize::target, the rule itself: shorter side = s, longer = int(s * long / short).
-    let r = Resize {
-        size: Size::One(5),
-        filter: Filter::Nearest,
-        exact: None,
-    };
+    let r = Resize::new(Size::One(5)).filter(Filter::Nearest);
     assert_eq!(r.target(10, 20), (5, 10));
     assert_eq!(r.target(7, 10), (5, 7)); // 50/7 = 7.14
     assert_eq!(r.target(20, 10), (10, 5));
     assert_eq!(r.target(9, 9), (5, 5));
     assert_eq!(r.target(3, 8), (5, 13)); // upscaling: 40/3 = 13.3
-    let r256 = Resize {
-        size: Size::One(256),
-        filter: Filter::Bilinear,
-        exact: None,
-    };
+    let r256 = Resize::new(Size::One(256)).filter(Filter::Bilinear);
     assert_eq!(r256.target(375, 500), (256, 341));
     assert_eq!(r256.target(520, 260), (512, 256));
 
@@ -487,10 +478,9 @@ fn resize_then_type_cast_then_center_crop_is_still_fused_and_equal() {
     let root = fixtures().join("imagefolder");
     let mut classes = BTreeMap::new();
     classes.insert("bird".to_string(), 0u32);
-    let src = SourceConfig {
-        class_indexing: Some(classes),
-        ..folder_source(&root)
-    };
+    let src = SourceConfig::from(imgfeed::Dataset::ImageFolder(
+        imgfeed::source::ImageFolderConfig::new(&root).class_indexing(classes),
+    ));
     let plain = Pipeline::builder(src.clone())
         .batch(4, false)
         .workers(2)
@@ -822,10 +812,9 @@ fn fused_vs_unfused(
         .enumerate()
         .map(|(i, c)| (c.to_string(), i as u32))
         .collect();
-    let src = SourceConfig {
-        class_indexing: Some(map),
-        ..folder_source(&fixtures().join("imagefolder"))
-    };
+    let src = SourceConfig::from(imgfeed::Dataset::ImageFolder(
+        imgfeed::source::ImageFolderConfig::new(fixtures().join("imagefolder")).class_indexing(map),
+    ));
     let n = 4 * classes.len();
     let make = |fused: bool| {
         let mut b = Pipeline::builder(src.clone())

@@ -24,7 +24,10 @@ const STD: [f32; 3] = [58.395, 57.12, 57.375];
 fn canonical(edit: impl Fn(&mut PipelineConfig)) -> Vec<(String, Vec<f32>)> {
     let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("pipelines/resnet50_eval.toml");
     let mut cfg = PipelineConfig::from_file(&file).expect("canonical pipeline parses");
-    cfg.source.root = fixtures().join("images");
+    cfg.source
+        .dataset
+        .root_mut()
+        .clone_from(&fixtures().join("images"));
     cfg.batch.size = 1;
     cfg.batch.drop_remainder = false;
     edit(&mut cfg);
@@ -50,9 +53,7 @@ fn references() -> Vec<(String, Vec<f32>)> {
     let src = SourceConfig::new(SourceKind::ImageFolder, fixtures().join("reference"));
     let p = Pipeline::builder(src)
         .op(Op::Decode(Decode::default()))
-        .op(Op::CenterCrop(CenterCrop {
-            size: Size::One(224),
-        }))
+        .op(Op::CenterCrop(CenterCrop::new(Size::One(224))))
         .op(Op::HwcToChw(Default::default()))
         .build()
         .expect("reference pipeline");
@@ -171,7 +172,10 @@ fn region_decode_equals_full_decode() {
     let fusions = |fuse: bool| {
         let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("pipelines/resnet50_eval.toml");
         let mut cfg = PipelineConfig::from_file(&file).expect("canonical pipeline parses");
-        cfg.source.root = fixtures().join("images");
+        cfg.source
+            .dataset
+            .root_mut()
+            .clone_from(&fixtures().join("images"));
         cfg.engine.fuse = fuse;
         Pipeline::new(cfg).expect("builds").fusions().to_vec()
     };

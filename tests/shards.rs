@@ -7,10 +7,10 @@ use common::*;
 use imgfeed::ops::{Filter, Op};
 use imgfeed::rng::SplitMix64;
 use imgfeed::shards::format::{crc32, Storage};
+use imgfeed::shards::{convert_to_shards, slice_range};
 use imgfeed::shards::{merge_index, StoreConfig};
-use imgfeed::sink::shards::{convert_to_shards, slice_range};
 use imgfeed::source::{Shards, Source};
-use imgfeed::{LabelType, Pipeline, PipelineConfig, SourceConfig, SourceKind};
+use imgfeed::{LabelType, Pipeline, PipelineConfig, SourceConfig};
 use std::path::{Path, PathBuf};
 
 fn folder() -> PathBuf {
@@ -18,22 +18,12 @@ fn folder() -> PathBuf {
 }
 
 fn store(mode: Storage, quality: u8) -> StoreConfig {
-    StoreConfig {
-        mode,
-        quality,
-        shard_size: None,
-    }
+    StoreConfig::default().mode(mode).quality(quality)
 }
 
 /// A conversion pipeline over `source` with `ops`.
 fn conversion(source: SourceConfig, ops: Vec<Op>, workers: usize) -> PipelineConfig {
-    PipelineConfig {
-        source,
-        ops,
-        batch: imgfeed::BatchConfig::default(),
-        engine: engine(workers),
-        store: None,
-    }
+    PipelineConfig::new(source, ops, imgfeed::BatchConfig::default()).engine(engine(workers))
 }
 
 /// Convert `source` through `ops` into `out`, failing the test on any error or skip.
@@ -190,14 +180,13 @@ fn training_ops_on_raw_shards_match_the_tree_after_the_stored_resize() {
     );
     let train = |mut ops: Vec<Op>| {
         ops.extend([
-            Op::RandomResizedCrop(imgfeed::ops::RandomResizedCrop {
-                size: imgfeed::ops::Size::One(24),
-                scale: [0.08, 1.0],
-                ratio: [0.75, 4.0 / 3.0],
-                filter: Filter::Bilinear,
-                exact: None,
-                attempts: 10,
-            }),
+            Op::RandomResizedCrop(
+                imgfeed::ops::RandomResizedCrop::new(imgfeed::ops::Size::One(24))
+                    .scale([0.08, 1.0])
+                    .ratio([0.75, 4.0 / 3.0])
+                    .filter(Filter::Bilinear)
+                    .attempts(10),
+            ),
             flip(0.5),
             normalize([123.675, 116.28, 103.53], [58.395, 57.12, 57.375]),
             hwc_to_chw(),
@@ -206,8 +195,8 @@ fn training_ops_on_raw_shards_match_the_tree_after_the_stored_resize() {
     };
     let shuffled = |root: &Path| {
         let mut s = folder_source(root);
-        s.shuffle = true;
-        s.seed = 3;
+        s.sampling.shuffle = true;
+        s.sampling.seed = 3;
         s
     };
     let a = pipeline(shuffled(&folder()), train(stored), 4);
@@ -318,8 +307,15 @@ fn jpeg_storage_is_within_the_reencoding_error() {
 #[test]
 fn cifar_records_convert_to_raw_and_read_back_identically() {
     let out = tempfile::tempdir().expect("tempdir");
-    let mut src = SourceConfig::new(SourceKind::Cifar100, fixtures().join("cifar100"));
-    src.label = Some(imgfeed::source::CifarLabel::Both);
+    let c100 = |root: &Path, label| {
+        SourceConfig::from(imgfeed::Dataset::Cifar100(
+            imgfeed::source::Cifar100Config::new(root).label(label),
+        ))
+    };
+    let src = c100(
+        &fixtures().join("cifar100"),
+        imgfeed::source::CifarLabel::Both,
+    );
     convert(src.clone(), vec![], store(Storage::Raw, 90), out.path());
     let shards = Shards::open(out.path()).expect("open");
     assert_eq!(shards.manifest().label_columns, 2);
@@ -332,13 +328,12 @@ fn cifar_records_convert_to_raw_and_read_back_identically() {
         ]
     };
     let a = pipeline(src.clone(), ops(), 7);
-    let mut conv = src;
-    conv.root = out.path().to_path_buf();
-    let b = pipeline(conv.clone(), ops(), 7);
+    let conv = c100(out.path(), imgfeed::source::CifarLabel::Both);
+    let b = pipeline(conv, ops(), 7);
     assert_eq!(samples_f32(&a, 0), samples_f32(&b, 0));
     assert_eq!(names_labels(&a, 0), names_labels(&b, 0));
     // The CIFAR options must say what the conversion used.
-    conv.label = Some(imgfeed::source::CifarLabel::Fine);
+    let conv = c100(out.path(), imgfeed::source::CifarLabel::Fine);
     let e = Pipeline::builder(conv).op(decode()).build().unwrap_err();
     assert!(e.to_string().contains("`label`"), "{e}");
 }
@@ -355,10 +350,10 @@ fn shuffle_and_shard_read_the_same_samples_as_on_the_original() {
     for (shards, id) in [(1, 0), (3, 1), (5, 4)] {
         let sampled = |root: &Path| {
             let mut s = folder_source(root);
-            s.shuffle = true;
-            s.seed = 11;
-            s.num_shards = shards;
-            s.shard_id = id;
+            s.sampling.shuffle = true;
+            s.sampling.seed = 11;
+            s.sampling.num_shards = shards;
+            s.sampling.shard_id = id;
             s
         };
         let ops = || vec![decode(), resize_exact(20, 24, Filter::Bilinear)];
@@ -402,8 +397,8 @@ fn split_conversion_merged_equals_a_single_conversion() {
     );
     for id in [2, 0, 1] {
         let mut src = folder_source(&folder());
-        src.num_shards = 3;
-        src.shard_id = id;
+        src.sampling.num_shards = 3;
+        src.sampling.shard_id = id;
         convert(src, ops.clone(), store(Storage::Jpeg, 85), split.path());
         assert!(!split.path().join("manifest.json").exists());
     }
@@ -452,8 +447,8 @@ fn slices_merge_when_their_ops_mean_the_same() {
         let split = tempfile::tempdir().expect("tempdir");
         for (id, exact) in [(0, None), (1, second)] {
             let mut src = folder_source(&folder());
-            src.num_shards = 2;
-            src.shard_id = id;
+            src.sampling.num_shards = 2;
+            src.sampling.shard_id = id;
             convert(
                 src,
                 with_exact(exact),
@@ -477,10 +472,7 @@ fn small_dataset() -> (tempfile::TempDir, tempfile::TempDir) {
     let c = Img::pattern(9, 9, 3);
     let tree = bmp_folder(&[("a/0.bmp", &a), ("a/1.bmp", &b), ("b/2.bmp", &c)]);
     let out = tempfile::tempdir().expect("tempdir");
-    let st = StoreConfig {
-        shard_size: Some("500".into()),
-        ..store(Storage::Original, 90)
-    };
+    let st = store(Storage::Original, 90).shard_size("500".into());
     convert(folder_source(tree.path()), vec![], st, out.path());
     (tree, out)
 }
@@ -879,7 +871,7 @@ fn a_stopped_conversion_leaves_nothing_behind() {
     let cfg = conversion(folder_source(&folder()), vec![decode()], 2);
     let stop = std::sync::atomic::AtomicBool::new(false);
     let mut done = 0;
-    let r = imgfeed::sink::shards::convert_to_shards_until(
+    let r = imgfeed::shards::convert_to_shards_until(
         &cfg,
         &store(Storage::Raw, 90),
         out.path(),

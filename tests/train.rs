@@ -7,18 +7,15 @@ use common::*;
 use imgfeed::engine::fingerprint::fingerprint;
 use imgfeed::ops::{Filter, Op, RandomResizedCrop, Size};
 use imgfeed::rng::SplitMix64;
-use imgfeed::{EngineConfig, Error, OnError, Pipeline, PipelineConfig, SourceConfig, State};
+use imgfeed::{EngineConfig, Error, OnError, Pipeline, PipelineConfig, State};
 use std::path::Path;
 
 fn rrc(size: [usize; 2], scale: [f64; 2], ratio: [f64; 2], attempts: u32) -> RandomResizedCrop {
-    RandomResizedCrop {
-        size: Size::Two(size),
-        scale,
-        ratio,
-        filter: Filter::Bilinear,
-        exact: None,
-        attempts,
-    }
+    RandomResizedCrop::new(Size::Two(size))
+        .scale(scale)
+        .ratio(ratio)
+        .filter(Filter::Bilinear)
+        .attempts(attempts)
 }
 
 fn default_rrc(size: usize) -> RandomResizedCrop {
@@ -139,10 +136,7 @@ fn a_fixed_box_equals_center_crop_then_resize_of_that_box() {
     let img = Img::pattern(16, 8, 3);
     let dir = bmp_folder(&[("a/x.bmp", &img)]);
     for filter in [Filter::Bilinear, Filter::Linear, Filter::Bicubic] {
-        let op = RandomResizedCrop {
-            filter,
-            ..rrc([5, 5], [0.5, 0.5], [1.0, 1.0], 0)
-        };
+        let op = rrc([5, 5], [0.5, 0.5], [1.0, 1.0], 0).filter(filter);
         let got = through(dir.path(), vec![decode(), Op::RandomResizedCrop(op)]);
         let want = through(
             dir.path(),
@@ -167,15 +161,11 @@ fn the_box_is_read_from_the_right_place() {
     let img = Img::from_fn(40, 1, |x, _| [x as u8 * 6, 0, 0]);
     let dir = bmp_folder(&[("a/x.bmp", &img)]);
     let op = rrc([1, 1], [0.025, 0.025], [1.0, 1.0], 10);
-    let p = Pipeline::builder(SourceConfig {
-        shuffle: false,
-        seed: 5,
-        ..folder_source(dir.path())
-    })
-    .op(decode())
-    .op(Op::RandomResizedCrop(op.clone()))
-    .build()
-    .expect("builds");
+    let p = Pipeline::builder(folder_source(dir.path()).shuffle(false).seed(5))
+        .op(decode())
+        .op(Op::RandomResizedCrop(op.clone()))
+        .build()
+        .expect("builds");
     for epoch in 0..6 {
         let got = samples_u8(&p, epoch).remove(0);
         // the same draw the engine makes: the sample's stream for (seed, epoch, index)
@@ -193,11 +183,7 @@ fn the_box_is_read_from_the_right_place() {
 fn train(workers: usize, batch: usize, fuse: bool) -> Pipeline {
     let mut cfg =
         PipelineConfig::from_file(repo().join("pipelines/resnet50_train.toml")).expect("parses");
-    cfg.engine = EngineConfig {
-        workers,
-        fuse,
-        ..EngineConfig::default()
-    };
+    cfg.engine = EngineConfig::default().workers(workers).fuse(fuse);
     cfg.batch.size = batch;
     cfg.batch.drop_remainder = false;
     for op in &mut cfg.ops {
@@ -346,16 +332,12 @@ fn decoding_only_the_box_matches_for_every_subsampling() {
     }
     let make = |fuse| {
         let mut src = folder_source(dir.path());
-        src.shuffle = true;
+        src.sampling.shuffle = true;
         Pipeline::builder(src)
             .op(decode())
             .op(Op::RandomResizedCrop(default_rrc(56)))
             .batch(1, false)
-            .engine(EngineConfig {
-                workers: 2,
-                fuse,
-                ..EngineConfig::default()
-            })
+            .engine(EngineConfig::default().workers(2).fuse(fuse))
             .build()
             .expect("builds")
     };
@@ -390,11 +372,7 @@ fn streamed_samples_flip_and_fingerprint_as_written() {
         ))
         .op(hwc_to_chw())
         .batch(4, false)
-        .engine(EngineConfig {
-            workers: 2,
-            fingerprint: true,
-            ..EngineConfig::default()
-        })
+        .engine(EngineConfig::default().workers(2).fingerprint(true))
         .build()
         .expect("builds")
     };
@@ -450,23 +428,17 @@ fn tree_with_bad_files() -> tempfile::TempDir {
 }
 
 fn replacing(root: &Path, shards: usize, id: usize, workers: usize) -> Pipeline {
-    Pipeline::builder(SourceConfig {
-        shuffle: true,
-        seed: 3,
-        num_shards: shards,
-        shard_id: id,
-        ..folder_source(root)
-    })
-    .op(decode())
-    .op(center_crop(4, 4))
-    .batch(2, false)
-    .engine(EngineConfig {
-        workers,
-        on_error: OnError::Replace,
-        ..EngineConfig::default()
-    })
-    .build()
-    .expect("builds")
+    Pipeline::builder(folder_source(root).shuffle(true).seed(3).shards(shards, id))
+        .op(decode())
+        .op(center_crop(4, 4))
+        .batch(2, false)
+        .engine(
+            EngineConfig::default()
+                .workers(workers)
+                .on_error(OnError::Replace),
+        )
+        .build()
+        .expect("builds")
 }
 
 #[test]
@@ -486,18 +458,15 @@ fn replace_keeps_every_shard_at_its_announced_batch_count() {
     for id in 0..4 {
         let p = replacing(dir.path(), 4, id, 2);
         let announced = p.batches_per_epoch();
-        let shard_order: Vec<u64> = SourceConfig {
-            shuffle: true,
-            seed: 3,
-            num_shards: 4,
-            shard_id: id,
-            ..folder_source(dir.path())
-        }
-        .sampling()
-        .order(names.len(), 0)
-        .into_iter()
-        .map(|i| i as u64)
-        .collect();
+        let shard_order: Vec<u64> = folder_source(dir.path())
+            .shuffle(true)
+            .seed(3)
+            .shards(4, id)
+            .sampling
+            .order(names.len(), 0)
+            .into_iter()
+            .map(|i| i as u64)
+            .collect();
         let got = batches(&p, 0);
         assert_eq!(got.len(), announced, "shard {id}");
         let mut filled = 0;
@@ -673,7 +642,7 @@ fn random_vertical_flip_checks_prob() {
         .expect_err("prob 1.5");
     assert!(
         err.to_string()
-            .contains("random_vertical_flip: prob 1.5 is not in [0, 1]"),
+            .contains("ops[1] (random_vertical_flip): prob: 1.5 is not in [0, 1]"),
         "{err}"
     );
 }

@@ -5,14 +5,11 @@ use imgfeed::ops::decode::{Decode, Decoder};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let mut d = Decoder::new(&Decode {
-        max_pixels: 1 << 22,
-        ..Decode::default()
-    });
+    let mut d = Decoder::new(&Decode::default().max_pixels(1 << 22));
     let mut out = Vec::new();
     if let Ok((h, w)) = d.decode(data, &mut out) {
         assert!(h * w <= 1 << 22);
         assert!(out.len() >= h * w * 3);
     }
-    let _ = imgfeed::inspect::inspect(data);
+    let _ = imgfeed::ops::inspect::inspect(data);
 });

@@ -10,10 +10,7 @@ fuzz_target!(|data: &[u8]| {
         bytes.extend_from_slice(&[0xFF, 0xD8, 0xFF]);
     }
     bytes.extend_from_slice(data);
-    let mut d = Decoder::new(&Decode {
-        max_pixels: 1 << 22,
-        ..Decode::default()
-    });
+    let mut d = Decoder::new(&Decode::default().max_pixels(1 << 22));
     let mut out = Vec::new();
     match d.decode(&bytes, &mut out) {
         Ok((h, w)) => {

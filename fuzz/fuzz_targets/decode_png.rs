@@ -12,10 +12,7 @@ fuzz_target!(|data: &[u8]| {
         bytes.extend_from_slice(SIG);
     }
     bytes.extend_from_slice(data);
-    let mut d = Decoder::new(&Decode {
-        max_pixels: 1 << 22,
-        ..Decode::default()
-    });
+    let mut d = Decoder::new(&Decode::default().max_pixels(1 << 22));
     let mut out = Vec::new();
     match d.decode(&bytes, &mut out) {
         Ok((h, w)) => {
@@ -25,5 +22,5 @@ fuzz_target!(|data: &[u8]| {
         Err(f) => assert!(!f.reason.is_empty()),
     }
     // The header inspector (imgfeed validate) must not panic either.
-    let _ = imgfeed::inspect::inspect(&bytes);
+    let _ = imgfeed::ops::inspect::inspect(&bytes);
 });

@@ -94,13 +94,7 @@ fn spec_dict<'py>(py: Python<'py>, s: &Spec) -> PyResult<Bound<'py, PyDict>> {
 
 /// Two `[source]` tables that list the same samples (they may sample them differently).
 fn same_dataset(a: &SourceConfig, b: &SourceConfig) -> bool {
-    a.kind == b.kind
-        && a.root == b.root
-        && a.extensions == b.extensions
-        && a.class_indexing == b.class_indexing
-        && a.usage == b.usage
-        && a.label == b.label
-        && a.max_file_bytes == b.max_file_bytes
+    a.dataset == b.dataset
 }
 
 /// A dataset opened once: listed (ImageFolder) or mapped (CIFAR, shards), no sample read.
@@ -146,7 +140,7 @@ impl Source {
         let mut cfg: SourceConfig = parse_json("source", source_json)?;
         cfg.resolve_shard(|k| std::env::var(k).ok())
             .map_err(|e| to_py(py, &e))?;
-        let sampling = cfg.sampling();
+        let sampling = cfg.sampling;
         sampling
             .validate()
             .map_err(|e| PyValueError::new_err(format!("source: {e}")))?;
@@ -200,8 +194,8 @@ impl Pipeline {
     #[staticmethod]
     fn load_config(py: Python<'_>, path: std::path::PathBuf) -> PyResult<String> {
         let mut config = PipelineConfig::from_file(&path).map_err(|e| to_py(py, &e))?;
-        if let Ok(abs) = std::path::absolute(&config.source.root) {
-            config.source.root = abs;
+        if let Ok(abs) = std::path::absolute(&config.source.root()) {
+            config.source.dataset.root_mut().clone_from(&abs);
         }
         serde_json::to_string(&config).map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }

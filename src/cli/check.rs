@@ -41,12 +41,12 @@ pub fn check(c: &Common) -> Result<i32> {
         p.samples_per_epoch(),
         p.batches_per_epoch(),
         cfg.engine.workers,
-        src.shard_id,
-        src.num_shards,
-        src.uneven,
-        src.shuffle,
-        src.seed,
-        src.num_epochs,
+        src.sampling.shard_id,
+        src.sampling.num_shards,
+        src.sampling.uneven,
+        src.sampling.shuffle,
+        src.sampling.seed,
+        src.sampling.num_epochs,
         cfg.engine.on_error,
     );
     Ok(0)

@@ -7,7 +7,7 @@
 use super::report::Reporter;
 use super::{interrupt, progress, Common};
 use anyhow::Result;
-use imgfeed::sink::shards::convert_to_shards_until;
+use imgfeed::shards::convert_to_shards_until;
 use imgfeed::sink::write_npy_dir;
 use imgfeed::{OnError, Pipeline};
 use std::path::Path;

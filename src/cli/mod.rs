@@ -169,7 +169,7 @@ impl Common {
     fn config(&self) -> imgfeed::Result<PipelineConfig> {
         let mut cfg = PipelineConfig::from_file(&self.pipeline)?;
         if let Some(d) = &self.data {
-            cfg.source.root = d.clone();
+            *cfg.source.dataset.root_mut() = d.clone();
         }
         if let Some(w) = self.workers {
             cfg.engine.workers = w;
@@ -181,36 +181,31 @@ impl Common {
             cfg.engine.work_unit = Some(u);
         }
         if let Some(seed) = self.seed {
-            cfg.source.seed = seed;
+            cfg.source.sampling.seed = seed;
         }
         if self.shuffle {
-            cfg.source.shuffle = true;
+            cfg.source.sampling.shuffle = true;
         }
         if self.no_shuffle {
-            cfg.source.shuffle = false;
+            cfg.source.sampling.shuffle = false;
         }
         if self.num_shards.is_some() || self.shard_id.is_some() {
-            cfg.source.shard = imgfeed::ShardFrom::Config;
+            cfg.source.sampling.shard = imgfeed::ShardFrom::Config;
         }
         if let Some(n) = self.num_shards {
-            cfg.source.num_shards = n;
+            cfg.source.sampling.num_shards = n;
         }
         if let Some(id) = self.shard_id {
-            cfg.source.shard_id = id;
+            cfg.source.sampling.shard_id = id;
         }
         if let Some(u) = self.uneven {
-            cfg.source.uneven = u;
+            cfg.source.sampling.uneven = u;
         }
         if let Some(o) = self.on_error {
             cfg.engine.on_error = o;
         }
         if let Some(u) = self.usage {
-            if cfg.source.kind == imgfeed::SourceKind::ImageFolder {
-                return Err(imgfeed::Error::Invalid(
-                    "--usage applies to cifar10 and cifar100 sources only".into(),
-                ));
-            }
-            cfg.source.usage = Some(u);
+            cfg.source.set_usage(u)?;
         }
         Ok(cfg)
     }
@@ -250,7 +245,7 @@ fn epoch_range(
             "--epochs must be at least 1".into(),
         ));
     }
-    let end = epochs.unwrap_or(p.config().source.num_epochs);
+    let end = epochs.unwrap_or(p.config().source.sampling.num_epochs);
     if c.start_epoch >= end {
         return Err(imgfeed::Error::Invalid(format!(
             "--start-epoch {} is not below the {end} epochs of the run",
@@ -376,5 +371,32 @@ pub fn main() -> i32 {
             }
             exit_code(&e)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exit_code;
+    use imgfeed::Error;
+
+    #[test]
+    fn exit_codes_separate_usage_data_and_bugs() {
+        let code = |e: Error| exit_code(&anyhow::Error::from(e));
+        assert_eq!(code(Error::Internal("a plan bug".into())), 70);
+        assert_eq!(
+            code(Error::Invalid("batch.size must be at least 1".into())),
+            2
+        );
+        let sample = Error::Sample {
+            index: 3,
+            file: "a/x.jpg".into(),
+            stage: "decode",
+            kind: imgfeed::SampleErrorKind::Corrupt,
+            reason: "truncated".into(),
+        };
+        assert_eq!(code(sample), 1);
+        // wrapped in context, as the commands report them
+        let wrapped = anyhow::Error::from(Error::Internal("x".into())).context("run");
+        assert_eq!(exit_code(&wrapped), 70);
     }
 }

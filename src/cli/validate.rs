@@ -49,14 +49,15 @@ fn folder_source(dir: &Path) -> SourceConfig {
     } else {
         return SourceConfig::new(SourceKind::ImageFolder, dir);
     };
-    SourceConfig {
-        usage: Some(match (train, test) {
+    let mut source = SourceConfig::new(kind, dir);
+    if let Some(usage) = source.dataset.usage_mut() {
+        *usage = Some(match (train, test) {
             (true, true) => Usage::All,
             (false, true) => Usage::Test,
             _ => Usage::Train,
-        }),
-        ..SourceConfig::new(kind, dir)
+        });
     }
+    source
 }
 
 pub fn run(a: &ValidateArgs) -> Result<i32> {
@@ -75,16 +76,10 @@ pub fn run(a: &ValidateArgs) -> Result<i32> {
         (cfg.source, decode)
     };
     if let Some(d) = &a.data {
-        source.root = d.clone();
+        *source.dataset.root_mut() = d.clone();
     }
     if let Some(u) = a.usage {
-        if source.kind == SourceKind::ImageFolder {
-            return Err(imgfeed::Error::Invalid(
-                "--usage applies to cifar10 and cifar100 sources only".into(),
-            )
-            .into());
-        }
-        source.usage = Some(u);
+        source.set_usage(u)?;
     }
     let workers = a
         .workers

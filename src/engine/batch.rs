@@ -90,7 +90,7 @@ impl BatchBuf {
     }
 
     /// Move the samples whose `keep` is true to the front, in order.
-    pub fn compact(&mut self, keep: &[bool], s: &BufShape) {
+    pub(crate) fn compact(&mut self, keep: &[bool], s: &BufShape) {
         fn squeeze<T: Copy>(v: &mut [T], keep: &[bool], width: usize) {
             let mut to = 0;
             for (from, &k) in keep.iter().enumerate() {
@@ -128,7 +128,7 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    pub fn new(shape: BufShape, keep: usize) -> Pool {
+    pub(crate) fn new(shape: BufShape, keep: usize) -> Pool {
         Pool {
             shape,
             free: Mutex::new(Vec::new()),
@@ -138,7 +138,7 @@ impl Pool {
 
     /// A buffer: a returned one when there is one, a new one otherwise (a trainer that
     /// holds on to batches costs memory, never a deadlock).
-    pub fn take(&self) -> BatchBuf {
+    pub(crate) fn take(&self) -> BatchBuf {
         let reused = self.free.lock().ok().and_then(|mut f| f.pop());
         reused.unwrap_or_else(|| BatchBuf::new(&self.shape))
     }
@@ -150,6 +150,21 @@ impl Pool {
             }
         }
     }
+}
+
+/// A batch column read as a type it does not have: which column, what it is, what was
+/// asked for, and what to change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the batch's {column} are {have}, not {want}: {why}")]
+pub struct WrongType {
+    /// `images` or `labels`.
+    pub column: &'static str,
+    /// Their type (numpy's name).
+    pub have: &'static str,
+    /// The type asked for.
+    pub want: &'static str,
+    /// What to read or change instead.
+    pub why: &'static str,
 }
 
 /// One batch of samples, in output order.
@@ -200,19 +215,32 @@ impl Batch {
         self.len * self.dims.iter().product::<usize>()
     }
 
-    /// The images, when the pipeline ends in float32.
-    pub fn images_f32(&self) -> Option<&[f32]> {
+    /// The images, when the pipeline ends in float32 (after `normalize` or `rescale`);
+    /// else why not.
+    pub fn images_f32(&self) -> Result<&[f32], WrongType> {
         match self.buf.as_ref().map(|b| &b.images) {
-            Some(ImageBuf::F32(v)) => Some(&v[..self.elems()]),
-            _ => None,
+            Some(ImageBuf::F32(v)) => Ok(&v[..self.elems()]),
+            _ => Err(WrongType {
+                column: "images",
+                have: "uint8",
+                want: "float32",
+                why: "the pipeline ends before any normalize or rescale (which make float32): \
+                      read images_u8, or add one",
+            }),
         }
     }
 
-    /// The images, when the pipeline ends in uint8.
-    pub fn images_u8(&self) -> Option<&[u8]> {
+    /// The images, when the pipeline ends in uint8 (no `normalize` or `rescale`); else why
+    /// not.
+    pub fn images_u8(&self) -> Result<&[u8], WrongType> {
         match self.buf.as_ref().map(|b| &b.images) {
-            Some(ImageBuf::U8(v)) => Some(&v[..self.elems()]),
-            _ => None,
+            Some(ImageBuf::U8(v)) => Ok(&v[..self.elems()]),
+            _ => Err(WrongType {
+                column: "images",
+                have: "float32",
+                want: "uint8",
+                why: "normalize or rescale made them float32: read images_f32",
+            }),
         }
     }
 
@@ -266,12 +294,20 @@ impl Batch {
         }
     }
 
-    /// The labels when they are int32 (the canonical pipelines cast to it).
-    pub fn labels_i32(&self) -> Option<&[i32]> {
-        match self.labels() {
-            Labels::I32(v) => Some(v),
-            _ => None,
-        }
+    /// The labels when they are int32 (the canonical pipelines cast to it); else why not.
+    pub fn labels_i32(&self) -> Result<&[i32], WrongType> {
+        let have = match self.labels() {
+            Labels::I32(v) => return Ok(v),
+            Labels::U32(_) => "uint32",
+            Labels::I64(_) => "int64",
+            Labels::F32(_) => "float32",
+        };
+        Err(WrongType {
+            column: "labels",
+            have,
+            want: "int32",
+            why: "add a type_cast of the label column to int32, or read labels()",
+        })
     }
 
     /// The labels as raw little-endian bytes.

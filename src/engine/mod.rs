@@ -27,7 +27,7 @@ pub(crate) mod ordered;
 pub(crate) mod program;
 pub(crate) mod worker;
 
-pub use batch::{Batch, Labels};
+pub use batch::{Batch, Labels, WrongType};
 pub use worker::StageTimes;
 
 use crate::error::{Error, Result};
@@ -49,13 +49,15 @@ use std::time::{Duration, Instant};
 use worker::Worker;
 
 /// What to do with a sample that fails.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
+#[value(rename_all = "lowercase")]
 pub enum OnError {
     /// The batch holding it is delivered as `Err` (naming the file, stage and reason),
     /// and the epoch ends. `fail` is accepted as another name.
     #[default]
     #[serde(alias = "fail")]
+    #[value(alias = "fail")]
     Error,
     /// Leave it out and report it in [`Batch::skipped`]; the following samples fill the
     /// batch, so batches stay full, but the epoch may come out shorter than announced
@@ -66,18 +68,6 @@ pub enum OnError {
     /// report it in [`Batch::skipped`]. Every shard yields exactly the batches announced
     /// before the epoch: the distributed-safe mode.
     Replace,
-}
-
-impl std::str::FromStr for OnError {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<OnError, String> {
-        match s {
-            "error" | "fail" => Ok(OnError::Error),
-            "skip" => Ok(OnError::Skip),
-            "replace" => Ok(OnError::Replace),
-            _ => Err(format!("unknown policy `{s}` (error, skip or replace)")),
-        }
-    }
 }
 
 /// Attempts at finding a good replacement for a bad sample before the batch fails.

@@ -9,22 +9,30 @@ use super::image::Sample;
 use super::kernel::{Kernel, Lowered, OpDef};
 use super::Size;
 use crate::error::Fault;
-use crate::spec::Spec;
+use crate::spec::{Spec, SpecError};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// The `center_crop` op.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct CenterCrop {
     /// One number (square) or `[h, w]`.
     pub size: Size,
 }
 
+impl CenterCrop {
+    /// Crop the centre `size` (one number: a square).
+    pub fn new(size: impl Into<Size>) -> CenterCrop {
+        CenterCrop { size: size.into() }
+    }
+}
+
 impl OpDef for CenterCrop {
     /// Fixed output size.
-    fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
-        self.size.check("center_crop")?;
+    fn output_spec(&self, input: &Spec) -> Result<Spec, SpecError> {
+        self.size.check()?;
         let (h, w) = self.size.square();
         Ok(Spec {
             height: Some(h),

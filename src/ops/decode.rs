@@ -24,7 +24,7 @@ use super::geometry::Rect;
 use super::image::{bug, Sample};
 use super::kernel::{Kernel, Lowered, OpDef};
 use std::sync::Arc;
-use crate::spec::{DType, Layout, Spec};
+use crate::spec::{DType, Layout, Spec, SpecError};
 use serde::{Deserialize, Serialize};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -82,6 +82,7 @@ type Lib = super::turbo::Turbo;
 /// The `decode` op.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Decode {
     /// JPEG decoder.
     #[serde(default)]
@@ -90,6 +91,11 @@ pub struct Decode {
     #[serde(default = "default_max_pixels")]
     pub max_pixels: u64,
 }
+
+setters!(Decode {
+    decoder: JpegBackend,
+    max_pixels: u64,
+});
 
 impl Default for Decode {
     fn default() -> Decode {
@@ -103,7 +109,7 @@ impl Default for Decode {
 impl OpDef for Decode {
     /// Encoded bytes in, RGB u8 HWC of varying size out; RGB u8 HWC pixels as a source
     /// stores them ([`Spec::source_pixels`]) pass through unchanged.
-    fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
+    fn output_spec(&self, input: &Spec) -> Result<Spec, SpecError> {
         if !input.encoded {
             // Pixels a source stores decoded (raw shards) are what decode would make of
             // them: RGB u8 HWC. Decode is then the identity (the engine compiles it to
@@ -116,22 +122,24 @@ impl OpDef for Decode {
             if stored {
                 return Ok(input.clone());
             }
-            return Err("decode needs encoded bytes, but the samples are already pixels".into());
+            return Err(SpecError::input(
+                "decode needs encoded bytes, but the samples are already pixels",
+            ));
         }
         if self.decoder == JpegBackend::Turbo && !cfg!(feature = "turbojpeg") {
-            return Err(
+            return Err(SpecError::Unavailable(
                 "decoder = \"turbo\" needs imgfeed built with `--features turbojpeg`".into(),
-            );
+            ));
         }
         if self.decoder == JpegBackend::Libjpeg && !cfg!(imgfeed_libjpeg) {
-            return Err(
+            return Err(SpecError::Unavailable(
                 "decoder = \"libjpeg\" needs the system libjpeg-turbo's headers when imgfeed is \
                  built (and not the `turbojpeg` feature)"
                     .into(),
-            );
+            ));
         }
         if self.max_pixels == 0 {
-            return Err("max_pixels must be positive".into());
+            return Err(SpecError::param("max_pixels", "must be positive"));
         }
         Ok(Spec {
             encoded: false,
@@ -594,7 +602,7 @@ fn decode_with_image(
 /// crate panics on a length that is not a multiple of 3 (found by fuzzing), so a bad one is
 /// refused here as damaged data.
 fn check_png_palette(bytes: &[u8]) -> Result<(), Fault> {
-    match crate::inspect::png_header_chunks(bytes).find(|(kind, _, _)| *kind == b"PLTE") {
+    match crate::ops::inspect::png_header_chunks(bytes).find(|(kind, _, _)| *kind == b"PLTE") {
         Some((_, _, len)) if len == 0 || len % 3 != 0 || len > 768 => Err(Fault::new(
             Kind::Corrupt,
             format!("invalid PNG: PLTE chunk of {len} bytes (1 to 256 RGB entries of 3 bytes)"),

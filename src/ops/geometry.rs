@@ -100,7 +100,13 @@ pub(crate) fn copy_window<T: Copy>(
 }
 
 /// Mirror an image left-right in place.
-pub fn flip_horizontal<T: Copy>(data: &mut [T], h: usize, w: usize, c: usize, layout: Layout) {
+pub(crate) fn flip_horizontal<T: Copy>(
+    data: &mut [T],
+    h: usize,
+    w: usize,
+    c: usize,
+    layout: Layout,
+) {
     match layout {
         Layout::Hwc if c == 4 => {
             // RGBX: whole 4-byte pixels reversed (vectorised as one shuffle a vector).

@@ -2,19 +2,20 @@
 //! writes the planes while normalizing into the batch buffer (see `pointwise`).
 
 use super::kernel::{Lowered, OpDef};
-use crate::spec::{Layout, Spec};
+use crate::spec::{Layout, Spec, SpecError};
 use serde::{Deserialize, Serialize};
 
 /// The `hwc_to_chw` op (no parameters).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct HwcToChw {}
 
 impl OpDef for HwcToChw {
     /// HWC in, CHW out.
-    fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
+    fn output_spec(&self, input: &Spec) -> Result<Spec, SpecError> {
         if input.layout != Layout::Hwc {
-            return Err("hwc_to_chw: the image is already CHW".into());
+            return Err(SpecError::input("the image is already CHW"));
         }
         Ok(Spec {
             layout: Layout::Chw,
@@ -24,5 +25,12 @@ impl OpDef for HwcToChw {
 
     fn lower(&self, _: &Spec) -> Lowered {
         Lowered::Layout(Layout::Chw)
+    }
+}
+
+impl HwcToChw {
+    /// HWC to CHW.
+    pub fn new() -> HwcToChw {
+        HwcToChw {}
     }
 }

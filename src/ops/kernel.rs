@@ -13,13 +13,13 @@ use super::image::Sample;
 use super::pointwise::Affine;
 use crate::error::Fault;
 use crate::rng::SplitMix64;
-use crate::spec::{Layout, Spec};
+use crate::spec::{Layout, Spec, SpecError};
 use std::sync::Arc;
 
 /// An op's spec rule and lowering. Every op type implements it; [`super::Op`] delegates.
 pub(crate) trait OpDef {
     /// The spec after the op, or why it cannot take `input`.
-    fn output_spec(&self, input: &Spec) -> Result<Spec, String>;
+    fn output_spec(&self, input: &Spec) -> Result<Spec, SpecError>;
     /// What the op compiles to, given its (checked) input spec.
     fn lower(&self, input: &Spec) -> Lowered;
     /// Whether it may run on encoded bytes (`decode`, and ops that touch only labels).

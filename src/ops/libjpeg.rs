@@ -57,26 +57,26 @@ extern "C" {
 }
 
 /// The libjpeg-turbo version the shim was built against, e.g. `2.1.5`.
-pub fn version() -> String {
+pub(crate) fn version() -> String {
     // SAFETY: a constant.
     let v = unsafe { ifj_version() };
     format!("{}.{}.{}", v / 1_000_000, (v / 1000) % 1000, v % 1000)
 }
 
 /// A libjpeg decompressor (one per worker).
-pub struct Libjpeg {
+pub(crate) struct Libjpeg {
     handle: *mut Handle,
 }
 
 // SAFETY: the handle is used by one thread at a time (each worker owns its decoder).
 unsafe impl Send for Libjpeg {}
 
-pub use super::decode::JpegHeader as Header;
-pub use super::geometry::Rect;
+pub(crate) use super::decode::JpegHeader as Header;
+pub(crate) use super::geometry::Rect;
 
 impl Libjpeg {
     /// A new decompressor.
-    pub fn new() -> Result<Libjpeg, String> {
+    pub(crate) fn new() -> Result<Libjpeg, String> {
         // SAFETY: plain constructor; null means failure.
         let handle = unsafe { ifj_new() };
         if handle.is_null() {
@@ -99,7 +99,7 @@ impl Libjpeg {
     }
 
     /// Read the header of `bytes`.
-    pub fn header(&mut self, bytes: &[u8]) -> Result<Header, String> {
+    pub(crate) fn header(&mut self, bytes: &[u8]) -> Result<Header, String> {
         let mut h = RawHeader::default();
         // SAFETY: valid handle; the shim reads at most `len` bytes of `bytes` and writes `h`.
         let r = unsafe { ifj_header(self.handle, bytes.as_ptr(), bytes.len(), &mut h) };
@@ -121,7 +121,7 @@ impl Libjpeg {
     /// Decode `rect` (after `header` on the same bytes) into `out` as RGB (`channels` 3) or
     /// RGBX (4, the X byte unspecified); the rectangle's left edge is moved down to an iMCU
     /// boundary first. Returns the rectangle decoded.
-    pub fn decode(
+    pub(crate) fn decode(
         &mut self,
         bytes: &[u8],
         h: &Header,
@@ -167,7 +167,7 @@ impl Libjpeg {
     /// (`channels` 3) or RGBX (4) in `out`, as Pillow's `convert("RGB")` does: libjpeg's
     /// CMYK read as Adobe-inverted, then `r = nk - c·nk/255` per channel with `nk = 255 - k`
     /// in Pillow's integer arithmetic. `scratch` holds the CMYK rows.
-    pub fn decode_cmyk(
+    pub(crate) fn decode_cmyk(
         &mut self,
         bytes: &[u8],
         h: &Header,

@@ -13,7 +13,7 @@
 //! filter = "bilinear"
 //! ```
 
-use crate::spec::Spec;
+use crate::spec::{Spec, SpecError};
 use kernel::{Lowered, OpDef};
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +22,7 @@ mod simd;
 
 pub(crate) mod geometry;
 pub(crate) mod image;
+pub mod inspect;
 pub(crate) mod kernel;
 #[cfg(imgfeed_libjpeg)]
 pub(crate) mod libjpeg;
@@ -99,9 +100,9 @@ pub(crate) fn half() -> f64 {
 }
 
 /// `prob` of op `op` is a probability.
-pub(crate) fn check_prob(op: &str, prob: f64) -> Result<(), String> {
+pub(crate) fn check_prob(prob: f64) -> Result<(), SpecError> {
     if !(0.0..=1.0).contains(&prob) {
-        return Err(format!("{op}: prob {prob} is not in [0, 1]"));
+        return Err(SpecError::param("prob", format!("{prob} is not in [0, 1]")));
     }
     Ok(())
 }
@@ -116,6 +117,18 @@ pub enum Size {
     Two([usize; 2]),
 }
 
+impl From<usize> for Size {
+    fn from(s: usize) -> Size {
+        Size::One(s)
+    }
+}
+
+impl From<[usize; 2]> for Size {
+    fn from(hw: [usize; 2]) -> Size {
+        Size::Two(hw)
+    }
+}
+
 impl Size {
     /// `(height, width)`, a single number meaning a square.
     pub fn square(self) -> (usize, usize) {
@@ -124,13 +137,16 @@ impl Size {
             Size::Two([h, w]) => (h, w),
         }
     }
-    fn check(self, what: &str) -> Result<(), String> {
+    fn check(self) -> Result<(), SpecError> {
         let (h, w) = self.square();
         if h == 0 || w == 0 {
-            return Err(format!("{what}: size must be positive"));
+            return Err(SpecError::param("size", "must be positive"));
         }
         if h > 1 << 15 || w > 1 << 15 {
-            return Err(format!("{what}: size {h}x{w} is larger than 32768"));
+            return Err(SpecError::param(
+                "size",
+                format!("{h}x{w} is larger than 32768"),
+            ));
         }
         Ok(())
     }
@@ -138,9 +154,11 @@ impl Size {
 
 impl Op {
     /// The spec after this op, or why the op cannot take `input`.
-    pub fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
+    pub fn output_spec(&self, input: &Spec) -> Result<Spec, SpecError> {
         if input.encoded && !self.def().takes_encoded() {
-            return Err("the samples are still encoded bytes: put `decode` first".into());
+            return Err(SpecError::input(
+                "the samples are still encoded bytes: put `decode` first",
+            ));
         }
         // Only the source's own pixels are passed through by `decode`.
         self.def().output_spec(input).map(|s| Spec {

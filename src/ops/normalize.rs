@@ -5,12 +5,13 @@
 
 use super::kernel::{Lowered, OpDef};
 use super::pointwise::Affine;
-use crate::spec::{DType, Spec};
+use crate::spec::{DType, Spec, SpecError};
 use serde::{Deserialize, Serialize};
 
 /// The `normalize` op.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Normalize {
     /// Per-channel mean (R, G, B).
     pub mean: Vec<f32>,
@@ -18,21 +19,36 @@ pub struct Normalize {
     pub std: Vec<f32>,
 }
 
+impl Normalize {
+    /// `(x - mean) / std` per channel.
+    pub fn new(mean: impl Into<Vec<f32>>, std: impl Into<Vec<f32>>) -> Normalize {
+        Normalize {
+            mean: mean.into(),
+            std: std.into(),
+        }
+    }
+}
+
 impl OpDef for Normalize {
     /// Output is float32; mean and std must have one value per channel.
-    fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
+    fn output_spec(&self, input: &Spec) -> Result<Spec, SpecError> {
         let c = input.channels;
         if self.mean.len() != c || self.std.len() != c {
-            return Err(format!(
-                "normalize: mean and std need {c} values (one per channel), got {} and {}",
-                self.mean.len(),
-                self.std.len()
+            let name = if self.mean.len() != c { "mean" } else { "std" };
+            return Err(SpecError::param(
+                name,
+                format!(
+                    "mean and std need {c} values (one per channel), got {} and {}",
+                    self.mean.len(),
+                    self.std.len()
+                ),
             ));
         }
-        if self.std.iter().any(|s| *s == 0.0 || !s.is_finite())
-            || self.mean.iter().any(|m| !m.is_finite())
-        {
-            return Err("normalize: std must be non-zero and all values finite".into());
+        if self.mean.iter().any(|m| !m.is_finite()) {
+            return Err(SpecError::param("mean", "values must be finite"));
+        }
+        if self.std.iter().any(|s| *s == 0.0 || !s.is_finite()) {
+            return Err(SpecError::param("std", "values must be non-zero and finite"));
         }
         Ok(Spec {
             dtype: DType::F32,

@@ -239,7 +239,7 @@ fn clip8(v: i32) -> u8 {
 
 /// Reusable coefficient and intermediate buffers.
 #[derive(Default)]
-pub struct PillowBilinear {
+pub(crate) struct PillowBilinear {
     horiz: Axis,
     vert: Axis,
     hv: HorizVectors,
@@ -254,7 +254,7 @@ impl PillowBilinear {
     /// `origin = (top, left)` of size `size = (rows, cols)`; a negative origin means the
     /// image starts inside `src`, at `(-top, -left)` (a crop box read in place).
     #[allow(clippy::too_many_arguments)]
-    pub fn resize(
+    pub(crate) fn resize(
         &mut self,
         src: &[u8],
         ch: usize,

@@ -6,13 +6,14 @@ use super::image::Sample;
 use super::kernel::{Kernel, Lowered, OpDef};
 use super::Size;
 use crate::error::{Fault, SampleErrorKind};
-use crate::spec::Spec;
+use crate::spec::{Spec, SpecError};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// The `random_crop` op.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct RandomCrop {
     /// One number (square) or `[h, w]`.
     pub size: Size,
@@ -24,25 +25,41 @@ pub struct RandomCrop {
     pub fill: u8,
 }
 
+impl RandomCrop {
+    /// A random `size` window, no padding.
+    pub fn new(size: impl Into<Size>) -> RandomCrop {
+        RandomCrop {
+            size: size.into(),
+            padding: 0,
+            fill: 0,
+        }
+    }
+}
+
+setters!(RandomCrop {
+    padding: usize,
+    fill: u8,
+});
+
 impl OpDef for RandomCrop {
     /// Fixed output size; the padded input must be at least that big (checked per sample
     /// when sizes vary).
-    fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
-        self.size.check("random_crop")?;
+    fn output_spec(&self, input: &Spec) -> Result<Spec, SpecError> {
+        self.size.check()?;
         if self.padding > 1 << 15 {
-            return Err(format!(
-                "random_crop: padding {} is larger than 32768",
-                self.padding
+            return Err(SpecError::param(
+                "padding",
+                format!("{} is larger than 32768", self.padding),
             ));
         }
         let (h, w) = self.size.square();
         if let Some((ih, iw)) = input.fixed_size() {
             if ih + 2 * self.padding < h || iw + 2 * self.padding < w {
-                return Err(format!(
+                return Err(SpecError::input(format!(
                     "random_crop {h}x{w} is larger than the padded {}x{} input",
                     ih + 2 * self.padding,
                     iw + 2 * self.padding
-                ));
+                )));
             }
         }
         Ok(Spec {
@@ -64,9 +81,7 @@ impl Kernel for RandomCrop {
 
     fn run(&self, s: &mut Sample<'_, '_>) -> Result<(), Fault> {
         let rng = &mut *s.rng;
-        let at = self
-            .place(s.img.h, s.img.w, |b| rng.below(b))
-            .map_err(|e| Fault::new(SampleErrorKind::Other, e))?;
+        let at = self.place(s.img.h, s.img.w, |b| rng.below(b))?;
         s.img.crop(&mut s.input, at, self.size.square(), self.fill);
         Ok(())
     }
@@ -80,12 +95,13 @@ impl RandomCrop {
         ih: usize,
         iw: usize,
         mut next: impl FnMut(u64) -> u64,
-    ) -> Result<(isize, isize), String> {
+    ) -> Result<(isize, isize), Fault> {
         let (h, w) = self.size.square();
         let (ph, pw) = (ih + 2 * self.padding, iw + 2 * self.padding);
         if ph < h || pw < w {
-            return Err(format!(
-                "random_crop {h}x{w} is larger than the padded {ph}x{pw} image"
+            return Err(Fault::new(
+                SampleErrorKind::Other,
+                format!("random_crop {h}x{w} is larger than the padded {ph}x{pw} image"),
             ));
         }
         let top = next((ph - h + 1) as u64) as isize - self.padding as isize;

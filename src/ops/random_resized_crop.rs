@@ -25,7 +25,7 @@ use super::resize::pillow_arithmetic;
 use super::{Filter, Size};
 use crate::error::Fault;
 use crate::rng::SplitMix64;
-use crate::spec::{DType, Layout, Spec};
+use crate::spec::{DType, Layout, Spec, SpecError};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -53,6 +53,7 @@ fn ten() -> u32 {
 /// The `random_resized_crop` op.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct RandomResizedCrop {
     /// Output size: one number (square) or `[h, w]`.
     pub size: Size,
@@ -74,34 +75,60 @@ pub struct RandomResizedCrop {
     pub attempts: u32,
 }
 
+impl RandomResizedCrop {
+    /// A random crop resized to `size`, torchvision's default scale, ratio and attempts.
+    pub fn new(size: impl Into<Size>) -> RandomResizedCrop {
+        RandomResizedCrop {
+            size: size.into(),
+            scale: default_scale(),
+            ratio: default_ratio(),
+            filter: Filter::default(),
+            exact: None,
+            attempts: ten(),
+        }
+    }
+}
+
+setters!(RandomResizedCrop {
+    scale: [f64; 2],
+    ratio: [f64; 2],
+    filter: Filter,
+    attempts: u32,
+} optional {
+    exact: bool,
+});
+
 impl OpDef for RandomResizedCrop {
     /// Checks the parameters and that the input is decoded pixels.
-    fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
-        self.size.check("random_resized_crop")?;
+    fn output_spec(&self, input: &Spec) -> Result<Spec, SpecError> {
+        self.size.check()?;
         let [s0, s1] = self.scale;
         if !(s0 > 0.0 && s0 <= s1 && s1.is_finite()) {
-            return Err(format!(
-                "random_resized_crop: scale must be 0 < min <= max, got [{s0}, {s1}]"
+            return Err(SpecError::param(
+                "scale",
+                format!("must be 0 < min <= max, got [{s0}, {s1}]"),
             ));
         }
         let [r0, r1] = self.ratio;
         if !(r0 > 0.0 && r0 <= r1 && r1.is_finite()) {
-            return Err(format!(
-                "random_resized_crop: ratio must be 0 < min <= max, got [{r0}, {r1}]"
+            return Err(SpecError::param(
+                "ratio",
+                format!("must be 0 < min <= max, got [{r0}, {r1}]"),
             ));
         }
         if self.attempts > 1000 {
-            return Err("random_resized_crop: attempts must be at most 1000".into());
+            return Err(SpecError::param("attempts", "must be at most 1000"));
         }
         if self.exact == Some(true) && self.filter != Filter::Bilinear {
-            return Err(
-                "random_resized_crop: `exact` is Pillow's bilinear arithmetic; it needs \
-                 filter = \"bilinear\""
-                    .into(),
-            );
+            return Err(SpecError::param(
+                "exact",
+                "is Pillow's bilinear arithmetic; it needs filter = \"bilinear\"",
+            ));
         }
         if input.layout != Layout::Hwc {
-            return Err("random_resized_crop needs HWC images: put hwc_to_chw after it".into());
+            return Err(SpecError::input(
+                "random_resized_crop needs HWC images: put hwc_to_chw after it",
+            ));
         }
         let (h, w) = self.size.square();
         Ok(Spec {

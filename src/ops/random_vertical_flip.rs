@@ -8,23 +8,38 @@
 use super::image::Sample;
 use super::kernel::{Kernel, Lowered, OpDef};
 use crate::error::Fault;
-use crate::spec::{DType, Layout, Spec};
+use crate::spec::{DType, Layout, Spec, SpecError};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// The `random_vertical_flip` op.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct RandomVerticalFlip {
     /// Probability of a flip (default 0.5).
     #[serde(default = "super::half")]
     pub prob: f64,
 }
 
+impl RandomVerticalFlip {
+    /// Flip with probability `prob`.
+    pub fn new(prob: f64) -> RandomVerticalFlip {
+        RandomVerticalFlip { prob }
+    }
+}
+
+impl Default for RandomVerticalFlip {
+    /// Probability 0.5, as MindSpore and torchvision default.
+    fn default() -> RandomVerticalFlip {
+        RandomVerticalFlip::new(super::half())
+    }
+}
+
 impl OpDef for RandomVerticalFlip {
     /// Same spec out.
-    fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
-        super::check_prob("random_vertical_flip", self.prob)?;
+    fn output_spec(&self, input: &Spec) -> Result<Spec, SpecError> {
+        super::check_prob(self.prob)?;
         Ok(input.clone())
     }
 

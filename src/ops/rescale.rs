@@ -3,12 +3,13 @@
 
 use super::kernel::{Lowered, OpDef};
 use super::pointwise::Affine;
-use crate::spec::{DType, Spec};
+use crate::spec::{DType, Spec, SpecError};
 use serde::{Deserialize, Serialize};
 
 /// The `rescale` op.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Rescale {
     /// Factor.
     pub rescale: f32,
@@ -17,11 +18,23 @@ pub struct Rescale {
     pub shift: f32,
 }
 
+impl Rescale {
+    /// `x * rescale + shift`.
+    pub fn new(rescale: f32, shift: f32) -> Rescale {
+        Rescale { rescale, shift }
+    }
+}
+
 impl OpDef for Rescale {
     /// Output is float32.
-    fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
+    fn output_spec(&self, input: &Spec) -> Result<Spec, SpecError> {
         if !self.rescale.is_finite() || !self.shift.is_finite() {
-            return Err("rescale: rescale and shift must be finite".into());
+            let name = if self.rescale.is_finite() {
+                "shift"
+            } else {
+                "rescale"
+            };
+            return Err(SpecError::param(name, "must be finite"));
         }
         Ok(Spec {
             dtype: DType::F32,

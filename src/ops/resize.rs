@@ -36,7 +36,7 @@ use super::kernel::{Kernel, Lowered, OpDef};
 use crate::rng::SplitMix64;
 use std::sync::Arc;
 use crate::error::{Fault, SampleErrorKind};
-use crate::spec::{DType, Layout, Spec};
+use crate::spec::{DType, Layout, Spec, SpecError};
 use fast_image_resize as fir;
 use serde::{Deserialize, Serialize};
 
@@ -73,6 +73,7 @@ impl Filter {
 /// The `resize` op.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Resize {
     /// One number: the shorter side; `[h, w]`: exact size.
     pub size: Size,
@@ -87,21 +88,40 @@ pub struct Resize {
     pub exact: Option<bool>,
 }
 
+impl Resize {
+    /// Resize to `size`: one number, the shorter side (aspect kept), or `[h, w]`; bilinear.
+    pub fn new(size: impl Into<Size>) -> Resize {
+        Resize {
+            size: size.into(),
+            filter: Filter::default(),
+            exact: None,
+        }
+    }
+}
+
+setters!(Resize {
+    filter: Filter,
+} optional {
+    exact: bool,
+});
+
 /// Largest output a resize may produce (the same bound as decode's default pixel limit).
 pub const MAX_OUTPUT_PIXELS: usize = 89_478_485;
 
 impl OpDef for Resize {
     /// Checks the input is decoded HWC.
-    fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
-        self.size.check("resize")?;
+    fn output_spec(&self, input: &Spec) -> Result<Spec, SpecError> {
+        self.size.check()?;
         if self.exact == Some(true) && self.filter != Filter::Bilinear {
-            return Err(
-                "resize: `exact` is Pillow's bilinear arithmetic; it needs filter = \"bilinear\""
-                    .into(),
-            );
+            return Err(SpecError::param(
+                "exact",
+                "is Pillow's bilinear arithmetic; it needs filter = \"bilinear\"",
+            ));
         }
         if input.layout != Layout::Hwc {
-            return Err("resize needs HWC images: put hwc_to_chw after it".into());
+            return Err(SpecError::input(
+                "resize needs HWC images: put hwc_to_chw after it",
+            ));
         }
         let (height, width) = match (self.size, input.fixed_size()) {
             (Size::Two([h, w]), _) => (Some(h), Some(w)),

@@ -15,19 +15,19 @@ use std::ffi::CStr;
 use turbojpeg_sys as tj;
 
 /// A TurboJPEG decompressor handle.
-pub struct Turbo {
+pub(crate) struct Turbo {
     handle: tj::tjhandle,
 }
 
 // SAFETY: a TurboJPEG handle is used by one thread at a time (each worker owns one).
 unsafe impl Send for Turbo {}
 
-pub use super::decode::JpegHeader as Header;
-pub use super::geometry::Rect;
+pub(crate) use super::decode::JpegHeader as Header;
+pub(crate) use super::geometry::Rect;
 
 impl Turbo {
     /// A new handle.
-    pub fn new() -> Result<Turbo, String> {
+    pub(crate) fn new() -> Result<Turbo, String> {
         #[allow(clippy::unnecessary_cast)]
         // SAFETY: plain constructor; null means failure.
         let handle = unsafe { tj::tj3Init(tj::TJINIT_TJINIT_DECOMPRESS as i32) };
@@ -78,7 +78,7 @@ impl Turbo {
     }
 
     /// Read the header of `bytes`.
-    pub fn header(&mut self, bytes: &[u8]) -> Result<Header, String> {
+    pub(crate) fn header(&mut self, bytes: &[u8]) -> Result<Header, String> {
         // SAFETY: `bytes` outlives the call; the library reads at most `len` bytes.
         let r = unsafe { tj::tj3DecompressHeader(self.handle, bytes.as_ptr(), bytes.len() as _) };
         if r != 0 && !self.tolerated_warning() {
@@ -112,7 +112,7 @@ impl Turbo {
     /// Decode `rect` (after `header` on the same bytes) into `out` as RGB (`channels` 3) or
     /// RGBX (4, the X byte unspecified); the rectangle's
     /// left edge is moved down to an iMCU boundary first. Returns the rectangle decoded.
-    pub fn decode(
+    pub(crate) fn decode(
         &mut self,
         bytes: &[u8],
         h: &Header,

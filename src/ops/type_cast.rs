@@ -3,7 +3,7 @@
 //! normalize or rescale, float32 after), so only `column = "label"` is accepted.
 
 use super::kernel::{Lowered, OpDef};
-use crate::spec::{LabelType, Spec};
+use crate::spec::{LabelType, Spec, SpecError};
 use serde::{Deserialize, Serialize};
 
 fn label() -> String {
@@ -13,6 +13,7 @@ fn label() -> String {
 /// The `type_cast` op.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct TypeCast {
     /// The column: only `label`.
     #[serde(default = "label")]
@@ -21,13 +22,29 @@ pub struct TypeCast {
     pub dtype: LabelType,
 }
 
+impl TypeCast {
+    /// Cast the label column to `dtype`.
+    pub fn new(dtype: LabelType) -> TypeCast {
+        TypeCast {
+            column: label(),
+            dtype,
+        }
+    }
+}
+
+setters!(TypeCast { column: String });
+
 impl OpDef for TypeCast {
     /// Changes the label type.
-    fn output_spec(&self, input: &Spec) -> Result<Spec, String> {
+    fn output_spec(&self, input: &Spec) -> Result<Spec, SpecError> {
         if self.column != "label" {
-            return Err(format!(
-                "type_cast: column {:?} is not supported (only \"label\"; the image type follows from normalize/rescale)",
-                self.column
+            return Err(SpecError::param(
+                "column",
+                format!(
+                    "{:?} is not supported (only \"label\"; the image type follows from \
+                     normalize/rescale)",
+                    self.column
+                ),
             ));
         }
         Ok(Spec {

@@ -8,7 +8,7 @@
 //! * `manifest.json` — version, storage mode, classes, label columns, where the data came
 //!   from, and every other file with its size and CRC-32. Its presence marks the folder as
 //!   a dataset: `--data DIR` on any pipeline reads it through the
-//!   [`Shards`](crate::source::Shards) source.
+//!   [`Shards`] source.
 //! * `shard-NNNNN.bin` — a 32-byte header (`IMGFSHRD`, version, storage code), then the
 //!   records back to back: a JPEG file (`jpeg`), the source's file (`original`) or
 //!   `height × width × 3` bytes of RGB (`raw`).
@@ -17,15 +17,21 @@
 //!   labels, and where its name lies in `names.bin`.
 //! * `names.bin` — the samples' root-relative paths, UTF-8, concatenated.
 //!
-//! [`store`] is the `[store]` pipeline table, [`writer`] appends samples, [`merge`] joins
-//! the slices of a split conversion, and [`crate::sink::shards`] runs a conversion.
+//! The flow, one file each: [`convert`] runs a conversion (the `[store]` pipeline table is
+//! [`store`]), [`writer`] appends samples to shards in the layout of
+//! [`format`](mod@format), [`merge`] joins the slices of a split conversion, and
+//! [`source`] reads a dataset back, memory-mapped.
 
+pub mod convert;
 pub mod format;
 pub mod merge;
+pub mod source;
 pub mod store;
 pub mod writer;
 
+pub use convert::{convert_to_shards, convert_to_shards_until, slice_range};
 pub use format::{Manifest, Storage, VERSION};
 pub use merge::merge_index;
+pub use source::Shards;
 pub use store::StoreConfig;
 pub use writer::ShardWriter;

@@ -19,6 +19,7 @@ fn ninety() -> u8 {
 /// The `[store]` table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct StoreConfig {
     /// `jpeg` (re-encoded after the ops), `raw` (RGB u8 HWC after the ops) or `original`
     /// (the source's file bytes; the pipeline must have no ops).
@@ -32,6 +33,13 @@ pub struct StoreConfig {
     pub shard_size: Option<String>,
 }
 
+setters!(StoreConfig {
+    mode: Storage,
+    quality: u8,
+} optional {
+    shard_size: String,
+});
+
 impl Default for StoreConfig {
     fn default() -> StoreConfig {
         StoreConfig {
@@ -44,22 +52,48 @@ impl Default for StoreConfig {
 
 impl StoreConfig {
     /// Checks the parameters; returns the shard size in bytes.
-    pub fn check(&self) -> Result<u64, String> {
+    pub fn check(&self) -> Result<u64, StoreError> {
         if self.mode == Storage::Jpeg && !(1..=100).contains(&self.quality) {
-            return Err(format!(
-                "store.quality {} must be between 1 and 100",
-                self.quality
-            ));
+            return Err(StoreError::Quality(self.quality));
         }
         match &self.shard_size {
             None => Ok(DEFAULT_SHARD_SIZE),
-            Some(s) => parse_size(s).map_err(|e| format!("store.shard_size: {e}")),
+            Some(s) => parse_size(s),
         }
     }
 }
 
+/// Why a `[store]` table cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// A JPEG quality outside 1..=100.
+    #[error("store.quality {0} must be between 1 and 100")]
+    Quality(u8),
+    /// A shard size that is not a number with a unit.
+    #[error("store.shard_size: {0:?} is not a size like 1GB or 500MB")]
+    NotASize(String),
+    /// A shard size with a unit that is not one of B, kB, MB, GB, TB, KiB, MiB, GiB, TiB.
+    #[error("store.shard_size: unknown unit {unit:?} in {text:?}")]
+    Unit {
+        /// The unit.
+        unit: String,
+        /// The whole size.
+        text: String,
+    },
+    /// A shard size below a byte or above an exabyte.
+    #[error("store.shard_size: {0:?} is not a usable size")]
+    OutOfRange(String),
+}
+
+impl From<StoreError> for crate::Error {
+    fn from(e: StoreError) -> crate::Error {
+        crate::Error::Invalid(e.to_string())
+    }
+}
+
 /// `"1GB"`, `"512MiB"`, `"1000000"` → bytes (decimal kB/MB/GB/TB, binary KiB/MiB/GiB/TiB).
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, StoreError> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -67,7 +101,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     let (num, unit) = t.split_at(split);
     let n: f64 = num
         .parse()
-        .map_err(|_| format!("{text:?} is not a size like 1GB or 500MB"))?;
+        .map_err(|_| StoreError::NotASize(text.to_string()))?;
     let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1.0,
         "k" | "kb" => 1e3,
@@ -78,11 +112,16 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "mib" => 1024.0 * 1024.0,
         "gib" => 1024.0 * 1024.0 * 1024.0,
         "tib" => 1024.0f64.powi(4),
-        u => return Err(format!("unknown unit {u:?} in {text:?}")),
+        u => {
+            return Err(StoreError::Unit {
+                unit: u.to_string(),
+                text: text.to_string(),
+            })
+        }
     };
     let bytes = n * mult;
     if !(1.0..=1e18).contains(&bytes) {
-        return Err(format!("{text:?} is not a usable size"));
+        return Err(StoreError::OutOfRange(text.to_string()));
     }
     Ok(bytes as u64)
 }

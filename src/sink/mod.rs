@@ -1,6 +1,6 @@
-//! Sinks: where `imgfeed convert` writes an epoch.
+//! Sinks: where `imgfeed convert --format npy` writes an epoch (shards conversion is in
+//! [`crate::shards`], beside the format it writes).
 
 pub mod npy;
-pub mod shards;
 
 pub use npy::{write_npy_dir, NpyWriter};

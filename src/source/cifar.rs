@@ -34,8 +34,9 @@ pub enum CifarKind {
 }
 
 /// Which split to read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
+#[value(rename_all = "lowercase")]
 pub enum Usage {
     /// The training files.
     #[default]
@@ -46,21 +47,10 @@ pub enum Usage {
     All,
 }
 
-impl std::str::FromStr for Usage {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Usage, String> {
-        match s {
-            "train" => Ok(Usage::Train),
-            "test" => Ok(Usage::Test),
-            "all" => Ok(Usage::All),
-            _ => Err(format!("unknown usage {s:?} (train, test or all)")),
-        }
-    }
-}
-
 /// Which CIFAR-100 label(s) to keep.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
+#[value(rename_all = "lowercase")]
 pub enum CifarLabel {
     /// The 100-class label.
     #[default]

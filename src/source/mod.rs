@@ -9,12 +9,15 @@ use crate::spec::{Layout, Spec};
 use std::path::Path;
 
 pub mod cifar;
+pub mod config;
 pub mod image_folder;
-pub mod shards;
 
+pub use crate::shards::Shards;
 pub use cifar::{parse_record, Cifar, CifarKind, CifarLabel, Usage, PIXELS as PIXELS_PER_RECORD};
+pub use config::{
+    Cifar100Config, CifarConfig, Dataset, ImageFolderConfig, ShardsConfig, SourceConfig, SourceKind,
+};
 pub use image_folder::{Ignored, ImageFolder};
-pub use shards::Shards;
 
 /// Most label columns a source can produce (CIFAR-100: coarse and fine).
 pub const MAX_LABELS: usize = 2;

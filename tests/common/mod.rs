@@ -126,19 +126,14 @@ pub fn folder_source(root: &Path) -> SourceConfig {
 
 /// An engine table with `workers` threads, everything else default.
 pub fn engine(workers: usize) -> EngineConfig {
-    EngineConfig {
-        workers,
-        ..EngineConfig::default()
-    }
+    EngineConfig::default().workers(workers)
 }
 
 /// An engine table that skips bad samples.
 pub fn skipping(workers: usize) -> EngineConfig {
-    EngineConfig {
-        workers,
-        on_error: OnError::Skip,
-        ..EngineConfig::default()
-    }
+    EngineConfig::default()
+        .workers(workers)
+        .on_error(OnError::Skip)
 }
 
 /// Every batch of epoch `epoch`, failing the test on an error.
@@ -210,61 +205,45 @@ pub fn decode() -> Op {
 
 /// `center_crop` to `h × w`.
 pub fn center_crop(h: usize, w: usize) -> Op {
-    Op::CenterCrop(CenterCrop {
-        size: Size::Two([h, w]),
-    })
+    Op::CenterCrop(CenterCrop::new(Size::Two([h, w])))
 }
 
 /// `resize` of the shorter side to `s`.
 pub fn resize_short(s: usize, filter: Filter) -> Op {
-    Op::Resize(Resize {
-        size: Size::One(s),
-        filter,
-        exact: None,
-    })
+    Op::Resize(Resize::new(Size::One(s)).filter(filter))
 }
 
 /// `resize` to exactly `h × w`.
 pub fn resize_exact(h: usize, w: usize, filter: Filter) -> Op {
-    Op::Resize(Resize {
-        size: Size::Two([h, w]),
-        filter,
-        exact: None,
-    })
+    Op::Resize(Resize::new(Size::Two([h, w])).filter(filter))
 }
 
 pub fn normalize(mean: [f32; 3], std: [f32; 3]) -> Op {
-    Op::Normalize(Normalize {
-        mean: mean.to_vec(),
-        std: std.to_vec(),
-    })
+    Op::Normalize(Normalize::new(mean.to_vec(), std.to_vec()))
 }
 
 pub fn rescale(rescale: f32, shift: f32) -> Op {
-    Op::Rescale(Rescale { rescale, shift })
+    Op::Rescale(Rescale::new(rescale, shift))
 }
 
 pub fn hwc_to_chw() -> Op {
-    Op::HwcToChw(HwcToChw {})
+    Op::HwcToChw(HwcToChw::new())
 }
 
 pub fn type_cast(dtype: LabelType) -> Op {
-    Op::TypeCast(TypeCast {
-        column: "label".into(),
-        dtype,
-    })
+    Op::TypeCast(TypeCast::new(dtype))
 }
 
 pub fn flip(prob: f64) -> Op {
-    Op::RandomHorizontalFlip(RandomHorizontalFlip { prob })
+    Op::RandomHorizontalFlip(RandomHorizontalFlip::new(prob))
 }
 
 pub fn random_crop(h: usize, w: usize, padding: usize, fill: u8) -> Op {
-    Op::RandomCrop(RandomCrop {
-        size: Size::Two([h, w]),
-        padding,
-        fill,
-    })
+    Op::RandomCrop(
+        RandomCrop::new(Size::Two([h, w]))
+            .padding(padding)
+            .fill(fill),
+    )
 }
 
 /// Build a pipeline over the ImageFolder at `root`.

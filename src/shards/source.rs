@@ -12,12 +12,12 @@
 //! `jpeg` and `original` samples come out encoded (the pipeline decodes them); `raw` samples
 //! come out as RGB u8 HWC pixels, which `decode` passes through.
 
-use super::{Raw, RawSample, Source};
 use crate::error::{Error, Result, SampleErrorKind};
 use crate::shards::format::{
     crc32, parse_header, Entry, FileEntry, Manifest, Storage, ENTRY_LEN, HEADER_LEN, INDEX_MAGIC,
     MANIFEST, SHARD_MAGIC,
 };
+use crate::source::{Raw, RawSample, Source};
 use crate::spec::{DType, Layout, Spec};
 use memmap2::Mmap;
 use std::fs::File;

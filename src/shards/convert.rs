@@ -63,8 +63,8 @@ pub fn slice_range(n: usize, id: usize, count: usize) -> (usize, usize) {
 /// output spec.
 fn plan(config: &PipelineConfig, store: &StoreConfig) -> Result<(Arc<dyn Source>, Program, Spec)> {
     let invalid = |m: String| Error::Invalid(m);
-    store.check().map_err(invalid)?;
-    if config.source.num_samples.is_some() {
+    store.check()?;
+    if config.source.sampling.num_samples.is_some() {
         return Err(invalid(
             "source.num_samples does not apply to a conversion, which stores every sample \
              (use --num-shards/--shard-id to convert part of a dataset)"
@@ -72,7 +72,7 @@ fn plan(config: &PipelineConfig, store: &StoreConfig) -> Result<(Arc<dyn Source>
         ));
     }
     let source = config.source.open()?;
-    let stages = crate::pipeline::spec_chain(&source.spec(), &config.ops)?;
+    let stages = config.spec_chain(&source.spec())?;
     let spec = stages
         .last()
         .map_or_else(|| source.spec(), |(_, s)| s.clone());
@@ -186,18 +186,15 @@ impl Ctx<'_> {
 fn origin(config: &PipelineConfig, source: &dyn Source) -> Origin {
     let name = |v: serde_json::Value| v.as_str().map(str::to_string);
     let s = &config.source;
+    let (_, usage, label) = s.dataset.listing();
     Origin {
-        kind: serde_json::to_value(s.kind)
+        kind: serde_json::to_value(s.kind())
             .ok()
             .and_then(name)
             .unwrap_or_default(),
-        root: s.root.to_string_lossy().into_owned(),
-        usage: s
-            .usage
-            .and_then(|u| serde_json::to_value(u).ok().and_then(name)),
-        label: s
-            .label
-            .and_then(|l| serde_json::to_value(l).ok().and_then(name)),
+        root: s.root().to_string_lossy().into_owned(),
+        usage: usage.and_then(|u| serde_json::to_value(u).ok().and_then(name)),
+        label: label.and_then(|l| serde_json::to_value(l).ok().and_then(name)),
         samples: source.len() as u64,
     }
 }
@@ -232,11 +229,11 @@ pub fn convert_to_shards_until(
     stop: &AtomicBool,
 ) -> Result<Option<ShardsReport>> {
     let (source, program, spec) = plan(config, store)?;
-    let shard_size = store.check().map_err(Error::Invalid)?;
+    let shard_size = store.check()?;
     // `shard = "env"` reads the slice from the launcher's variables, as training does.
     let mut sampling = config.source.clone();
     sampling.resolve_shard(|k| std::env::var(k).ok())?;
-    let (id, count) = (sampling.shard_id, sampling.num_shards);
+    let (id, count) = (sampling.sampling.shard_id, sampling.sampling.num_shards);
     if count == 0 || id >= count {
         return Err(Error::Invalid(format!(
             "shard_id {id} must be below num_shards {count}"
@@ -250,7 +247,7 @@ pub fn convert_to_shards_until(
         source: source.as_ref(),
         program: &program,
         store,
-        seed: config.source.seed,
+        seed: config.source.sampling.seed,
     };
     let workers = config.engine.workers.clamp(1, 1024);
     let total = end - first;
