@@ -106,6 +106,31 @@ def test_random_vertical_flip_mirrors_rows():
     np.testing.assert_array_equal(flipped, plain[:, ::-1])
 
 
+def test_random_color_adjust_is_pillows_enhance():
+    """A one-point range applies exactly that factor: the images equal Pillow's
+    ImageEnhance (what torchvision's ColorJitter calls on PIL images); MindSpore's defaults
+    change nothing."""
+    from PIL import Image, ImageEnhance
+
+    def images(op):
+        d = ds.Cifar10Dataset(str(FIXTURES / "cifar10"), usage="test", shuffle=False)
+        d = d.map([op], input_columns="image").batch(4)
+        return next(d.create_tuple_iterator(output_numpy=True, num_epochs=1))[0]
+
+    plain = images(C.RandomColorAdjust())
+    assert not np.array_equal(plain, images(C.RandomColorAdjust(brightness=0.4)))
+    for op, enhance in [
+        (C.RandomColorAdjust(brightness=(0.5, 0.5)), lambda im: ImageEnhance.Brightness(im).enhance(0.5)),
+        (C.RandomColorAdjust(contrast=(1.6, 1.6)), lambda im: ImageEnhance.Contrast(im).enhance(1.6)),
+        (C.RandomColorAdjust(saturation=(0.3, 0.3)), lambda im: ImageEnhance.Color(im).enhance(0.3)),
+    ]:
+        got = images(op)
+        want = np.stack([np.asarray(enhance(Image.fromarray(p))) for p in plain])
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="brightness must be non-negative"):
+        C.RandomColorAdjust(brightness=-1)
+
+
 def test_cifar10_equals_convert(converted):
     data = cifar10_eval(2)
     batches = collect(data.create_tuple_iterator(output_numpy=True, num_epochs=1))

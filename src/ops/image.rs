@@ -49,12 +49,14 @@ pub(crate) struct Held {
     pub(crate) drawn: Option<Rect>,
 }
 
-/// The tools a worker keeps for its kernels: the decoder (its library handle) and the
-/// resizer (its scratch rows), made on first use.
+/// The tools a worker keeps for its kernels: the decoder (its library handle), the
+/// resizer (its scratch rows) and a scratch image, made on first use.
 #[derive(Default)]
 pub(crate) struct Tools {
     pub(crate) decoder: Option<Decoder>,
     pub(crate) resizer: Resizer,
+    /// A third image for kernels that need one beside the working image's two buffers.
+    pub(crate) scratch: Vec<u8>,
 }
 
 /// One sample on its way through the kernels.

@@ -26,6 +26,7 @@ pub mod inspect;
 pub(crate) mod kernel;
 #[cfg(imgfeed_libjpeg)]
 pub(crate) mod libjpeg;
+pub(crate) mod pil;
 pub(crate) mod pillow_bilinear;
 pub mod pointwise;
 #[cfg(feature = "turbojpeg")]
@@ -84,6 +85,8 @@ ops! {
     random_horizontal_flip::RandomHorizontalFlip,
     /// Mirror top-bottom with some probability.
     random_vertical_flip::RandomVerticalFlip,
+    /// Jitter brightness, contrast, saturation and hue in a random order.
+    random_color_adjust::RandomColorAdjust,
     /// `x * rescale + shift`.
     rescale::Rescale,
     /// `(x - mean) / std` per channel.

@@ -30,6 +30,7 @@ __all__ = [
     "RandomCrop",
     "RandomHorizontalFlip",
     "RandomVerticalFlip",
+    "RandomColorAdjust",
     "RandomResizedCrop",
     "RandomCropDecodeResize",
 ]
@@ -213,6 +214,41 @@ class RandomVerticalFlip(RandomHorizontalFlip):
     _name, _op = "RandomVerticalFlip", "random_vertical_flip"
 
 
+def _jitter(name: str, what: str, value: Union[float, Sequence[float]]) -> Union[float, List[float]]:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if value < 0:
+            raise ValueError(f"{name}: {what} must be non-negative, not {value}")
+        return float(value)
+    return list(pair(name, what, value))
+
+
+class RandomColorAdjust(Op):
+    """Jitter brightness, contrast, saturation and hue by factors drawn per sample, applied
+    in a random order (torchvision's ``ColorJitter``; each adjustment is Pillow's, as
+    torchvision applies it to a PIL image). A number ``x`` is the range ``[max(0, 1 - x),
+    1 + x]`` (hue: ``[-x, x]``); a ``(min, max)`` pair is the range; the defaults change
+    nothing."""
+
+    def __init__(
+        self,
+        brightness: Union[float, Sequence[float]] = (1, 1),
+        contrast: Union[float, Sequence[float]] = (1, 1),
+        saturation: Union[float, Sequence[float]] = (1, 1),
+        hue: Union[float, Sequence[float]] = (0, 0),
+    ) -> None:
+        name = "RandomColorAdjust"
+        self._table = {
+            "op": "random_color_adjust",
+            "brightness": _jitter(name, "brightness", brightness),
+            "contrast": _jitter(name, "contrast", contrast),
+            "saturation": _jitter(name, "saturation", saturation),
+            "hue": _jitter(name, "hue", hue),
+        }
+
+    def _tables(self) -> List[Dict[str, Any]]:
+        return [dict(self._table)]
+
+
 def _rrc_table(name: str, size: Any, scale: Sequence[float], ratio: Sequence[float], interpolation: Inter, max_attempts: int) -> Dict[str, Any]:
     if max_attempts < 1:
         raise ValueError(f"{name}: max_attempts must be >= 1, not {max_attempts}")
@@ -265,7 +301,7 @@ _NOT_IN_ENGINE = frozenset(
     Affine AutoAugment AutoContrast BoundingBoxAugment ConvertColor Crop CutMixBatch CutOut
     Equalize Erase GaussianBlur Grayscale HorizontalFlip HsvToRgb Invert MixUp MixUpBatch
     NormalizePad Pad PadToSize Perspective Posterize RandAugment RandomAdjustSharpness
-    RandomAffine RandomAutoContrast RandomColor RandomColorAdjust RandomCropDecodeResizeWithBBox
+    RandomAffine RandomAutoContrast RandomColor RandomCropDecodeResizeWithBBox
     RandomCropWithBBox RandomEqualize RandomErasing RandomGrayscale RandomHorizontalFlipWithBBox
     RandomInvert RandomLighting RandomPerspective RandomPosterize RandomResize
     RandomResizedCropWithBBox RandomResizeWithBBox RandomRotation RandomSelectSubpolicy

@@ -1,0 +1,201 @@
+//! The colour and augmentation ops (issue 15): parity with torchvision's functional ops on
+//! a PIL image (references written by `fixtures/augment/make_refs.py` from Pillow calls),
+//! and the engine's draws (from the sample's own stream: the same for any worker count).
+
+mod common;
+
+use common::*;
+use imgfeed::ops::random_color_adjust::{apply, Adjust, Jitter, RandomColorAdjust};
+use imgfeed::ops::Op;
+use imgfeed::rng::sample_rng;
+use imgfeed::SourceConfig;
+use std::path::Path;
+
+fn augment_dir() -> std::path::PathBuf {
+    fixtures().join("augment")
+}
+
+/// An RGB u8 PNG: `(width, height, pixels)`.
+fn png(path: &Path) -> (usize, usize, Vec<u8>) {
+    let img = image::open(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .to_rgb8();
+    (img.width() as usize, img.height() as usize, img.into_raw())
+}
+
+#[derive(serde::Deserialize)]
+struct Case {
+    name: String,
+    input: String,
+    steps: Vec<(String, f64)>,
+    #[serde(rename = "ref")]
+    reference: String,
+}
+
+fn cases() -> Vec<Case> {
+    let text = std::fs::read_to_string(augment_dir().join("cases.json")).expect("cases.json");
+    serde_json::from_str(&text).expect("cases.json parses")
+}
+
+fn adjust(op: &str, v: f64) -> Adjust {
+    match op {
+        "brightness" => Adjust::Brightness(v),
+        "contrast" => Adjust::Contrast(v),
+        "saturation" => Adjust::Saturation(v),
+        "hue" => Adjust::Hue(v),
+        other => panic!("unknown step {other}"),
+    }
+}
+
+/// Every colour step, alone and in sequence, equals torchvision's (Pillow's) output: the
+/// rule is within 1 grey level; the arithmetic is Pillow's, so every pixel is equal.
+#[test]
+fn color_adjustments_equal_torchvision_on_pil_images() {
+    let cases = cases();
+    assert!(cases.len() >= 30, "{} cases", cases.len());
+    let mut scratch = Vec::new();
+    for case in cases {
+        let (w, h, mut img) = png(&augment_dir().join("inputs").join(&case.input));
+        let (rw, rh, want) = png(&augment_dir().join("refs").join(&case.reference));
+        assert_eq!((w, h), (rw, rh), "{}", case.name);
+        for (op, v) in &case.steps {
+            let mut out = vec![0u8; img.len()];
+            apply(adjust(op, *v), &img, &mut out, &mut scratch);
+            img = out;
+        }
+        let (max, _) = diff_u8(&img, &want);
+        assert_eq!(max, 0, "{}: off by up to {max} grey levels", case.name);
+    }
+}
+
+fn jitter(b: f64, c: f64, s: f64, h: f64) -> Op {
+    Op::RandomColorAdjust(RandomColorAdjust::new(b, c, s, h))
+}
+
+/// What the engine gives for each sample equals the draw from that sample's stream applied
+/// to the decoded image, for 1 and 2 workers and two epochs; the draws vary.
+#[test]
+fn the_engine_applies_the_draw_of_each_samples_stream() {
+    let root = fixtures().join("imagefolder");
+    let seed = 11;
+    let plain = |workers| {
+        let mut b = imgfeed::Pipeline::builder(folder_source(&root).seed(seed))
+            .batch(3, false)
+            .workers(workers);
+        for op in [decode(), center_crop(24, 32)] {
+            b = b.op(op);
+        }
+        b.build().expect("builds")
+    };
+    let op = RandomColorAdjust::new(0.4, 0.4, 0.4, 0.1);
+    let jittered = |workers| {
+        let mut b = imgfeed::Pipeline::builder(folder_source(&root).seed(seed))
+            .batch(3, false)
+            .workers(workers);
+        for op in [
+            decode(),
+            center_crop(24, 32),
+            Op::RandomColorAdjust(op.clone()),
+        ] {
+            b = b.op(op);
+        }
+        b.build().expect("builds")
+    };
+    let base = samples_u8(&plain(1), 0);
+    let mut scratch = Vec::new();
+    let mut orders = std::collections::BTreeSet::new();
+    for epoch in 0..2 {
+        let one = samples_u8(&jittered(1), epoch);
+        let two = samples_u8(&jittered(2), epoch);
+        assert_eq!(
+            one, two,
+            "epoch {epoch}: the worker count changed the output"
+        );
+        for (index, (got, plain)) in one.iter().zip(&base).enumerate() {
+            let steps = op.draw(&mut sample_rng(seed, epoch, index));
+            assert_eq!(steps.len(), 4, "all four adjustments are drawn");
+            orders.insert(format!(
+                "{:?}",
+                steps.iter().map(std::mem::discriminant).collect::<Vec<_>>()
+            ));
+            let mut want = plain.clone();
+            for s in steps {
+                let mut out = vec![0u8; want.len()];
+                apply(s, &want, &mut out, &mut scratch);
+                want = out;
+            }
+            assert_eq!(got, &want, "epoch {epoch} sample {index}");
+            assert_ne!(got, plain, "epoch {epoch} sample {index} was not adjusted");
+        }
+    }
+    assert!(
+        orders.len() > 3,
+        "the order is drawn per sample: {orders:?}"
+    );
+}
+
+/// Ranges: one number `x` is `[max(0, 1 - x), 1 + x]` (hue `[-x, x]`); a range is kept;
+/// every factor drawn lies in its range, and a zero leaves its adjustment out.
+#[test]
+fn draws_stay_in_their_ranges_and_zero_leaves_an_adjustment_out() {
+    let op = RandomColorAdjust::new(0.4, 0.0, 2.0, 0.25).contrast(Jitter::Range([0.5, 0.6]));
+    let mut seen = [0usize; 4];
+    for i in 0..2000 {
+        for s in op.draw(&mut sample_rng(1, 0, i)) {
+            match s {
+                Adjust::Brightness(f) => {
+                    assert!((0.6..=1.4).contains(&f), "{f}");
+                    seen[0] += 1
+                }
+                Adjust::Contrast(f) => {
+                    assert!((0.5..=0.6).contains(&f), "{f}");
+                    seen[1] += 1
+                }
+                Adjust::Saturation(f) => {
+                    assert!((0.0..=3.0).contains(&f), "max(0, 1 - 2) = 0: {f}");
+                    seen[2] += 1
+                }
+                Adjust::Hue(f) => {
+                    assert!((-0.25..=0.25).contains(&f), "{f}");
+                    seen[3] += 1
+                }
+            }
+        }
+    }
+    assert_eq!(seen, [2000; 4]);
+    let none = RandomColorAdjust::new(0.0, 0.3, 0.0, 0.0);
+    let steps = none.draw(&mut sample_rng(1, 0, 0));
+    assert!(matches!(steps[..], [Adjust::Contrast(_)]), "{steps:?}");
+}
+
+/// Bad parameters are errors naming the op and the parameter, at its line in a file.
+#[test]
+fn bad_parameters_are_refused_at_their_line() {
+    let root = fixtures().join("imagefolder");
+    for (field, value, why) in [
+        ("hue", "0.6", "within [-0.5, 0.5]"),
+        ("brightness", "-0.1", "non-negative"),
+        ("saturation", "[1.5, 0.5]", "ordered"),
+    ] {
+        let text = format!(
+            "[source]\nkind = \"image_folder\"\nroot = {root:?}\n\n[[ops]]\nop = \"decode\"\n\n\
+             [[ops]]\nop = \"random_color_adjust\"\ncontrast = 0.2\n{field} = {value}\n\n[batch]\nsize = 1\n"
+        );
+        let cfg = imgfeed::PipelineConfig::parse(&text, Path::new("/p/c.toml")).expect("parses");
+        let e = imgfeed::Pipeline::new(cfg).expect_err(field).to_string();
+        assert!(
+            e.contains("/p/c.toml:11:1: ops[1] (random_color_adjust)")
+                && e.contains(field)
+                && e.contains(why),
+            "{e}"
+        );
+    }
+    // and on data that is no longer u8 RGB
+    let e = imgfeed::Pipeline::builder(SourceConfig::new(imgfeed::SourceKind::ImageFolder, &root))
+        .op(decode())
+        .op(rescale(1.0 / 255.0, 0.0))
+        .op(jitter(0.1, 0.0, 0.0, 0.0))
+        .build()
+        .expect_err("after rescale");
+    assert!(e.to_string().contains("before normalize"), "{e}");
+}
