@@ -422,8 +422,10 @@ fn op_error(text: &str, places: &OpPlaces) -> Option<String> {
         };
         // An unknown or missing `op` name: the whole-file parse points at the `op = ...`
         // line itself, better than the table's.
-        let tag = ["unknown variant", "missing field `op`"];
-        if tag.iter().any(|t| err.message().contains(t)) {
+        let message = err.message();
+        if message.contains("missing field `op`")
+            || message.starts_with(&format!("unknown variant `{name}`"))
+        {
             return None;
         }
         let place = places.0.get(i).map(|p| p.culprit(err.message()));

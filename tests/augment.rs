@@ -199,3 +199,158 @@ fn bad_parameters_are_refused_at_their_line() {
         .expect_err("after rescale");
     assert!(e.to_string().contains("before normalize"), "{e}");
 }
+
+#[derive(serde::Deserialize)]
+struct AugCase {
+    name: String,
+    input: String,
+    op: imgfeed::ops::augment::AugOp,
+    magnitude: f64,
+    fill: u8,
+    #[serde(rename = "ref")]
+    reference: String,
+}
+
+/// Every operation of AutoAugment / RandAugment / TrivialAugmentWide equals torchvision's
+/// `_apply_op` on the PIL image (nearest, with fill), for every pixel.
+#[test]
+fn augmentation_operations_equal_torchvision_on_pil_images() {
+    let text = std::fs::read_to_string(augment_dir().join("aug_cases.json")).expect("aug_cases");
+    let cases: Vec<AugCase> = serde_json::from_str(&text).expect("aug_cases.json parses");
+    assert!(cases.len() >= 100, "{} cases", cases.len());
+    let mut scratch = Vec::new();
+    let mut failed = Vec::new();
+    for case in &cases {
+        let (w, h, img) = png(&augment_dir().join("inputs").join(&case.input));
+        let (_, _, want) = png(&augment_dir().join("refs").join(&case.reference));
+        let mut out = vec![0u8; img.len()];
+        imgfeed::ops::augment::apply_op(
+            case.op,
+            case.magnitude,
+            &img,
+            (h, w),
+            [case.fill; 3],
+            &mut out,
+            &mut scratch,
+        );
+        let (max, _) = diff_u8(&out, &want);
+        if max != 0 {
+            let n = out.iter().zip(&want).filter(|(a, b)| a != b).count();
+            failed.push(format!("{}: {n} values differ, by up to {max}", case.name));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of {}:\n{}",
+        failed.len(),
+        cases.len(),
+        failed.join("\n")
+    );
+}
+
+/// For each of the three policies: what the engine gives for each sample equals the
+/// operations drawn from that sample's stream applied to the (decoded, cropped) image, for
+/// 1 and 2 workers; different samples draw different operations.
+#[test]
+fn the_engine_applies_each_samples_drawn_augmentations() {
+    use imgfeed::ops::augment::AugOp;
+    use imgfeed::ops::auto_augment::{AutoAugment, Policy};
+    use imgfeed::ops::rand_augment::RandAugment;
+    use imgfeed::ops::trivial_augment_wide::TrivialAugmentWide;
+    type Draw = Box<dyn Fn(&mut imgfeed::rng::SplitMix64) -> Vec<(AugOp, f64)>>;
+    let size = (40, 48);
+    let auto = AutoAugment::new(Policy::Cifar10);
+    let rand = RandAugment::new(3, 14);
+    let wide = TrivialAugmentWide::default();
+    let cases: Vec<(Op, Draw)> = vec![
+        (
+            Op::AutoAugment(auto.clone()),
+            Box::new(move |r| auto.draw(r, size)),
+        ),
+        (
+            Op::RandAugment(rand.clone()),
+            Box::new(move |r| rand.draw(r, size)),
+        ),
+        (
+            Op::TrivialAugmentWide(wide.clone()),
+            Box::new(move |r| wide.draw(r)),
+        ),
+    ];
+    let root = fixtures().join("imagefolder");
+    let seed = 5;
+    let pipeline = |ops: Vec<Op>, workers| {
+        let mut b = imgfeed::Pipeline::builder(folder_source(&root).seed(seed))
+            .batch(4, false)
+            .workers(workers);
+        for op in [decode(), center_crop(size.0, size.1)]
+            .into_iter()
+            .chain(ops)
+        {
+            b = b.op(op);
+        }
+        b.build().expect("builds")
+    };
+    let base = samples_u8(&pipeline(vec![], 1), 0);
+    let mut scratch = Vec::new();
+    for (op, draw) in cases {
+        let name = format!("{op:?}");
+        let mut seen = std::collections::BTreeSet::new();
+        for epoch in 0..2 {
+            let one = samples_u8(&pipeline(vec![op.clone()], 1), epoch);
+            let two = samples_u8(&pipeline(vec![op.clone()], 2), epoch);
+            assert_eq!(
+                one, two,
+                "{name} epoch {epoch}: the worker count changed the output"
+            );
+            for (index, (got, plain)) in one.iter().zip(&base).enumerate() {
+                let steps = draw(&mut sample_rng(seed, epoch, index));
+                let mut want = plain.clone();
+                for &(aug, magnitude) in &steps {
+                    seen.insert(format!("{aug:?}"));
+                    let mut out = vec![0u8; want.len()];
+                    imgfeed::ops::augment::apply_op(
+                        aug,
+                        magnitude,
+                        &want,
+                        size,
+                        [0; 3],
+                        &mut out,
+                        &mut scratch,
+                    );
+                    want = out;
+                }
+                assert_eq!(got, &want, "{name} epoch {epoch} sample {index}: {steps:?}");
+            }
+        }
+        assert!(seen.len() >= 5, "{name}: only {seen:?} were drawn");
+    }
+}
+
+/// Parameters out of range are refused, naming the op and the parameter.
+#[test]
+fn augmentation_parameters_are_checked() {
+    let root = fixtures().join("imagefolder");
+    for (table, field) in [
+        ("op = \"rand_augment\"\nmagnitude = 31", "magnitude"),
+        (
+            "op = \"rand_augment\"\nnum_magnitude_bins = 1",
+            "num_magnitude_bins",
+        ),
+        (
+            "op = \"trivial_augment_wide\"\nnum_magnitude_bins = 0",
+            "num_magnitude_bins",
+        ),
+        ("op = \"auto_augment\"\npolicy = \"coco\"", "coco"),
+        ("op = \"auto_augment\"\nfill = 300", "fill"),
+    ] {
+        let text = format!(
+            "[source]\nkind = \"image_folder\"\nroot = {root:?}\n\n[[ops]]\nop = \"decode\"\n\n\
+             [[ops]]\n{table}\n\n[batch]\nsize = 1\n"
+        );
+        let e = match imgfeed::PipelineConfig::parse(&text, Path::new("/p/a.toml")) {
+            Ok(cfg) => imgfeed::Pipeline::new(cfg).expect_err(table).to_string(),
+            Err(e) => e.to_string(),
+        };
+        assert!(e.contains("ops[1]") && e.contains(field), "{table}: {e}");
+    }
+}

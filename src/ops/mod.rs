@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 #[macro_use]
 mod simd;
 
+pub mod augment;
 pub(crate) mod geometry;
 pub(crate) mod image;
 pub mod inspect;
@@ -87,6 +88,12 @@ ops! {
     random_vertical_flip::RandomVerticalFlip,
     /// Jitter brightness, contrast, saturation and hue in a random order.
     random_color_adjust::RandomColorAdjust,
+    /// One of torchvision's learned AutoAugment policies.
+    auto_augment::AutoAugment,
+    /// RandAugment: `num_ops` random operations at one magnitude.
+    rand_augment::RandAugment,
+    /// TrivialAugmentWide: one random operation at a random magnitude.
+    trivial_augment_wide::TrivialAugmentWide,
     /// `x * rescale + shift`.
     rescale::Rescale,
     /// `(x - mean) / std` per channel.
