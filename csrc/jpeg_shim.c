@@ -184,18 +184,36 @@ int ifj_header(struct ifj *d, const unsigned char *data, size_t len, struct ifj_
   return 0;
 }
 
+/* A rectangle of the image: rows [top, top + height), columns [left, left + width). */
+struct ifj_rect {
+  unsigned int top;
+  unsigned int left;
+  unsigned int height;
+  unsigned int width;
+};
+
 /*
- * Decode rows [top, top + height) and columns [left, left + width) of data[0..len) into
- * out (pitch width * channels, channels 3 for RGB or 4 for RGBX), reading the rest of the
- * file so that damage anywhere is found. left must be a multiple of the header's
- * mcu_width (libjpeg-turbo decodes whole iMCUs across); the whole image is
- * top = left = 0, height x width = the image's size. 0 on success, -1 with ifj_message.
+ * Decode the rectangle *rect (rows [top, top + height), columns [left, left + width)) of
+ * data[0..len) into out (pitch width * channels, channels 3 for RGB or 4 for RGBX),
+ * reading the rest of the file so that damage anywhere is found. left must be a multiple
+ * of the header's mcu_width (libjpeg-turbo decodes whole iMCUs across); the whole image is
+ * top = left = 0, height x width = the image's size. rect is read at the start, no pointer
+ * to it kept. 0 on success, -1 with ifj_message.
  */
-int ifj_decode(struct ifj *d, const unsigned char *data, size_t len, unsigned int top, unsigned int left,
-               unsigned int height, unsigned int width, int channels, unsigned char *out, size_t out_len) {
+int ifj_decode(struct ifj *d, const unsigned char *data, size_t len, const struct ifj_rect *rect, int channels,
+               unsigned char *out, size_t out_len) {
   JDIMENSION x, w, row;
+  unsigned int top, left, height, width;
   size_t pitch;
   ifj_reset(d);
+  if (rect == NULL) {
+    snprintf(d->err.message, sizeof d->err.message, "imgfeed: no region given");
+    return -1;
+  }
+  top = rect->top;
+  left = rect->left;
+  height = rect->height;
+  width = rect->width;
   if (channels != 3 && channels != 4) {
     snprintf(d->err.message, sizeof d->err.message, "imgfeed: %d channels asked for", channels);
     return -1;

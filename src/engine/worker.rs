@@ -6,7 +6,9 @@ use super::program::{Program, WritePath};
 use crate::error::{Fault, SampleErrorKind};
 use crate::ops::geometry::flip_horizontal;
 use crate::ops::image::{bug, Held, Sample, Tools};
-use crate::ops::pointwise::{write, write_mirrored, write_planes_streaming, write_rgbx};
+use crate::ops::pointwise::{
+    write, write_mirrored, write_planes_streaming, write_rgbx, Interleaved,
+};
 use crate::ops::pointwise::{Dst, Pixels, View};
 use crate::rng::SplitMix64;
 use crate::source::Raw;
@@ -220,12 +222,17 @@ fn write_tail(
             return Err(bug("the final write expected a float batch"));
         };
         let affine = tail.affine.as_ref();
-        if let Some(fp) = write_planes_streaming(pixels, stride, h, w, affine, img.mirror, d, hash)
-        {
+        let src = Interleaved {
+            data: pixels,
+            stride,
+            height: h,
+            width: w,
+        };
+        if let Some(fp) = write_planes_streaming(src, affine, img.mirror, d, hash) {
             img.mirror = false;
             return Ok(fp);
         }
-        if img.mirror && write_mirrored(pixels, stride, h, w, affine, tail.layout, &mut dst) {
+        if img.mirror && write_mirrored(src, affine, tail.layout, &mut dst) {
             img.mirror = false;
             return Ok(None);
         }

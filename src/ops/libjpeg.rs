@@ -28,6 +28,30 @@ struct RawHeader {
     mcu_width: c_uint,
 }
 
+/// The shim's `struct ifj_rect`: the rows `top .. top + height` and columns
+/// `left .. left + width` to decode.
+#[repr(C)]
+struct RawRect {
+    top: c_uint,
+    left: c_uint,
+    height: c_uint,
+    width: c_uint,
+}
+
+impl RawRect {
+    /// `rect` in the shim's integers; an error where a side does not fit.
+    fn new(rect: Rect) -> Result<RawRect, String> {
+        let dim =
+            |v: usize| c_uint::try_from(v).map_err(|_| format!("JPEG dimension {v} too large"));
+        Ok(RawRect {
+            top: dim(rect.top)?,
+            left: dim(rect.left)?,
+            height: dim(rect.height)?,
+            width: dim(rect.width)?,
+        })
+    }
+}
+
 extern "C" {
     fn ifj_new() -> *mut Handle;
     fn ifj_free(d: *mut Handle);
@@ -41,15 +65,11 @@ extern "C" {
         out: *mut u8,
         out_len: usize,
     ) -> c_int;
-    #[allow(clippy::too_many_arguments)]
     fn ifj_decode(
         d: *mut Handle,
         data: *const u8,
         len: usize,
-        top: c_uint,
-        left: c_uint,
-        height: c_uint,
-        width: c_uint,
+        rect: *const RawRect,
         channels: c_int,
         out: *mut u8,
         out_len: usize,
@@ -130,26 +150,21 @@ impl Libjpeg {
         out: &mut Vec<u8>,
     ) -> Result<Rect, String> {
         let aligned = h.mcu_aligned(rect);
-        let (top, left_aligned, rh, rw) =
-            (aligned.top, aligned.left, aligned.height, aligned.width);
-        let need = rh * rw * channels;
+        let raw = RawRect::new(aligned)?;
+        let need = aligned.height * aligned.width * channels;
         // Grow only: every byte of the rectangle is written.
         if out.len() < need {
             out.resize(need, 0);
         }
-        let dim =
-            |v: usize| c_uint::try_from(v).map_err(|_| format!("JPEG dimension {v} too large"));
-        // SAFETY: valid handle; `out` holds at least `need` bytes (passed as its length,
-        // which the shim checks before writing rows of `rw * channels` bytes).
+        // SAFETY: valid handle; `raw` lives through the call (the shim reads it, keeps no
+        // pointer to it); `out` holds at least `need` bytes (passed as its length, which the
+        // shim checks before writing rows of `width * channels` bytes).
         let r = unsafe {
             ifj_decode(
                 self.handle,
                 bytes.as_ptr(),
                 bytes.len(),
-                dim(top)?,
-                dim(left_aligned)?,
-                dim(rh)?,
-                dim(rw)?,
+                &raw,
                 channels as c_int,
                 out.as_mut_ptr(),
                 out.len(),

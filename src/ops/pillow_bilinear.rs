@@ -8,8 +8,64 @@
 //! the image (a region decode): coefficients are computed in whole-image coordinates, as a
 //! full resize computes them, so the window is exactly the crop of the full resize.
 
+use super::geometry::Rect;
+
 /// Pillow's `PRECISION_BITS` for 8-bit images: 32 - 8 - 2.
 const PRECISION_BITS: u32 = 22;
+
+/// The pixels a resize reads: a rectangle of the source image, or a buffer the image lies
+/// inside (a crop box read in place).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Source<'a> {
+    /// `size.0 × size.1` pixels of `ch` bytes, row after row.
+    pub(crate) data: &'a [u8],
+    /// Bytes a pixel: 3, or 4 (the 4th carried).
+    pub(crate) ch: usize,
+    /// Where `data` starts in the image, `(top, left)`; negative: the image starts inside
+    /// `data`, at `(-top, -left)`.
+    pub(crate) origin: (isize, isize),
+    /// `(rows, cols)` of `data`.
+    pub(crate) size: (usize, usize),
+}
+
+/// The resize: the whole source image's `(h, w)` to the whole output's `(oh, ow)` (the
+/// scale factors; a window of the output may be all that is computed).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Geometry {
+    /// Size of the whole source image.
+    pub(crate) full: (usize, usize),
+    /// Size of the whole resized image.
+    pub(crate) out: (usize, usize),
+}
+
+/// One axis of a windowed resize: outputs `start .. start + count` of an
+/// `in_size → out_size` resize, for a buffer that begins at source index `origin`
+/// (negative: the source starts inside the buffer, at `-origin`) and holds `avail` samples.
+#[derive(Clone, Copy, Debug)]
+struct AxisSpan {
+    /// Source samples along the axis, the whole image's.
+    in_size: usize,
+    /// Output samples along the axis, the whole resized image's.
+    out_size: usize,
+    /// First output computed.
+    start: usize,
+    /// Outputs computed.
+    count: usize,
+    /// Source index of the buffer's first sample.
+    origin: isize,
+    /// Samples the buffer holds.
+    avail: usize,
+}
+
+/// An [`Axis`]' taps, borrowed for a horizontal pass: output `x` weighs the `len[x]` source
+/// pixels from `first[x]` by `weights[x * ksize ..][.. len[x]]`.
+#[derive(Clone, Copy)]
+struct Taps<'a> {
+    first: &'a [usize],
+    len: &'a [usize],
+    weights: &'a [i32],
+    ksize: usize,
+}
 
 /// One axis: for each output index, the first source index (relative to the buffer) and
 /// the fixed-point weights of its taps (`ksize` per output, unused ones zero).
@@ -24,32 +80,22 @@ struct Axis {
 }
 
 impl Axis {
-    /// Outputs `start .. start + count` of an `in_size → out_size` resize, for a buffer that
-    /// begins at source index `origin` (negative: the source starts inside the buffer, at
-    /// `-origin`) and holds `avail` samples.
-    fn compute(
-        &mut self,
-        in_size: usize,
-        out_size: usize,
-        start: usize,
-        count: usize,
-        origin: isize,
-        avail: usize,
-    ) -> Result<(), String> {
-        self.compute_with(in_size, out_size, start, count, origin, avail, avx2())
+    /// The outputs `span` asks for; an error where their taps reach outside its buffer.
+    fn compute(&mut self, span: AxisSpan) -> Result<(), String> {
+        self.compute_with(span, avx2())
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn compute_with(
-        &mut self,
-        in_size: usize,
-        out_size: usize,
-        start: usize,
-        count: usize,
-        origin: isize,
-        avail: usize,
-        simd: bool,
-    ) -> Result<(), String> {
+    /// `compute`, with the AVX2 weights (`simd`, which the caller checked the CPU has) or
+    /// the scalar ones.
+    fn compute_with(&mut self, span: AxisSpan, simd: bool) -> Result<(), String> {
+        let AxisSpan {
+            in_size,
+            out_size,
+            start,
+            count,
+            origin,
+            avail,
+        } = span;
         let c = Coeffs::new(in_size, out_size);
         let ksize = c.ksize;
         self.first.clear();
@@ -95,6 +141,16 @@ impl Axis {
             *f = (*f as isize - origin) as usize; // checked above
         }
         Ok(())
+    }
+
+    /// The computed taps, for a horizontal pass.
+    fn taps(&self) -> Taps<'_> {
+        Taps {
+            first: &self.first,
+            len: &self.len,
+            weights: &self.weights,
+            ksize: self.ksize,
+        }
     }
 }
 
@@ -248,46 +304,53 @@ pub(crate) struct PillowBilinear {
 }
 
 impl PillowBilinear {
-    /// Resize the `full = (h, w)` image to `out = (oh, ow)` and write rows
-    /// `win.0 .. win.0 + win.2`, columns `win.1 .. win.1 + win.3` of the result into `dst`
-    /// (`ch` bytes a pixel, 3 or 4, the 4th carried). `src` holds the source rectangle at
-    /// `origin = (top, left)` of size `size = (rows, cols)`; a negative origin means the
-    /// image starts inside `src`, at `(-top, -left)` (a crop box read in place).
-    #[allow(clippy::too_many_arguments)]
+    /// Resize the `geo.full = (h, w)` image to `geo.out = (oh, ow)` and write the `window`
+    /// of the result into `dst` (`src.ch` bytes a pixel, 3 or 4, the 4th carried), reading
+    /// the pixels `src` holds.
     pub(crate) fn resize(
         &mut self,
-        src: &[u8],
-        ch: usize,
-        full: (usize, usize),
-        origin: (isize, isize),
-        size: (usize, usize),
-        out: (usize, usize),
-        win: (usize, usize, usize, usize),
+        src: Source<'_>,
+        geo: Geometry,
+        window: Rect,
         dst: &mut [u8],
     ) -> Result<(), String> {
-        self.resize_with(src, ch, full, origin, size, out, win, dst, true)
+        self.resize_with(src, geo, window, dst, true)
     }
 
     /// `resize`, with the SIMD kernels (`simd`, where the CPU has AVX2) or the plain ones.
-    #[allow(clippy::too_many_arguments)]
     fn resize_with(
         &mut self,
-        src: &[u8],
-        ch: usize,
-        full: (usize, usize),
-        origin: (isize, isize),
-        size: (usize, usize),
-        out: (usize, usize),
-        win: (usize, usize, usize, usize),
+        src: Source<'_>,
+        geo: Geometry,
+        window: Rect,
         dst: &mut [u8],
         simd: bool,
     ) -> Result<(), String> {
         let simd = simd && avx2();
-        let (fh, fw) = full;
-        let (rows, cols) = size;
-        let (top, left, wh, ww) = win;
-        self.horiz.compute(fw, out.1, left, ww, origin.1, cols)?;
-        self.vert.compute(fh, out.0, top, wh, origin.0, rows)?;
+        let Source {
+            data: src,
+            ch,
+            origin,
+            size: (rows, cols),
+        } = src;
+        let ((fh, fw), (oh, ow)) = (geo.full, geo.out);
+        let (top, left, wh, ww) = (window.top, window.left, window.height, window.width);
+        self.horiz.compute(AxisSpan {
+            in_size: fw,
+            out_size: ow,
+            start: left,
+            count: ww,
+            origin: origin.1,
+            avail: cols,
+        })?;
+        self.vert.compute(AxisSpan {
+            in_size: fh,
+            out_size: oh,
+            start: top,
+            count: wh,
+            origin: origin.0,
+            avail: rows,
+        })?;
         // Source rows the vertical pass reads: the horizontal pass covers only those.
         let r0 = self.vert.first.iter().copied().min().unwrap_or(0);
         let r1 = self
@@ -304,30 +367,29 @@ impl PillowBilinear {
         if self.mid.len() < band * row_bytes + 4 {
             self.mid.resize(band * row_bytes + 4, 0);
         }
-        let hk = self.horiz.ksize;
         let h = &self.horiz;
+        let taps = h.taps();
         let src_band = &src[r0 * cols * ch..(r0 + band) * cols * ch];
         let mid = &mut self.mid[..band * row_bytes + 4];
         #[cfg(target_arch = "x86_64")]
         if simd {
             self.hv.build(h, cols, ch);
+            let hv = &self.hv;
             // SAFETY: the CPU supports AVX2 (`avx2()` above).
             unsafe {
-                match (ch, self.hv.two_taps) {
+                match (ch, hv.two_taps) {
                     // Enlarging (at most 2 taps an output) skips the empty tap pair.
-                    (4, true) => horizontal_avx2::<4, true>(src_band, cols, h, &self.hv, mid, ww),
-                    (4, false) => horizontal_avx2::<4, false>(src_band, cols, h, &self.hv, mid, ww),
-                    (_, true) => horizontal_avx2::<3, true>(src_band, cols, h, &self.hv, mid, ww),
-                    (_, false) => horizontal_avx2::<3, false>(src_band, cols, h, &self.hv, mid, ww),
+                    (4, true) => horizontal_avx2::<4, true>(src_band, cols, taps, hv, mid, ww),
+                    (4, false) => horizontal_avx2::<4, false>(src_band, cols, taps, hv, mid, ww),
+                    (_, true) => horizontal_avx2::<3, true>(src_band, cols, taps, hv, mid, ww),
+                    (_, false) => horizontal_avx2::<3, false>(src_band, cols, taps, hv, mid, ww),
                 }
             }
         }
         if !simd {
             match ch {
-                4 => horizontal4(src_band, cols, &h.first, &h.len, &h.weights, hk, mid, ww),
-                _ => horizontal_generic::<3>(
-                    src_band, cols, &h.first, &h.len, &h.weights, hk, mid, ww,
-                ),
+                4 => horizontal4(src_band, cols, taps, mid, ww),
+                _ => horizontal_generic::<3>(src_band, cols, taps, mid, ww),
             }
         }
         if dst.len() < wh * row_bytes {
@@ -353,19 +415,22 @@ impl PillowBilinear {
     }
 }
 
-/// The horizontal pass over a band of rows, `CH` bytes a pixel.
-#[allow(clippy::too_many_arguments)]
+/// The horizontal pass over a band of rows of `cols` pixels, `CH` bytes a pixel, into
+/// rows of `ww` pixels in `mid`.
 #[inline(always)]
 fn horizontal_generic<const CH: usize>(
     src: &[u8],
     cols: usize,
-    first: &[usize],
-    len: &[usize],
-    weights: &[i32],
-    ksize: usize,
+    taps: Taps<'_>,
     mid: &mut [u8],
     ww: usize,
 ) {
+    let Taps {
+        first,
+        len,
+        weights,
+        ksize,
+    } = taps;
     for (srow, drow) in src
         .chunks_exact(cols * CH)
         .zip(mid.chunks_exact_mut(ww * CH))
@@ -395,38 +460,24 @@ fn plain_pixel<const CH: usize>(srow: &[u8], first: usize, k: &[i32]) -> [u8; CH
     acc.map(clip8)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn horizontal4(
-    src: &[u8],
-    cols: usize,
-    first: &[usize],
-    len: &[usize],
-    weights: &[i32],
-    ksize: usize,
-    mid: &mut [u8],
-    ww: usize,
-) {
+fn horizontal4(src: &[u8], cols: usize, taps: Taps<'_>, mid: &mut [u8], ww: usize) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("sse4.1") {
         // SAFETY: the CPU supports SSE4.1 (checked just above).
-        return unsafe { horizontal4_sse41(src, cols, first, len, weights, ksize, mid, ww) };
+        return unsafe { horizontal4_sse41(src, cols, taps, mid, ww) };
     }
-    horizontal_generic::<4>(src, cols, first, len, weights, ksize, mid, ww)
+    horizontal_generic::<4>(src, cols, taps, mid, ww)
 }
 
 /// Bounds every index the unchecked RGBX kernels use (once per call and per column;
 /// `Axis::compute` already keeps taps inside the row) and returns the number of rows.
-#[allow(clippy::too_many_arguments)]
-fn check_taps(
-    src: &[u8],
-    cols: usize,
-    first: &[usize],
-    len: &[usize],
-    weights: &[i32],
-    ksize: usize,
-    mid: &[u8],
-    ww: usize,
-) -> usize {
+fn check_taps(src: &[u8], cols: usize, taps: Taps<'_>, mid: &[u8], ww: usize) -> usize {
+    let Taps {
+        first,
+        len,
+        weights,
+        ksize,
+    } = taps;
     let rows = src.len() / (cols * 4);
     assert!(mid.len() >= rows * ww * 4 && first.len() >= ww && len.len() >= ww);
     for x in 0..ww {
@@ -440,22 +491,18 @@ fn check_taps(
 /// The same integer arithmetic as `horizontal_generic`, so the same bytes.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse4.1")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn horizontal4_sse41(
-    src: &[u8],
-    cols: usize,
-    first: &[usize],
-    len: &[usize],
-    weights: &[i32],
-    ksize: usize,
-    mid: &mut [u8],
-    ww: usize,
-) {
+unsafe fn horizontal4_sse41(src: &[u8], cols: usize, taps: Taps<'_>, mid: &mut [u8], ww: usize) {
     // SAFETY: the caller upholds this function's contract (its doc and `# Safety`).
     unsafe {
         use std::arch::x86_64::*;
         let half = _mm_set1_epi32(1 << (PRECISION_BITS - 1));
-        let rows = check_taps(src, cols, first, len, weights, ksize, mid, ww);
+        let rows = check_taps(src, cols, taps, mid, ww);
+        let Taps {
+            first,
+            len,
+            weights,
+            ksize,
+        } = taps;
         let sp = src.as_ptr();
         let mp = mid.as_mut_ptr();
         let wp = weights.as_ptr();
@@ -607,7 +654,7 @@ fn avx2() -> bool {
 unsafe fn horizontal_avx2<const CH: usize, const TWO_TAPS: bool>(
     src: &[u8],
     cols: usize,
-    axis: &Axis,
+    taps: Taps<'_>,
     hv: &HorizVectors,
     mid: &mut [u8],
     ww: usize,
@@ -620,7 +667,7 @@ unsafe fn horizontal_avx2<const CH: usize, const TWO_TAPS: bool>(
         let (g, simd) = (hv.groups, hv.simd_outputs);
         // Every index the unchecked loads and stores use, checked once per call.
         // The RGB stores of 8 outputs write 28 bytes for 24: 4 bytes of slack past the band.
-        assert!(mid.len() >= rows * ww * CH + 4 && axis.first.len() >= ww && axis.len.len() >= ww);
+        assert!(mid.len() >= rows * ww * CH + 4 && taps.first.len() >= ww && taps.len.len() >= ww);
         assert!(simd <= ww && hv.first.len() >= simd && hv.w.len() >= (simd / 2) * g * 64);
         for &f in &hv.first[..simd] {
             assert!((f + 4 * (g - 1)) * CH + 16 <= row);
@@ -712,10 +759,10 @@ unsafe fn horizontal_avx2<const CH: usize, const TWO_TAPS: bool>(
         // The right-edge outputs the vectors left, the plain way (checked indexing).
         for (srow, drow) in src.chunks_exact(row).zip(mid.chunks_exact_mut(ww * CH)) {
             for x in simd..ww {
-                let k = &axis.weights[x * axis.ksize..][..axis.len[x]];
+                let k = &taps.weights[x * taps.ksize..][..taps.len[x]];
                 drow[x * CH..(x + 1) * CH].copy_from_slice(&plain_pixel::<CH>(
                     srow,
-                    axis.first[x],
+                    taps.first[x],
                     k,
                 ));
             }
@@ -784,29 +831,19 @@ mod tests {
         let src: Vec<u8> = (0..rows * cols * 4).map(|_| g.next_u64() as u8).collect();
         for out in [5usize, 24, 31, 48, 96, 150, 300] {
             let mut axis = Axis::default();
-            axis.compute(cols, out, 0, out, 0, cols).expect("inside");
+            axis.compute(AxisSpan {
+                in_size: cols,
+                out_size: out,
+                start: 0,
+                count: out,
+                origin: 0,
+                avail: cols,
+            })
+            .expect("inside");
             let mut a = vec![0u8; rows * out * 4];
             let mut b = vec![0u8; rows * out * 4];
-            horizontal4(
-                &src,
-                cols,
-                &axis.first,
-                &axis.len,
-                &axis.weights,
-                axis.ksize,
-                &mut a,
-                out,
-            );
-            horizontal_generic::<4>(
-                &src,
-                cols,
-                &axis.first,
-                &axis.len,
-                &axis.weights,
-                axis.ksize,
-                &mut b,
-                out,
-            );
+            horizontal4(&src, cols, axis.taps(), &mut a, out);
+            horizontal_generic::<4>(&src, cols, axis.taps(), &mut b, out);
             assert_eq!(a, b, "{cols} -> {out}");
         }
     }
@@ -828,11 +865,16 @@ mod tests {
         for in_size in (1..700).step_by(7).chain([224, 256, 341, 375, 500]) {
             for out_size in [1usize, 3, 31, 224, 256, 341] {
                 for (start, count) in [(0, out_size), (out_size / 4, out_size / 2 + 1)] {
-                    let count = count.min(out_size - start);
-                    a.compute_with(in_size, out_size, start, count, 0, in_size, true)
-                        .expect("inside");
-                    b.compute_with(in_size, out_size, start, count, 0, in_size, false)
-                        .expect("inside");
+                    let span = AxisSpan {
+                        in_size,
+                        out_size,
+                        start,
+                        count: count.min(out_size - start),
+                        origin: 0,
+                        avail: in_size,
+                    };
+                    a.compute_with(span, true).expect("inside");
+                    b.compute_with(span, false).expect("inside");
                     let at = format!("{in_size} -> {out_size} from {start}");
                     assert_eq!(a.weights, b.weights, "{at}");
                     assert_eq!((&a.first, &a.len), (&b.first, &b.len), "{at}");
@@ -875,28 +917,33 @@ mod tests {
                             _ => 255,
                         })
                         .collect();
-                    // The whole image, then a window read from a sub-rectangle of it.
-                    let mut wins = vec![((0, 0), (h, w), (0, 0, oh, ow))];
+                    // The whole image, then a window of the output.
+                    let mut wins = vec![Rect::whole(oh, ow)];
                     if oh > 4 && ow > 4 {
-                        wins.push(((0, 0), (h, w), (oh / 4, ow / 3, oh / 2, ow / 2)));
+                        wins.push(Rect {
+                            top: oh / 4,
+                            left: ow / 3,
+                            height: oh / 2,
+                            width: ow / 2,
+                        });
                     }
-                    for (origin, size, win) in wins {
-                        let n = win.2 * win.3 * ch;
+                    let source = Source {
+                        data: &src,
+                        ch,
+                        origin: (0, 0),
+                        size: (h, w),
+                    };
+                    let geo = Geometry {
+                        full: (h, w),
+                        out: (oh, ow),
+                    };
+                    for win in wins {
+                        let n = win.height * win.width * ch;
                         let (mut da, mut db) = (vec![1u8; n], vec![2u8; n]);
-                        a.resize_with(&src, ch, (h, w), origin, size, (oh, ow), win, &mut da, true)
+                        a.resize_with(source, geo, win, &mut da, true)
                             .expect("inside");
-                        b.resize_with(
-                            &src,
-                            ch,
-                            (h, w),
-                            origin,
-                            size,
-                            (oh, ow),
-                            win,
-                            &mut db,
-                            false,
-                        )
-                        .expect("inside");
+                        b.resize_with(source, geo, win, &mut db, false)
+                            .expect("inside");
                         assert_eq!(
                             da, db,
                             "{ch} channels, {h}x{w} -> {oh}x{ow}, window {win:?}"
@@ -914,32 +961,33 @@ mod tests {
                 full[((top + y) * w + left) * ch..((top + y) * w + left + rw) * ch].to_vec()
             })
             .collect();
-        let win = (40, 60, 100, 120);
+        let win = Rect {
+            top: 40,
+            left: 60,
+            height: 100,
+            width: 120,
+        };
+        let geo = Geometry {
+            full: (h, w),
+            out: (256, 341),
+        };
         let (mut da, mut db) = (vec![0u8; 100 * 120 * 4], vec![0u8; 100 * 120 * 4]);
-        a.resize_with(
-            &rect,
+        let part = Source {
+            data: &rect,
             ch,
-            (h, w),
-            (top as isize, left as isize),
-            (rh, rw),
-            (256, 341),
-            win,
-            &mut da,
-            true,
-        )
-        .expect("inside");
-        b.resize_with(
-            &full,
+            origin: (top as isize, left as isize),
+            size: (rh, rw),
+        };
+        a.resize_with(part, geo, win, &mut da, true)
+            .expect("inside");
+        let whole = Source {
+            data: &full,
             ch,
-            (h, w),
-            (0, 0),
-            (h, w),
-            (256, 341),
-            win,
-            &mut db,
-            false,
-        )
-        .expect("inside");
+            origin: (0, 0),
+            size: (h, w),
+        };
+        b.resize_with(whole, geo, win, &mut db, false)
+            .expect("inside");
         assert_eq!(da, db);
     }
 }

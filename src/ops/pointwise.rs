@@ -59,6 +59,20 @@ pub struct View<'a> {
     pub layout: Layout,
 }
 
+/// 8-bit pixels row after row, `stride` bytes a pixel (RGB: 3; RGBX: 4, the X byte
+/// ignored): what a decode or a resize leaves for the final write.
+#[derive(Clone, Copy, Debug)]
+pub struct Interleaved<'a> {
+    /// The pixels (at least `height × width × stride` bytes).
+    pub data: &'a [u8],
+    /// Bytes a pixel.
+    pub stride: usize,
+    /// Rows.
+    pub height: usize,
+    /// Columns.
+    pub width: usize,
+}
+
 /// Where to write: a u8 or f32 slice of exactly `3 × h × w` elements.
 #[derive(Debug)]
 pub enum Dst<'a> {
@@ -196,7 +210,7 @@ pub fn write_rgbx(
     true
 }
 
-/// u8 pixels (`stride` 3 or 4 bytes, X ignored) into float CHW planes through `affine`,
+/// `src`'s pixels (`stride` 3 or 4 bytes) into float CHW planes through `affine`,
 /// mirrored left-right when `mirror`: the write of the ImageNet pipelines into the batch
 /// buffer, with AVX2 and non-temporal stores (the 602 KB a sample go straight to memory,
 /// not read in first and not left to evict the worker's cache). With `hash`, it also
@@ -206,12 +220,8 @@ pub fn write_rgbx(
 /// Returns `None`, writing nothing, where it does not apply (no AVX2, a width that is not
 /// a multiple of 32, a destination not 16-byte aligned); else `Some(fingerprint)`, the
 /// fingerprint being `None` unless `hash`.
-#[allow(clippy::too_many_arguments)]
 pub fn write_planes_streaming(
-    src: &[u8],
-    stride: usize,
-    height: usize,
-    width: usize,
+    src: Interleaved<'_>,
     affine: Option<&Affine>,
     mirror: bool,
     dst: &mut [f32],
@@ -220,6 +230,12 @@ pub fn write_planes_streaming(
     #[cfg(target_arch = "x86_64")]
     {
         use crate::engine::fingerprint::{from_parts, start_lanes};
+        let Interleaved {
+            data: src,
+            stride,
+            height,
+            width,
+        } = src;
         let hw = height * width;
         if !std::arch::is_x86_feature_detected!("avx2")
             || hw == 0
@@ -268,7 +284,7 @@ pub fn write_planes_streaming(
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (src, stride, height, width, affine, mirror, dst, hash);
+        let _ = (src, affine, mirror, dst, hash);
         None
     }
 }
@@ -379,19 +395,22 @@ unsafe fn planes_avx2<const S: usize, const MIRROR: bool, const HASH: bool>(
     }
 }
 
-/// Like [`write()`] for `stride`-byte u8 pixels (RGB: 3, RGBX: 4, X ignored) into float
-/// planes, mirrored left-right on the way: a pending flip costs no pass of its own.
-/// Returns false, writing nothing, for any other combination (the caller then writes and
-/// flips the written sample).
+/// Like [`write()`] for `src`'s pixels (`stride` 3 or 4 bytes) into float planes, mirrored
+/// left-right on the way: a pending flip costs no pass of its own. Returns false, writing
+/// nothing, for any other combination (the caller then writes and flips the written
+/// sample).
 pub fn write_mirrored(
-    src: &[u8],
-    stride: usize,
-    height: usize,
-    width: usize,
+    src: Interleaved<'_>,
     affine: Option<&Affine>,
     layout: Layout,
     dst: &mut Dst<'_>,
 ) -> bool {
+    let Interleaved {
+        data: src,
+        stride,
+        height,
+        width,
+    } = src;
     let hw = height * width;
     let Dst::F32(d) = dst else { return false };
     if layout != Layout::Chw || src.len() < hw * stride || d.len() < hw * 3 || width == 0 {
@@ -584,27 +603,25 @@ mod tests {
         flip_horizontal(&mut want, h, w, 3, Layout::Chw);
         for (src, stride) in [(&rgb, 3), (&rgbx, 4)] {
             let mut got = vec![0f32; h * w * 3];
-            assert!(write_mirrored(
-                src,
+            let src = Interleaved {
+                data: src,
                 stride,
-                h,
-                w,
-                Some(&a),
-                Layout::Chw,
-                &mut Dst::F32(&mut got)
-            ));
+                height: h,
+                width: w,
+            };
+            let mut dst = Dst::F32(&mut got);
+            assert!(write_mirrored(src, Some(&a), Layout::Chw, &mut dst));
             assert_eq!(got, want, "{stride} bytes a pixel");
         }
         let mut hwc = vec![0f32; h * w * 3];
-        assert!(!write_mirrored(
-            &rgb,
-            3,
-            h,
-            w,
-            None,
-            Layout::Hwc,
-            &mut Dst::F32(&mut hwc)
-        ));
+        let src = Interleaved {
+            data: &rgb,
+            stride: 3,
+            height: h,
+            width: w,
+        };
+        let mut dst = Dst::F32(&mut hwc);
+        assert!(!write_mirrored(src, None, Layout::Hwc, &mut dst));
     }
 
     /// The streaming write gives the plain write's bits (mirrored or not, RGB and RGBX),
@@ -630,11 +647,16 @@ mod tests {
         let mut mirrored = plain.clone();
         flip_horizontal(&mut mirrored, h, w, 3, Layout::Chw);
         for (src, stride) in [(&rgb, 3), (&rgbx, 4)] {
+            let src = Interleaved {
+                data: src,
+                stride,
+                height: h,
+                width: w,
+            };
             for (mirror, want) in [(false, &plain), (true, &mirrored)] {
                 for hash in [false, true] {
                     let mut got = vec![0f32; h * w * 3];
-                    let Some(fp) =
-                        write_planes_streaming(src, stride, h, w, Some(&a), mirror, &mut got, hash)
+                    let Some(fp) = write_planes_streaming(src, Some(&a), mirror, &mut got, hash)
                     else {
                         assert!(!std::arch::is_x86_feature_detected!("avx2"));
                         assert!(
@@ -655,13 +677,25 @@ mod tests {
         // 32, are left to the other kernels.
         let mut buf = vec![0f32; h * w * 3 + 8];
         let off = buf.as_ptr().align_offset(16) + 1;
+        let src = Interleaved {
+            data: &rgb,
+            stride: 3,
+            height: h,
+            width: w,
+        };
         assert_eq!(
-            write_planes_streaming(&rgb, 3, h, w, None, false, &mut buf[off..], true),
+            write_planes_streaming(src, None, false, &mut buf[off..], true),
             None
         );
         let mut out = vec![0f32; 3 * 2 * 40];
+        let src = Interleaved {
+            data: &rgb[..2 * 40 * 3],
+            stride: 3,
+            height: 2,
+            width: 40,
+        };
         assert_eq!(
-            write_planes_streaming(&rgb[..2 * 40 * 3], 3, 2, 40, None, false, &mut out, true),
+            write_planes_streaming(src, None, false, &mut out, true),
             None
         );
     }

@@ -32,6 +32,7 @@ use super::center_crop::offset;
 use super::Size;
 use super::geometry::Rect;
 use super::image::{bug, Sample};
+use super::pillow_bilinear::{Geometry, Source};
 use super::kernel::{Kernel, Lowered, OpDef};
 use crate::rng::SplitMix64;
 use std::sync::Arc;
@@ -382,17 +383,19 @@ impl Resizer {
             }
             return Ok(out);
         }
-        self.pillow.resize(
-            &src[..size.0 * size.1 * ch],
+        let src = Source {
+            data: &src[..size.0 * size.1 * ch],
             ch,
-            (bh, bw),
-            (-(top as isize), -(left as isize)),
+            origin: (-(top as isize), -(left as isize)),
             size,
+        };
+        let geo = Geometry {
+            full: (bh, bw),
             out,
-            (0, 0, oh, ow),
-            dst,
-        )
-        .map_err(bug)?;
+        };
+        self.pillow
+            .resize(src, geo, Rect::whole(oh, ow), dst)
+            .map_err(bug)?;
         Ok(out)
     }
 
@@ -497,17 +500,15 @@ impl Resizer {
             // Pillow's own arithmetic for the filter users compare against torchvision with.
             let src_u8: &[u8] = bytemuck::cast_slice(&src[..h * w * ch]);
             let d: &mut [u8] = bytemuck::cast_slice_mut(&mut dst[..]);
-            self.pillow.resize(
-                src_u8,
+            let src = Source {
+                data: src_u8,
                 ch,
-                (fh, fw),
-                (origin.0 as isize, origin.1 as isize),
-                (h, w),
-                (oh, ow),
-                (win.top, win.left, dh, dw),
-                d,
-            )
-            .map_err(bug)?;
+                origin: (origin.0 as isize, origin.1 as isize),
+                size: (h, w),
+            };
+            self.pillow
+                .resize(src, Geometry { full, out }, win, d)
+                .map_err(bug)?;
             return Ok((dh, dw));
         }
         if !matches!(alg, fir::ResizeAlg::Convolution(_)) {

@@ -6,14 +6,15 @@
 /// `multiversion!(name, generic_fn, (args: types))` defines `fn name(args)` that runs
 /// `generic_fn` compiled for AVX2 when the CPU supports it, and as is otherwise.
 /// `generic_fn` should be `#[inline(always)]` so each copy is compiled for its target.
+/// The generated functions are held to clippy's argument count like any others: where
+/// a kernel needs many, group those that belong together in a `Copy` struct passed by
+/// value (it inlines into each copy as its fields would).
 macro_rules! multiversion {
     ($name:ident, $generic:path, ($($arg:ident: $ty:ty),*)) => {
-        #[allow(clippy::too_many_arguments)]
         fn $name($($arg: $ty),*) {
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx2")]
-                #[allow(clippy::too_many_arguments)]
                 unsafe fn avx2($($arg: $ty),*) {
                     $generic($($arg),*)
                 }
