@@ -37,9 +37,14 @@ enum FillRepr {
     Rgb(Vec<i64>),
 }
 
+/// A fill that is not a grey level or an RGB triple of them.
+#[derive(Debug, thiserror::Error)]
+#[error("fill must be a grey level 0-255 or [r, g, b] of them")]
+pub struct BadFill;
+
 impl TryFrom<FillRepr> for Fill {
-    type Error = String;
-    fn try_from(r: FillRepr) -> Result<Fill, String> {
+    type Error = BadFill;
+    fn try_from(r: FillRepr) -> Result<Fill, BadFill> {
         let level = |v: i64| u8::try_from(v).ok();
         match r {
             FillRepr::Grey(v) => level(v).map(Fill::Grey),
@@ -51,7 +56,7 @@ impl TryFrom<FillRepr> for Fill {
                 _ => None,
             },
         }
-        .ok_or_else(|| "fill must be a grey level 0-255 or [r, g, b] of them".to_string())
+        .ok_or(BadFill)
     }
 }
 

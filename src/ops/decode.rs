@@ -384,7 +384,7 @@ impl Decoder {
         if self.turbo.is_none() {
             match Lib::new() {
                 Ok(t) => self.turbo = Some(t),
-                Err(e) => return Some(Err(Fault::new(Kind::Other, e))),
+                Err(e) => return Some(Err(e)),
             }
         }
         let t = self.turbo.as_mut()?;
@@ -392,7 +392,7 @@ impl Decoder {
             Ok(h) => h,
             Err(e) => {
                 self.turbo = None;
-                return Some(Err(libjpeg_fault(e)));
+                return Some(Err(e));
             }
         };
         #[cfg(not(imgfeed_libjpeg))]
@@ -432,7 +432,7 @@ impl Decoder {
             // JPEG): decode them whole, with a fresh handle.
             let fresh = match Lib::new() {
                 Ok(f) => f,
-                Err(e) => return Some(Err(Fault::new(Kind::Other, e))),
+                Err(e) => return Some(Err(e)),
             };
             let t = self.turbo.insert(fresh);
             r = t
@@ -445,8 +445,7 @@ impl Decoder {
                 origin: (r.top, r.left),
                 size: (r.height, r.width),
                 channels,
-            })
-            .map_err(libjpeg_fault);
+            });
         if r.is_err() {
             // A decompressor that failed mid-image can misread the next header: start over.
             self.turbo = None;
@@ -466,7 +465,7 @@ const PROGRESSIVE_MARGIN: usize = 32;
 /// missing SOS: at the end of the data libjpeg inserts an EOI, then finds no scan), an
 /// unsupported process is unsupported, everything else is damaged data.
 #[cfg(imgfeed_turbo)]
-fn libjpeg_fault(msg: String) -> Fault {
+pub(crate) fn libjpeg_fault(msg: String) -> Fault {
     let m = msg.to_ascii_lowercase();
     let short = ["premature end", "input file ended", "missing sos marker"];
     let kind = if short.iter().any(|w| m.contains(w)) {

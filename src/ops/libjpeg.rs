@@ -10,6 +10,9 @@
 //! feature's path fails on every warning. CMYK/YCCK files decode whole and are converted
 //! to RGB as Pillow converts them (`decode_cmyk`), bit for bit.
 
+use super::decode::libjpeg_fault;
+use super::image::bug;
+use crate::error::{Fault, SampleErrorKind};
 use std::ffi::{c_char, c_int, c_uint, CStr};
 
 #[repr(C)]
@@ -40,9 +43,10 @@ struct RawRect {
 
 impl RawRect {
     /// `rect` in the shim's integers; an error where a side does not fit.
-    fn new(rect: Rect) -> Result<RawRect, String> {
-        let dim =
-            |v: usize| c_uint::try_from(v).map_err(|_| format!("JPEG dimension {v} too large"));
+    fn new(rect: Rect) -> Result<RawRect, Fault> {
+        let dim = |v: usize| {
+            c_uint::try_from(v).map_err(|_| bug(format!("JPEG dimension {v} too large")))
+        };
         Ok(RawRect {
             top: dim(rect.top)?,
             left: dim(rect.left)?,
@@ -96,11 +100,14 @@ pub(crate) use super::geometry::Rect;
 
 impl Libjpeg {
     /// A new decompressor.
-    pub(crate) fn new() -> Result<Libjpeg, String> {
+    pub(crate) fn new() -> Result<Libjpeg, Fault> {
         // SAFETY: plain constructor; null means failure.
         let handle = unsafe { ifj_new() };
         if handle.is_null() {
-            return Err("libjpeg: cannot create a decompressor".into());
+            return Err(Fault::new(
+                SampleErrorKind::Other,
+                "libjpeg: cannot create a decompressor",
+            ));
         }
         Ok(Libjpeg { handle })
     }
@@ -119,15 +126,18 @@ impl Libjpeg {
     }
 
     /// Read the header of `bytes`.
-    pub(crate) fn header(&mut self, bytes: &[u8]) -> Result<Header, String> {
+    pub(crate) fn header(&mut self, bytes: &[u8]) -> Result<Header, Fault> {
         let mut h = RawHeader::default();
         // SAFETY: valid handle; the shim reads at most `len` bytes of `bytes` and writes `h`.
         let r = unsafe { ifj_header(self.handle, bytes.as_ptr(), bytes.len(), &mut h) };
         if r != 0 {
-            return Err(format!("invalid JPEG: {}", self.error()));
+            return Err(libjpeg_fault(format!("invalid JPEG: {}", self.error())));
         }
         if h.width == 0 || h.height == 0 {
-            return Err(format!("invalid JPEG: size {}x{}", h.width, h.height));
+            return Err(libjpeg_fault(format!(
+                "invalid JPEG: size {}x{}",
+                h.width, h.height
+            )));
         }
         Ok(Header {
             width: h.width as usize,
@@ -148,7 +158,7 @@ impl Libjpeg {
         rect: Rect,
         channels: usize,
         out: &mut Vec<u8>,
-    ) -> Result<Rect, String> {
+    ) -> Result<Rect, Fault> {
         let aligned = h.mcu_aligned(rect);
         let raw = RawRect::new(aligned)?;
         let need = aligned.height * aligned.width * channels;
@@ -171,7 +181,7 @@ impl Libjpeg {
             )
         };
         if r != 0 {
-            return Err(format!("invalid JPEG: {}", self.error()));
+            return Err(libjpeg_fault(format!("invalid JPEG: {}", self.error())));
         }
         Ok(aligned)
     }
@@ -189,7 +199,7 @@ impl Libjpeg {
         channels: usize,
         out: &mut Vec<u8>,
         scratch: &mut Vec<u8>,
-    ) -> Result<Rect, String> {
+    ) -> Result<Rect, Fault> {
         let n = h.width * h.height;
         scratch.resize(n * 4, 0);
         // SAFETY: valid handle; `scratch` holds `n * 4` bytes, passed as its length, which
@@ -204,7 +214,7 @@ impl Libjpeg {
             )
         };
         if r != 0 {
-            return Err(format!("invalid JPEG: {}", self.error()));
+            return Err(libjpeg_fault(format!("invalid JPEG: {}", self.error())));
         }
         if out.len() < n * channels {
             out.resize(n * channels, 0);

@@ -9,6 +9,8 @@
 //! full resize computes them, so the window is exactly the crop of the full resize.
 
 use super::geometry::Rect;
+use super::image::bug;
+use crate::error::Fault;
 
 /// Pillow's `PRECISION_BITS` for 8-bit images: 32 - 8 - 2.
 const PRECISION_BITS: u32 = 22;
@@ -81,13 +83,13 @@ struct Axis {
 
 impl Axis {
     /// The outputs `span` asks for; an error where their taps reach outside its buffer.
-    fn compute(&mut self, span: AxisSpan) -> Result<(), String> {
+    fn compute(&mut self, span: AxisSpan) -> Result<(), Fault> {
         self.compute_with(span, avx2())
     }
 
     /// `compute`, with the AVX2 weights (`simd`, which the caller checked the CPU has) or
     /// the scalar ones.
-    fn compute_with(&mut self, span: AxisSpan, simd: bool) -> Result<(), String> {
+    fn compute_with(&mut self, span: AxisSpan, simd: bool) -> Result<(), Fault> {
         let AxisSpan {
             in_size,
             out_size,
@@ -107,11 +109,11 @@ impl Axis {
             let (xmin, n) = c.bounds(xx);
             let at = xmin as isize - origin;
             if at < 0 || at as usize + n > avail {
-                return Err(format!(
+                return Err(bug(format!(
                     "resize: source samples {xmin}..{} are outside the decoded {origin}..{}",
                     xmin + n,
                     origin + avail as isize
-                ));
+                )));
             }
             self.first.push(xmin);
             self.len.push(n);
@@ -313,7 +315,7 @@ impl PillowBilinear {
         geo: Geometry,
         window: Rect,
         dst: &mut [u8],
-    ) -> Result<(), String> {
+    ) -> Result<(), Fault> {
         self.resize_with(src, geo, window, dst, true)
     }
 
@@ -325,7 +327,7 @@ impl PillowBilinear {
         window: Rect,
         dst: &mut [u8],
         simd: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), Fault> {
         let simd = simd && avx2();
         let Source {
             data: src,
@@ -393,7 +395,7 @@ impl PillowBilinear {
             }
         }
         if dst.len() < wh * row_bytes {
-            return Err("resize: output buffer too small".into());
+            return Err(bug("resize: output buffer too small"));
         }
         let vk = self.vert.ksize;
         self.acc.resize(row_bytes, 0);

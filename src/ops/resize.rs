@@ -394,8 +394,7 @@ impl Resizer {
             out,
         };
         self.pillow
-            .resize(src, geo, Rect::whole(oh, ow), dst)
-            .map_err(bug)?;
+            .resize(src, geo, Rect::whole(oh, ow), dst)?;
         Ok(out)
     }
 
@@ -507,8 +506,7 @@ impl Resizer {
                 size: (h, w),
             };
             self.pillow
-                .resize(src, Geometry { full, out }, win, d)
-                .map_err(bug)?;
+                .resize(src, Geometry { full, out }, win, d)?;
             return Ok((dh, dw));
         }
         if !matches!(alg, fir::ResizeAlg::Convolution(_)) {

@@ -11,6 +11,8 @@
 //! here, like zune-jpeg's strict mode; those about metadata only are tolerated, as by the
 //! system library's shim. CMYK/YCCK files are left to zune-jpeg, which converts them to RGB.
 
+use super::decode::libjpeg_fault;
+use crate::error::{Fault, SampleErrorKind};
 use std::ffi::CStr;
 use turbojpeg_sys as tj;
 
@@ -27,12 +29,15 @@ pub(crate) use super::geometry::Rect;
 
 impl Turbo {
     /// A new handle.
-    pub(crate) fn new() -> Result<Turbo, String> {
+    pub(crate) fn new() -> Result<Turbo, Fault> {
         #[allow(clippy::unnecessary_cast)]
         // SAFETY: plain constructor; null means failure.
         let handle = unsafe { tj::tj3Init(tj::TJINIT_TJINIT_DECOMPRESS as i32) };
         if handle.is_null() {
-            return Err("libjpeg-turbo: cannot create a decompressor".into());
+            return Err(Fault::new(
+                SampleErrorKind::Other,
+                "libjpeg-turbo: cannot create a decompressor",
+            ));
         }
         // A small progressive file with thousands of scans is a CPU bomb: refuse it
         // (libjpeg-turbo's own tools use this limit too).
@@ -78,18 +83,20 @@ impl Turbo {
     }
 
     /// Read the header of `bytes`.
-    pub(crate) fn header(&mut self, bytes: &[u8]) -> Result<Header, String> {
+    pub(crate) fn header(&mut self, bytes: &[u8]) -> Result<Header, Fault> {
         // SAFETY: `bytes` outlives the call; the library reads at most `len` bytes.
         let r = unsafe { tj::tj3DecompressHeader(self.handle, bytes.as_ptr(), bytes.len() as _) };
         if r != 0 && !self.tolerated_warning() {
-            return Err(format!("invalid JPEG: {}", self.error()));
+            return Err(libjpeg_fault(format!("invalid JPEG: {}", self.error())));
         }
         let width = self.get(tj::TJPARAM_TJPARAM_JPEGWIDTH);
         let height = self.get(tj::TJPARAM_TJPARAM_JPEGHEIGHT);
         let subsamp = self.get(tj::TJPARAM_TJPARAM_SUBSAMP);
         let cs = self.get(tj::TJPARAM_TJPARAM_COLORSPACE);
         if width <= 0 || height <= 0 {
-            return Err(format!("invalid JPEG: size {width}x{height}"));
+            return Err(libjpeg_fault(format!(
+                "invalid JPEG: size {width}x{height}"
+            )));
         }
         // turbojpeg.h's `tjMCUWidth` (a static in the header, not an exported symbol),
         // indexed by TJSAMP: 444, 422, 420, GRAY, 440, 411, 441. Unknown subsampling
@@ -119,7 +126,7 @@ impl Turbo {
         rect: Rect,
         channels: usize,
         out: &mut Vec<u8>,
-    ) -> Result<Rect, String> {
+    ) -> Result<Rect, Fault> {
         let aligned = h.mcu_aligned(rect);
         let (top, left_aligned, rh, rw) =
             (aligned.top, aligned.left, aligned.height, aligned.width);
@@ -142,7 +149,7 @@ impl Turbo {
         // SAFETY: valid handle; the region lies inside the image (checked by the caller
         // and by the library, which returns an error otherwise).
         if unsafe { tj::tj3SetCroppingRegion(self.handle, region) } != 0 {
-            return Err(format!("libjpeg-turbo: {}", self.error()));
+            return Err(libjpeg_fault(format!("libjpeg-turbo: {}", self.error())));
         }
         // Grow only: the bytes are overwritten, and zeroing them per image was a measured
         // 2% of the instructions.
@@ -166,7 +173,7 @@ impl Turbo {
             )
         };
         if r != 0 && !self.tolerated_warning() {
-            return Err(format!("invalid JPEG: {}", self.error()));
+            return Err(libjpeg_fault(format!("invalid JPEG: {}", self.error())));
         }
         Ok(aligned)
     }
