@@ -196,8 +196,10 @@ impl PipelineConfig {
         // An op's own mistakes (an unknown field, a bad value) are reported at that op's
         // table: the whole-file parse below would point at the first `[[ops]]` (serde
         // buffers a tagged enum's fields, losing their places).
-        let places = op_places(text, path);
-        if let Some(message) = source_error(text, path).or_else(|| op_error(text, &places)) {
+        let tables = Tables::read(text);
+        let places = op_places(text, path, &tables);
+        let found = source_error(text, path, &tables).or_else(|| op_error(&tables, &places));
+        if let Some(message) = found {
             return Err(Error::Config {
                 path: path.to_path_buf(),
                 message,
@@ -209,7 +211,7 @@ impl PipelineConfig {
         })?;
         cfg.places = places;
         // `[batch]` may be left out of conversion pipelines (with `[store]`) only.
-        let has_batch = toml::from_str::<toml::Table>(text).is_ok_and(|t| t.contains_key("batch"));
+        let has_batch = tables.as_ref().is_some_and(|t| t.batch.is_some());
         if cfg.store.is_none() && !has_batch {
             return Err(Error::Config {
                 path: path.to_path_buf(),
@@ -335,14 +337,21 @@ impl PartialEq for OpPlaces {
     }
 }
 
-/// The `[[ops]]` tables of `text` with their byte spans; `None` when the file does not parse.
-fn op_tables(text: &str) -> Option<Vec<toml::Spanned<toml::Table>>> {
-    #[derive(Deserialize)]
-    struct OpTables {
-        #[serde(default)]
-        ops: Vec<toml::Spanned<toml::Table>>,
+/// A pipeline file's tables as written, with their byte spans (one lenient parse, for
+/// pointing at mistakes and for what the typed parse cannot tell).
+#[derive(Deserialize)]
+struct Tables {
+    source: Option<toml::Spanned<toml::Table>>,
+    #[serde(default)]
+    ops: Vec<toml::Spanned<toml::Table>>,
+    batch: Option<toml::Value>,
+}
+
+impl Tables {
+    /// `None` when the file does not parse as TOML (the typed parse reports where).
+    fn read(text: &str) -> Option<Tables> {
+        toml::from_str(text).ok()
     }
-    toml::from_str::<OpTables>(text).ok().map(|t| t.ops)
 }
 
 /// Where the table at `span` of `text` (the contents of `file`) and its keys are.
@@ -372,11 +381,10 @@ fn table_place(text: &str, span: std::ops::Range<usize>, file: &Path) -> OpPlace
 }
 
 /// The places of the ops of `text` (the contents of `file`).
-fn op_places(text: &str, file: &Path) -> OpPlaces {
-    let tables = op_tables(text).unwrap_or_default();
+fn op_places(text: &str, file: &Path, tables: &Option<Tables>) -> OpPlaces {
+    let ops = tables.as_ref().map_or(&[][..], |t| &t.ops[..]);
     OpPlaces(
-        tables
-            .iter()
+        ops.iter()
             .map(|t| table_place(text, t.span(), file))
             .collect(),
     )
@@ -386,14 +394,10 @@ fn op_places(text: &str, file: &Path) -> OpPlaces {
 /// the message names one: the whole-file parse would point at the table (the table is split
 /// into dataset and sampling fields by hand, which loses serde's places). `None` when the
 /// table is valid or the file does not parse (the whole-file parse reports that).
-fn source_error(text: &str, file: &Path) -> Option<String> {
-    #[derive(Deserialize)]
-    struct Tables {
-        source: toml::Spanned<toml::Table>,
-    }
-    let t: Tables = toml::from_str(text).ok()?;
-    let place = table_place(text, t.source.span(), file);
-    let err = toml::Value::Table(t.source.into_inner())
+fn source_error(text: &str, file: &Path, tables: &Option<Tables>) -> Option<String> {
+    let source = tables.as_ref()?.source.as_ref()?;
+    let place = table_place(text, source.span(), file);
+    let err = toml::Value::Table(source.get_ref().clone())
         .try_into::<SourceConfig>()
         .err()?;
     let p = place.culprit(err.message());
@@ -409,9 +413,9 @@ fn source_error(text: &str, file: &Path) -> Option<String> {
 /// C: why`, the place being the field at fault where the message names one (an unknown
 /// field), else the op's table; `None` when every op table is valid, or when the file does
 /// not parse or an op's name is wrong (the whole-file parse reports those at their own line).
-fn op_error(text: &str, places: &OpPlaces) -> Option<String> {
-    for (i, t) in op_tables(text)?.into_iter().enumerate() {
-        let table = t.into_inner();
+fn op_error(tables: &Option<Tables>, places: &OpPlaces) -> Option<String> {
+    for (i, t) in tables.as_ref()?.ops.iter().enumerate() {
+        let table = t.get_ref().clone();
         let name = table
             .get("op")
             .and_then(|v| v.as_str())
