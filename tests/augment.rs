@@ -354,3 +354,85 @@ fn augmentation_parameters_are_checked() {
         assert!(e.contains("ops[1]") && e.contains(field), "{table}: {e}");
     }
 }
+
+#[derive(serde::Deserialize)]
+struct PadCase {
+    name: String,
+    input: String,
+    padding: [usize; 4],
+    fill: u8,
+    mode: imgfeed::ops::PadMode,
+    #[serde(rename = "ref")]
+    reference: String,
+}
+
+/// `pad` through the engine (decode, pad) equals torchvision's `F.pad` on the PIL image
+/// for every mode, including pads wider than the image (repeated mirroring, as np.pad).
+#[test]
+fn pad_equals_torchvision_for_every_mode() {
+    use imgfeed::ops::pad::{Pad, Padding};
+    let text = std::fs::read_to_string(augment_dir().join("pad_cases.json")).expect("pad_cases");
+    let cases: Vec<PadCase> = serde_json::from_str(&text).expect("pad_cases.json parses");
+    assert!(cases.len() >= 20, "{} cases", cases.len());
+    for case in &cases {
+        let dir = tempfile::tempdir().expect("tempdir");
+        copy_into(
+            dir.path(),
+            "a/x.png",
+            &augment_dir().join("inputs").join(&case.input),
+        );
+        let (rw, rh, want) = png(&augment_dir().join("refs").join(&case.reference));
+        let op = Pad::new(0)
+            .padding(Padding::Sides(case.padding))
+            .fill(case.fill)
+            .padding_mode(case.mode);
+        let (w, h, _) = png(&augment_dir().join("inputs").join(&case.input));
+        // the crop to its own size fixes the size the batch needs, changing nothing
+        let p = build(
+            dir.path(),
+            vec![decode(), center_crop(h, w), Op::Pad(op)],
+            1,
+            1,
+        );
+        let got = samples_u8(&p, 0);
+        assert_eq!(got[0].len(), rw * rh * 3, "{}", case.name);
+        let (max, _) = diff_u8(&got[0], &want);
+        assert_eq!(max, 0, "{}", case.name);
+    }
+}
+
+/// `random_crop` with a padding mode crops the padded image (as `pad` makes it) at the
+/// offset drawn from the sample's stream.
+#[test]
+fn random_crop_pads_by_its_mode_then_crops_at_the_drawn_offset() {
+    use imgfeed::ops::pad::Pad;
+    use imgfeed::ops::{PadMode, RandomCrop};
+    let root = fixtures().join("imagefolder");
+    let seed = 3;
+    let run = |ops: Vec<Op>| {
+        let mut b = imgfeed::Pipeline::builder(folder_source(&root).seed(seed))
+            .batch(1, false)
+            .workers(2);
+        for op in [decode(), center_crop(20, 24)].into_iter().chain(ops) {
+            b = b.op(op);
+        }
+        samples_u8(&b.build().expect("builds"), 0)
+    };
+    for mode in [PadMode::Edge, PadMode::Reflect, PadMode::Symmetric] {
+        let crop = RandomCrop::new([20, 24]).padding(6).padding_mode(mode);
+        let got = run(vec![Op::RandomCrop(crop.clone())]);
+        let padded = run(vec![Op::Pad(Pad::new(6).padding_mode(mode))]);
+        let (ph, pw) = (32, 36);
+        for (index, (g, full)) in got.iter().zip(&padded).enumerate() {
+            let mut rng = sample_rng(seed, 0, index);
+            let (top, left) = crop.place(20, 24, |b| rng.below(b)).expect("fits");
+            let (top, left) = ((top + 6) as usize, (left + 6) as usize);
+            let mut want = Vec::new();
+            for y in top..top + 20 {
+                want.extend_from_slice(&full[(y * pw + left) * 3..(y * pw + left + 24) * 3]);
+            }
+            assert!(ph >= top + 20);
+            assert_eq!(g, &want, "{mode:?} sample {index}");
+        }
+    }
+}

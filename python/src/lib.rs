@@ -194,7 +194,7 @@ impl Pipeline {
     #[staticmethod]
     fn load_config(py: Python<'_>, path: std::path::PathBuf) -> PyResult<String> {
         let mut config = PipelineConfig::from_file(&path).map_err(|e| to_py(py, &e))?;
-        if let Ok(abs) = std::path::absolute(&config.source.root()) {
+        if let Ok(abs) = std::path::absolute(config.source.root()) {
             config.source.dataset.root_mut().clone_from(&abs);
         }
         serde_json::to_string(&config).map_err(|e| PyRuntimeError::new_err(e.to_string()))

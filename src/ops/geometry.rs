@@ -2,6 +2,58 @@
 //! constant fill outside the source) and mirror rows. They work on u8 and f32, HWC and CHW.
 
 use crate::spec::Layout;
+use serde::{Deserialize, Serialize};
+
+/// What lies outside an image when a crop or a pad reaches past its edge: MindSpore's
+/// `Border`, torchvision's `padding_mode` (numpy's `np.pad` modes: `reflect` mirrors
+/// without repeating the edge pixel, `symmetric` repeats it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PadMode {
+    /// The `fill` value.
+    #[default]
+    Constant,
+    /// The nearest edge pixel.
+    Edge,
+    /// Mirrored about the edge pixel: `d c b | a b c d | c b a`.
+    Reflect,
+    /// Mirrored including the edge pixel: `c b a | a b c d | d c b`.
+    Symmetric,
+}
+
+impl PadMode {
+    /// The index in `0..n` that position `i` (anywhere) reads, as `np.pad` (repeated
+    /// mirroring for pads wider than the image); `None` for a constant outside `0..n`.
+    pub(crate) fn source(self, i: isize, n: usize) -> Option<usize> {
+        let n = n as isize;
+        if (0..n).contains(&i) {
+            return Some(i as usize);
+        }
+        let j = match self {
+            PadMode::Constant => return None,
+            PadMode::Edge => i.clamp(0, n - 1),
+            PadMode::Reflect if n == 1 => 0,
+            PadMode::Reflect => {
+                let period = 2 * (n - 1);
+                let m = i.rem_euclid(period);
+                if m < n {
+                    m
+                } else {
+                    period - m
+                }
+            }
+            PadMode::Symmetric => {
+                let m = i.rem_euclid(2 * n);
+                if m < n {
+                    m
+                } else {
+                    2 * n - 1 - m
+                }
+            }
+        };
+        Some(j as usize)
+    }
+}
 
 /// A rectangle of an image: its top-left corner and its size, in pixels. The one
 /// rectangle type of the crate: a region to decode, a crop box, a resize's output window.
@@ -46,6 +98,38 @@ impl Rect {
             left: l0,
             height: t1 - t0,
             width: l1 - l0,
+        }
+    }
+}
+
+/// [`copy_window`] with the outside filled by `mode` (not [`PadMode::Constant`]): every
+/// output pixel reads the source pixel its row and column map to.
+pub(crate) fn copy_window_mode<T: Copy + Default>(
+    src: &[T],
+    (h, w, c): (usize, usize, usize),
+    layout: Layout,
+    (top, left): (isize, isize),
+    (oh, ow): (usize, usize),
+    mode: PadMode,
+    dst: &mut Vec<T>,
+) {
+    dst.resize(oh * ow * c, T::default()); // every element is written below
+    let at = |i: isize, n: usize| mode.source(i, n).unwrap_or(0);
+    for y in 0..oh {
+        let sy = at(top + y as isize, h);
+        for x in 0..ow {
+            let sx = at(left + x as isize, w);
+            match layout {
+                Layout::Hwc => {
+                    let (s, d) = ((sy * w + sx) * c, (y * ow + x) * c);
+                    dst[d..d + c].copy_from_slice(&src[s..s + c]);
+                }
+                Layout::Chw => {
+                    for ch in 0..c {
+                        dst[ch * oh * ow + y * ow + x] = src[ch * h * w + sy * w + sx];
+                    }
+                }
+            }
         }
     }
 }

@@ -10,7 +10,7 @@
 
 use super::decode::Decoder;
 use super::geometry::Rect;
-use super::geometry::{copy_window, flip_horizontal};
+use super::geometry::{copy_window, copy_window_mode, flip_horizontal, PadMode};
 use super::resize::{ResizeOptions, Resizer};
 use super::Filter;
 use crate::error::{Fault, SampleErrorKind};
@@ -187,6 +187,33 @@ impl Held {
             DType::F32 => {
                 let fill = fill as f32;
                 copy_window(&self.af, (h, w, 3), layout, at, size, fill, &mut self.bf)
+            }
+        }
+        self.swap();
+        (self.h, self.w) = size;
+    }
+
+    /// [`Held::crop`] with the outside filled by `mode` (`fill` for a constant).
+    pub(crate) fn crop_mode(
+        &mut self,
+        input: &mut Option<&[u8]>,
+        at: (isize, isize),
+        size: (usize, usize),
+        mode: PadMode,
+        fill: u8,
+    ) {
+        if mode == PadMode::Constant {
+            return self.crop(input, at, size, fill);
+        }
+        let (h, w, layout) = (self.h, self.w, self.layout);
+        match self.dtype {
+            DType::U8 => {
+                let src = input.take().unwrap_or(&self.a8);
+                let dims = (h, w, self.stride);
+                copy_window_mode(src, dims, layout, at, size, mode, &mut self.b8)
+            }
+            DType::F32 => {
+                copy_window_mode(&self.af, (h, w, 3), layout, at, size, mode, &mut self.bf)
             }
         }
         self.swap();

@@ -34,7 +34,7 @@ pub mod pointwise;
 pub(crate) mod turbo;
 
 pub use decode::{jpeg_decoder, JpegBackend};
-pub use geometry::Rect;
+pub use geometry::{PadMode, Rect};
 pub use resize::Filter;
 
 /// Declares the ops: for each, its module (`pub mod`), its type (re-exported here) and
@@ -80,6 +80,8 @@ ops! {
     center_crop::CenterCrop,
     /// Crop at a random place, after optional padding.
     random_crop::RandomCrop,
+    /// Add pixels around the image (constant, edge, reflect or symmetric).
+    pad::Pad,
     /// Crop a box of random area and aspect ratio and resize it (the training crop).
     random_resized_crop::RandomResizedCrop,
     /// Mirror left-right with some probability.

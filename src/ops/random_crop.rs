@@ -1,7 +1,9 @@
-//! `random_crop`: pad every side by `padding` (with `fill`), then keep an `h × w` window at
-//! a random place, as MindSpore's `RandomCrop(size, padding)` and torchvision's do. The
-//! offset comes from the sample's own random stream, so it does not depend on workers.
+//! `random_crop`: pad every side by `padding` (with `fill`, or as `padding_mode` says:
+//! `edge`, `reflect`, `symmetric`), then keep an `h × w` window at a random place, as
+//! MindSpore's `RandomCrop(size, padding, padding_mode=Border...)` and torchvision's do.
+//! The offset comes from the sample's own random stream, so it does not depend on workers.
 
+use super::geometry::PadMode;
 use super::image::Sample;
 use super::kernel::{Kernel, Lowered, OpDef};
 use super::Size;
@@ -20,9 +22,12 @@ pub struct RandomCrop {
     /// Pixels of padding on every side before cropping.
     #[serde(default)]
     pub padding: usize,
-    /// Value of the padding pixels (0–255 units).
+    /// Value of the padding pixels (0–255 units), for `padding_mode = "constant"`.
     #[serde(default)]
     pub fill: u8,
+    /// `constant` (default), `edge`, `reflect` or `symmetric`.
+    #[serde(default)]
+    pub padding_mode: PadMode,
 }
 
 impl RandomCrop {
@@ -32,6 +37,7 @@ impl RandomCrop {
             size: size.into(),
             padding: 0,
             fill: 0,
+            padding_mode: PadMode::Constant,
         }
     }
 }
@@ -39,6 +45,7 @@ impl RandomCrop {
 setters!(RandomCrop {
     padding: usize,
     fill: u8,
+    padding_mode: PadMode,
 });
 
 impl OpDef for RandomCrop {
@@ -82,7 +89,9 @@ impl Kernel for RandomCrop {
     fn run(&self, s: &mut Sample<'_, '_>) -> Result<(), Fault> {
         let rng = &mut *s.rng;
         let at = self.place(s.img.h, s.img.w, |b| rng.below(b))?;
-        s.img.crop(&mut s.input, at, self.size.square(), self.fill);
+        let size = self.size.square();
+        s.img
+            .crop_mode(&mut s.input, at, size, self.padding_mode, self.fill);
         Ok(())
     }
 }

@@ -31,6 +31,7 @@ __all__ = [
     "RandomHorizontalFlip",
     "RandomVerticalFlip",
     "RandomColorAdjust",
+    "Pad",
     "RandomResizedCrop",
     "RandomCropDecodeResize",
 ]
@@ -65,7 +66,8 @@ def _filter(name: str, interpolation: Inter) -> str:
 
 
 class Border(enum.Enum):
-    """Padding modes, by MindSpore's names (the engine pads with a constant only)."""
+    """Padding modes, by MindSpore's names (``np.pad``'s: ``REFLECT`` mirrors without
+    repeating the edge pixel, ``SYMMETRIC`` repeats it)."""
 
     CONSTANT = "constant"
     EDGE = "edge"
@@ -182,8 +184,9 @@ class RandomCrop(Op):
             raise ValueError(f"RandomCrop: padding must be >= 0, not {padding!r}")
         if pad_if_needed:
             unsupported("RandomCrop", "pad_if_needed=True is not supported")
-        if padding_mode != Border.CONSTANT:
-            unsupported("RandomCrop", f"padding_mode={padding_mode}: the engine pads with a constant")
+        if not isinstance(padding_mode, Border):
+            raise TypeError(f"RandomCrop: padding_mode must be a Border, not {padding_mode!r}")
+        self.padding_mode = padding_mode
         fills = [fill_value] * 3 if isinstance(fill_value, int) else [int(v) for v in fill_value]
         if len(fills) != 3 or len(set(fills)) != 1 or not 0 <= fills[0] <= 255:
             unsupported("RandomCrop", f"fill_value={fill_value!r}: the engine fills every channel with one value in 0..255")
@@ -191,7 +194,41 @@ class RandomCrop(Op):
         self.fill_value = fills[0]
 
     def _tables(self) -> List[Dict[str, Any]]:
-        return [{"op": "random_crop", "size": self.size, "padding": self.padding, "fill": self.fill_value}]
+        return [{"op": "random_crop", "size": self.size, "padding": self.padding, "fill": self.fill_value,
+                 "padding_mode": self.padding_mode.value}]
+
+
+class Pad(Op):
+    """Add pixels around the image: ``padding`` is one number, ``(left/right, top/bottom)``
+    or ``(left, top, right, bottom)``; the new pixels are ``fill_value`` or, by
+    ``padding_mode``, copied from the image."""
+
+    def __init__(
+        self,
+        padding: Union[int, Sequence[int]],
+        fill_value: int = 0,
+        padding_mode: Border = Border.CONSTANT,
+    ) -> None:
+        if isinstance(padding, int):
+            sides = [padding] * 4
+        else:
+            values = [int(v) for v in padding]
+            if len(values) == 2:
+                sides = [values[0], values[1], values[0], values[1]]
+            elif len(values) == 4:
+                sides = values
+            else:
+                raise ValueError(f"Pad: padding must be an int or 2 or 4 ints, not {padding!r}")
+        if min(sides) < 0:
+            raise ValueError(f"Pad: padding must be >= 0, not {padding!r}")
+        if not isinstance(fill_value, int) or not 0 <= fill_value <= 255:
+            unsupported("Pad", f"fill_value={fill_value!r}: the engine fills every channel with one value in 0..255")
+        if not isinstance(padding_mode, Border):
+            raise TypeError(f"Pad: padding_mode must be a Border, not {padding_mode!r}")
+        self._table = {"op": "pad", "padding": sides, "fill": fill_value, "padding_mode": padding_mode.value}
+
+    def _tables(self) -> List[Dict[str, Any]]:
+        return [dict(self._table)]
 
 
 class RandomHorizontalFlip(Op):
@@ -300,7 +337,7 @@ _NOT_IN_ENGINE = frozenset(
     """AdjustBrightness AdjustContrast AdjustGamma AdjustHue AdjustSaturation AdjustSharpness
     Affine AutoAugment AutoContrast BoundingBoxAugment ConvertColor Crop CutMixBatch CutOut
     Equalize Erase GaussianBlur Grayscale HorizontalFlip HsvToRgb Invert MixUp MixUpBatch
-    NormalizePad Pad PadToSize Perspective Posterize RandAugment RandomAdjustSharpness
+    NormalizePad PadToSize Perspective Posterize RandAugment RandomAdjustSharpness
     RandomAffine RandomAutoContrast RandomColor RandomCropDecodeResizeWithBBox
     RandomCropWithBBox RandomEqualize RandomErasing RandomGrayscale RandomHorizontalFlipWithBBox
     RandomInvert RandomLighting RandomPerspective RandomPosterize RandomResize
