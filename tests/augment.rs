@@ -436,3 +436,66 @@ fn random_crop_pads_by_its_mode_then_crops_at_the_drawn_offset() {
         }
     }
 }
+
+/// `random_erasing` after normalize overwrites exactly the box drawn from the sample's
+/// stream with the value (per channel, or normal draws in channel, row, column order), and
+/// leaves every other value as normalize wrote it; the box sizes vary; p = 0 erases nothing.
+#[test]
+fn random_erasing_overwrites_the_drawn_box_after_normalize() {
+    use imgfeed::ops::random_erasing::{EraseValue, RandomErasing};
+    let root = fixtures().join("imagefolder");
+    let seed = 21;
+    let (h, w) = (24, 32);
+    let run = |tail: Vec<Op>| {
+        let mut b = imgfeed::Pipeline::builder(folder_source(&root).seed(seed))
+            .batch(2, false)
+            .workers(2);
+        let head = [
+            decode(),
+            center_crop(h, w),
+            normalize([120.0, 110.0, 100.0], [60.0, 55.0, 50.0]),
+            hwc_to_chw(),
+        ];
+        for op in head.into_iter().chain(tail) {
+            b = b.op(op);
+        }
+        samples_f32(&b.build().expect("builds"), 0)
+    };
+    let plain = run(vec![]);
+    let random = serde_json::from_str::<EraseValue>("\"random\"").expect("random");
+    for value in [EraseValue::PerChannel([1.5, -2.0, 0.25]), random] {
+        let op = RandomErasing::new(0.8)
+            .value(value.clone())
+            .scale([0.05, 0.4]);
+        let got = run(vec![Op::RandomErasing(op.clone())]);
+        let mut erased = 0;
+        let mut sizes = std::collections::BTreeSet::new();
+        for (index, (g, p)) in got.iter().zip(&plain).enumerate() {
+            let mut rng = sample_rng(seed, 0, index);
+            let Some(b) = op.draw(&mut rng, h, w) else {
+                assert_eq!(g, p, "sample {index}: nothing erased");
+                continue;
+            };
+            erased += 1;
+            sizes.insert((b.height, b.width));
+            let mut want = p.clone();
+            for c in 0..3 {
+                for y in b.top..b.top + b.height {
+                    for x in b.left..b.left + b.width {
+                        want[c * h * w + y * w + x] = match &value {
+                            EraseValue::PerChannel(v) => v[c],
+                            _ => rng.normal() as f32,
+                        };
+                    }
+                }
+            }
+            assert_eq!(g, &want, "sample {index}, box {b:?}");
+        }
+        assert!(
+            erased >= 6 && sizes.len() >= 4,
+            "{erased} erased, sizes {sizes:?}"
+        );
+    }
+    let none = run(vec![Op::RandomErasing(RandomErasing::new(0.0))]);
+    assert_eq!(none, plain);
+}

@@ -96,6 +96,8 @@ ops! {
     rand_augment::RandAugment,
     /// TrivialAugmentWide: one random operation at a random magnitude.
     trivial_augment_wide::TrivialAugmentWide,
+    /// Erase a random box (after normalize, as torchvision).
+    random_erasing::RandomErasing,
     /// `x * rescale + shift`.
     rescale::Rescale,
     /// `(x - mean) / std` per channel.

@@ -32,6 +32,7 @@ __all__ = [
     "RandomVerticalFlip",
     "RandomColorAdjust",
     "Pad",
+    "RandomErasing",
     "RandomResizedCrop",
     "RandomCropDecodeResize",
 ]
@@ -286,6 +287,40 @@ class RandomColorAdjust(Op):
         return [dict(self._table)]
 
 
+class RandomErasing(Op):
+    """Erase a random box with probability ``prob`` (torchvision's algorithm: 10 attempts at
+    an area in ``scale`` and a log-uniform aspect ratio in ``ratio``); ``value`` is a number,
+    one per channel, or ``"random"`` (standard normal values). Put it after ``Normalize``, as
+    torchvision applies it to the normalized tensor."""
+
+    def __init__(
+        self,
+        prob: float = 0.5,
+        scale: Sequence[float] = (0.02, 0.33),
+        ratio: Sequence[float] = (0.3, 3.3),
+        value: Union[float, Sequence[float], str] = 0,
+        inplace: bool = False,
+        max_attempts: int = 10,
+    ) -> None:
+        if max_attempts != 10:
+            unsupported("RandomErasing", "max_attempts other than 10 (torchvision's)")
+        if isinstance(value, str):
+            if value != "random":
+                raise ValueError(f"RandomErasing: value must be a number, 3 numbers or 'random', not {value!r}")
+            v: Any = "random"
+        elif isinstance(value, (int, float)):
+            v = float(value)
+        else:
+            v = [float(x) for x in value]
+            if len(v) != 3:
+                raise ValueError(f"RandomErasing: value must be a number, 3 numbers or 'random', not {value!r}")
+        self._table = {"op": "random_erasing", "prob": float(prob), "scale": list(pair("RandomErasing", "scale", scale)),
+                       "ratio": list(pair("RandomErasing", "ratio", ratio)), "value": v}
+
+    def _tables(self) -> List[Dict[str, Any]]:
+        return [dict(self._table)]
+
+
 def _rrc_table(name: str, size: Any, scale: Sequence[float], ratio: Sequence[float], interpolation: Inter, max_attempts: int) -> Dict[str, Any]:
     if max_attempts < 1:
         raise ValueError(f"{name}: max_attempts must be >= 1, not {max_attempts}")
@@ -339,7 +374,7 @@ _NOT_IN_ENGINE = frozenset(
     Equalize Erase GaussianBlur Grayscale HorizontalFlip HsvToRgb Invert MixUp MixUpBatch
     NormalizePad PadToSize Perspective Posterize RandAugment RandomAdjustSharpness
     RandomAffine RandomAutoContrast RandomColor RandomCropDecodeResizeWithBBox
-    RandomCropWithBBox RandomEqualize RandomErasing RandomGrayscale RandomHorizontalFlipWithBBox
+    RandomCropWithBBox RandomEqualize RandomGrayscale RandomHorizontalFlipWithBBox
     RandomInvert RandomLighting RandomPerspective RandomPosterize RandomResize
     RandomResizedCropWithBBox RandomResizeWithBBox RandomRotation RandomSelectSubpolicy
     RandomSharpness RandomSolarize RandomVerticalFlipWithBBox ResizedCrop
