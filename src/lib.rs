@@ -58,6 +58,7 @@
 #[macro_use]
 mod setters;
 
+pub mod batch_ops;
 pub mod engine;
 pub mod error;
 pub mod ops;

@@ -20,6 +20,7 @@
 //!
 //! Every table rejects unknown fields, and an unknown op is an error, with line and column.
 
+use crate::batch_ops::BatchOp;
 use crate::engine::batch::{BufShape, Pool};
 use crate::engine::program::Program;
 use crate::engine::{Epoch, Job, OnError, State};
@@ -159,6 +160,9 @@ pub struct PipelineConfig {
     /// Batching; may be left out of a conversion pipeline (one with `[store]`).
     #[serde(default)]
     pub batch: BatchConfig,
+    /// Stages on whole batches (`one_hot`, `mixup`, `cutmix`, `mixup_cutmix`), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub batch_ops: Vec<BatchOp>,
     /// Threads and queues.
     #[serde(default)]
     pub engine: EngineConfig,
@@ -179,6 +183,7 @@ impl PipelineConfig {
             batch,
             engine: EngineConfig::default(),
             store: None,
+            batch_ops: Vec::new(),
             places: OpPlaces::default(),
         }
     }
@@ -512,6 +517,11 @@ impl PipelineBuilder {
         self.config.ops.push(op);
         self
     }
+    /// Append a batch op.
+    pub fn batch_op(mut self, op: BatchOp) -> Self {
+        self.config.batch_ops.push(op);
+        self
+    }
     /// Batch size and whether to drop the last incomplete batch.
     pub fn batch(mut self, size: usize, drop_remainder: bool) -> Self {
         self.config.batch = BatchConfig {
@@ -549,6 +559,7 @@ impl Pipeline {
                 },
                 engine: EngineConfig::default(),
                 store: None,
+                batch_ops: Vec::new(),
                 places: OpPlaces::default(),
             },
         }
@@ -596,10 +607,16 @@ impl Pipeline {
     /// listed the dataset once to show its size and classes does not list it again).
     pub fn with_source(config: PipelineConfig, source: Arc<dyn Source>) -> Result<Pipeline> {
         let config = Pipeline::checked(config)?;
-        let stages = config.spec_chain(&source.spec())?;
-        let spec = stages
+        let mut stages = config.spec_chain(&source.spec())?;
+        let mut spec = stages
             .last()
             .map_or_else(|| source.spec(), |(_, s)| s.clone());
+        for (i, op) in config.batch_ops.iter().enumerate() {
+            spec = op
+                .output_spec(&spec)
+                .map_err(|e| Error::Invalid(format!("batch_ops[{i}] ({}): {e}", op.name())))?;
+            stages.push((op.name().to_string(), spec.clone()));
+        }
         if spec.encoded {
             return Err(Error::Invalid(
                 "the samples are still encoded at the end: add a `decode` op".into(),
@@ -775,6 +792,17 @@ impl Pipeline {
                 .work_unit
                 .unwrap_or_else(|| self.source.work_unit())
                 .max(1),
+            one_hot: self.config.batch_ops.iter().find_map(|op| match op {
+                BatchOp::OneHot(o) => Some(o.values()),
+                _ => None,
+            }),
+            batch_ops: self
+                .config
+                .batch_ops
+                .iter()
+                .filter(|op| !matches!(op, BatchOp::OneHot(_)))
+                .cloned()
+                .collect(),
         })
     }
 }

@@ -45,6 +45,39 @@ impl SplitMix64 {
         lo + (hi - lo) * self.unit()
     }
 
+    /// Gamma(`shape`, 1), by Marsaglia and Tsang's method (shape below 1 boosted by
+    /// `U^(1/shape)`).
+    pub fn gamma(&mut self, shape: f64) -> f64 {
+        if shape < 1.0 {
+            let u = 1.0 - self.unit();
+            return self.gamma(shape + 1.0) * u.powf(1.0 / shape);
+        }
+        let d = shape - 1.0 / 3.0;
+        let c = 1.0 / (9.0 * d).sqrt();
+        loop {
+            let x = self.normal();
+            let v = (1.0 + c * x).powi(3);
+            if v <= 0.0 {
+                continue;
+            }
+            let u = 1.0 - self.unit();
+            if u.ln() < 0.5 * x * x + d - d * v + d * v.ln() {
+                return d * v;
+            }
+        }
+    }
+
+    /// Beta(`a`, `b`), as `X / (X + Y)` of two gamma draws.
+    pub fn beta(&mut self, a: f64, b: f64) -> f64 {
+        let x = self.gamma(a);
+        let y = self.gamma(b);
+        if x + y > 0.0 {
+            x / (x + y)
+        } else {
+            0.5
+        }
+    }
+
     /// Standard normal, by Box–Muller from two `unit()` draws (one value per call).
     pub fn normal(&mut self) -> f64 {
         let u1 = 1.0 - self.unit(); // (0, 1]: the log is finite
@@ -66,6 +99,12 @@ pub(crate) fn mix(parts: &[u64]) -> u64 {
 /// The random stream of one sample in one epoch: the same for any worker count.
 pub fn sample_rng(seed: u64, epoch: u64, index: usize) -> SplitMix64 {
     SplitMix64::new(mix(&[seed, epoch, index as u64, 0x5A4D]))
+}
+
+/// The random stream of batch `batch` in one epoch (MixUp, CutMix): the same for any worker
+/// count.
+pub fn batch_rng(seed: u64, epoch: u64, batch: usize) -> SplitMix64 {
+    SplitMix64::new(mix(&[seed, epoch, batch as u64, 0x4241_5443]))
 }
 
 /// The stream that picks replacements for bad sample `index` (`on_error = "replace"`).

@@ -30,11 +30,12 @@ pub(crate) mod worker;
 pub use batch::{Batch, Labels, WrongType};
 pub use worker::StageTimes;
 
+use crate::batch_ops::{BatchOp, BatchView};
 use crate::error::{Error, Result};
 use crate::ops::pointwise::Dst;
-use crate::rng::{replacement_rng, sample_rng};
+use crate::rng::{batch_rng, replacement_rng, sample_rng};
 use crate::source::Source;
-use crate::spec::{DType, LabelType};
+use crate::spec::{DType, LabelType, Layout};
 use batch::{BatchBuf, ImageBuf, LabelBuf, Pool};
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
 use ordered::isolate;
@@ -125,6 +126,10 @@ pub(crate) struct Job {
     pub on_error: OnError,
     pub profile: bool,
     pub work_unit: usize,
+    /// `(on, off)` values of the one-hot label rows workers write (`one_hot` batch op).
+    pub one_hot: Option<(f32, f32)>,
+    /// The batch ops that mix whole batches, run by the worker that completes a batch.
+    pub batch_ops: Arc<[BatchOp]>,
 }
 
 #[derive(Clone, Copy)]
@@ -696,13 +701,37 @@ fn run_one(
     let fused = worker
         .run(&job.program, sample.raw, &mut rng, dst, hash)
         .map_err(|(stage, fault)| Error::at(index, job.source.sample_name(index), stage, fault))?;
-    for c in 0..shape.label_cols {
-        write_label(
-            parts,
-            shape.label,
-            pos * shape.label_cols + c,
-            sample.labels[c],
-        );
+    match job.one_hot {
+        Some((on, off)) => {
+            let k = shape.label_cols;
+            let class = sample.labels[0] as usize;
+            if class >= k {
+                let why = format!("label {class} is not below one_hot's num_classes {k}");
+                let fault = crate::error::Fault::new(crate::error::SampleErrorKind::Other, why);
+                return Err(Error::at(
+                    index,
+                    job.source.sample_name(index),
+                    "one_hot",
+                    fault,
+                ));
+            }
+            // SAFETY: row `pos` of the label buffer belongs to this sample alone.
+            let row = unsafe {
+                std::slice::from_raw_parts_mut((parts.labels as *mut f32).add(pos * k), k)
+            };
+            row.fill(off);
+            row[class] = on;
+        }
+        None => {
+            for c in 0..shape.label_cols {
+                write_label(
+                    parts,
+                    shape.label,
+                    pos * shape.label_cols + c,
+                    sample.labels[c],
+                );
+            }
+        }
     }
     if hash {
         // The write computed it, or the sample is hashed now, while it is in cache.
@@ -728,6 +757,30 @@ fn run_one(
 }
 
 impl Shared {
+    /// Run the mixing batch ops on complete batch `number` (its first `n` samples).
+    fn mix(&self, b: &mut BatchBuf, number: usize, n: usize, dims: [usize; 3], layout: Layout) {
+        if self.job.batch_ops.is_empty() {
+            return;
+        }
+        let (ImageBuf::F32(images), LabelBuf::F32(labels)) = (&mut b.images, &mut b.labels) else {
+            return; // the spec checks made sure of float32 images and labels
+        };
+        let classes = self.job.pool.shape.label_cols;
+        let mut view = BatchView {
+            images: &mut images[..n * dims.iter().product::<usize>()],
+            labels: &mut labels[..n * classes],
+            n,
+            dims,
+            layout,
+            classes,
+        };
+        let mut rng = batch_rng(self.job.seed, self.job.epoch, number);
+        let mut scratch = Vec::new();
+        for op in self.job.batch_ops.iter() {
+            op.apply(&mut view, &mut rng, &mut scratch);
+        }
+    }
+
     fn emit_state(&self) -> std::sync::MutexGuard<'_, Emit> {
         // A panic while holding the lock leaves consistent state (it only ever advances).
         self.emit.lock().unwrap_or_else(|p| p.into_inner())
@@ -778,6 +831,9 @@ impl Shared {
                         if let Some(b) = buf.as_mut() {
                             b.compact(&keep, &shape);
                         }
+                    }
+                    if let Some(b) = buf.as_mut() {
+                        self.mix(b, next, len - lost.len(), dims, program.tail.layout);
                     }
                     Ok(Batch {
                         buf,

@@ -1,0 +1,53 @@
+//! `mixup`: torchvision v2's `MixUp(alpha)`: with probability `prob` (default 1), the batch
+//! is blended with itself rolled by one — `x[i] = lam · x[i] + (1 - lam) · x[i - 1]`, the
+//! first sample with the last — images and soft labels alike, `lam ~ Beta(alpha, alpha)`.
+//!
+//! Draws, from the batch's stream ([`MixUp::draw`]): `unit()` for the probability, then
+//! `lam`.
+
+use super::{check_alpha, check_prob, mix_rolled, one, BatchView};
+use crate::rng::SplitMix64;
+use crate::spec::SpecError;
+use serde::{Deserialize, Serialize};
+
+/// The `mixup` batch op.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct MixUp {
+    /// The Beta distribution's parameter (default 1).
+    #[serde(default = "one")]
+    pub alpha: f64,
+    /// Probability of mixing a batch (default 1).
+    #[serde(default = "one")]
+    pub prob: f64,
+}
+
+impl MixUp {
+    /// MixUp with `alpha`, every batch.
+    pub fn new(alpha: f64) -> MixUp {
+        MixUp { alpha, prob: 1.0 }
+    }
+
+    /// `lam` for one batch (`None`: this batch is not mixed).
+    pub fn draw(&self, rng: &mut SplitMix64) -> Option<f64> {
+        if rng.unit() >= self.prob {
+            return None;
+        }
+        Some(rng.beta(self.alpha, self.alpha))
+    }
+
+    pub(crate) fn check(&self) -> Result<(), SpecError> {
+        check_alpha("alpha", self.alpha)?;
+        check_prob("prob", self.prob)
+    }
+}
+
+setters!(MixUp { prob: f64 });
+
+/// Blend the batch with itself rolled by one, by `lam`.
+pub(crate) fn mix(b: &mut BatchView<'_>, lam: f64, scratch: &mut Vec<f32>) {
+    let len = b.sample_len();
+    mix_rolled(b.images, len, b.n, lam, scratch);
+    mix_rolled(b.labels, b.classes, b.n, lam, scratch);
+}
