@@ -35,7 +35,7 @@ pub fn run(
         let mut batches = 0usize;
         let mut digest = OFFSET64;
         let mut shape = [0usize; 4];
-        let mut label_sum = 0i64;
+        let mut label_sum = 0f64;
         let mut epoch = open_epoch(c, &p, e)?;
         while left > 0 {
             if interrupt::requested() {
@@ -52,7 +52,7 @@ pub fn run(
             }
             digest = fold(digest, fingerprint(batch.label_bytes()));
             for i in 0..batch.len() * batch.label_columns() {
-                label_sum += batch.labels().get(i).unwrap_or(0);
+                label_sum += batch.labels().value(i).unwrap_or(0.0);
             }
             if batches == 0 {
                 shape = batch.shape();
@@ -81,6 +81,11 @@ pub fn run(
             return Ok(interrupt::EXIT);
         }
         let spec = p.output_spec();
+        // Class indices sum to a whole number; soft labels to about one per sample.
+        let label_sum = match spec.label {
+            imgfeed::LabelType::F32 => format!("{label_sum:.3}"),
+            _ => format!("{}", label_sum as i64),
+        };
         println!(
             "epoch {e}: {batches} batches, {samples} samples; images {} {:?}, labels {} (sum {label_sum}); digest {digest:016x}; {secs:.3} s, {:.1} images/s",
             spec.dtype.name(),

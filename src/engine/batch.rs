@@ -36,7 +36,17 @@ pub enum Labels<'a> {
 }
 
 impl Labels<'_> {
-    /// Label `i` as i64, whatever the type (f32 labels are whole numbers).
+    /// Label `i` as f64, whatever the type (soft labels are fractions).
+    pub fn value(&self, i: usize) -> Option<f64> {
+        match self {
+            Labels::U32(v) => v.get(i).map(|&x| f64::from(x)),
+            Labels::I32(v) => v.get(i).map(|&x| f64::from(x)),
+            Labels::I64(v) => v.get(i).map(|&x| x as f64),
+            Labels::F32(v) => v.get(i).map(|&x| f64::from(x)),
+        }
+    }
+
+    /// Label `i` as i64, whatever the type (f32 labels truncated).
     pub fn get(&self, i: usize) -> Option<i64> {
         match self {
             Labels::U32(v) => v.get(i).map(|&x| x as i64),
