@@ -343,3 +343,28 @@ def test_a_second_pass_supersedes_the_first_loudly():
     assert len(second) == 6
     with pytest.raises(RuntimeError, match="one pass at a time"):
         next(first)
+
+
+def test_the_v2_recipe_gives_soft_labels_and_the_same_batches_for_any_worker_count():
+    """resnet50_train_tv2.toml (TrivialAugmentWide, RandomErasing, one_hot with smoothing,
+    MixUp/CutMix): float32 label rows of 1000 that sum to 1, mixed across samples, and
+    batches that do not depend on the worker count."""
+    tv2 = str(PIPELINES / "resnet50_train_tv2.toml")
+
+    def epoch(workers):
+        loader = imgfeed.Loader(tv2, data=str(TREE), batch_size=4, workers=workers)
+        return copies(loader)
+
+    one, two = epoch(1), epoch(2)
+    assert len(one) == 3
+    for (x1, y1), (x2, y2) in zip(one, two):
+        assert x1.shape == (4, 3, 176, 176) and x1.dtype == np.float32
+        assert y1.shape == (4, 1000) and y1.dtype == np.float32
+        np.testing.assert_allclose(y1.sum(axis=1), 1.0, rtol=1e-5)
+        np.testing.assert_array_equal(x1, x2)
+        np.testing.assert_array_equal(y1, y2)
+    # smoothing 0.1 alone would give 0.9001 at one class and 1e-4 elsewhere; mixing two
+    # samples of different classes puts weight on two classes
+    labels = np.concatenate([y for _, y in one])
+    assert labels.min() >= 1e-4 - 1e-7
+    assert (np.sort(labels, axis=1)[:, -2] > 1e-3).any()
