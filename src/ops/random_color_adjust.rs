@@ -2,7 +2,7 @@
 //! hue)`, torchvision's `ColorJitter`: each sample draws a factor for each of the four
 //! adjustments given, uniformly in its range, and applies them in a random order, as
 //! torchvision does — each adjustment the Pillow operation torchvision calls on a PIL image
-//! ([`super::pil`]):
+//! (`ops/pil.rs`):
 //!
 //! * brightness `b`: `ImageEnhance.Brightness` (blend with black by `b`);
 //! * contrast `c`: `ImageEnhance.Contrast` (blend with the mean grey by `c`);
