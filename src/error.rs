@@ -112,6 +112,17 @@ impl Error {
         }
     }
 
+    /// Sample `index` (`file`) is not in the source: a read past its end.
+    pub fn out_of_range(index: usize, file: String) -> Error {
+        Error::Sample {
+            index,
+            file,
+            stage: "read",
+            kind: SampleErrorKind::Other,
+            reason: "index out of range".into(),
+        }
+    }
+
     /// What `fault` in `stage` of sample `index` (`file`) means: a bad sample, or, for an
     /// [`SampleErrorKind::Internal`] fault, a bug.
     pub fn at(index: usize, file: String, stage: &'static str, fault: Fault) -> Error {

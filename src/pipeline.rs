@@ -270,6 +270,17 @@ impl PipelineConfig {
         })
     }
 
+    /// The ops compiled for `source`, producing `out` (its checked output spec).
+    pub(crate) fn compile(&self, source: &dyn Source, out: &Spec) -> Result<Program> {
+        Program::compile(
+            &source.spec(),
+            source.stored_layout(),
+            &self.ops,
+            out,
+            self.engine.fuse,
+        )
+    }
+
     /// As TOML.
     pub fn to_toml(&self) -> String {
         toml::to_string(self).unwrap_or_default()
@@ -642,13 +653,7 @@ impl Pipeline {
                 config.batch.size
             )));
         }
-        let program = Program::compile(
-            &source.spec(),
-            source.stored_layout(),
-            &config.ops,
-            &spec,
-            config.engine.fuse,
-        )?;
+        let program = config.compile(source.as_ref(), &spec)?;
         let shape = BufShape {
             batch_size: config.batch.size,
             sample_elems: elems,

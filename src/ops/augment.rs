@@ -14,7 +14,10 @@
 //! The magnitude tables are torchvision's, including `torch.linspace`'s float32 values.
 
 use super::image::Sample;
+use super::kernel::Kernel;
 use super::pil::{blend, grey_rgb, mean_grey, Degenerate};
+use crate::error::Fault;
+use crate::rng::SplitMix64;
 use crate::spec::{DType, Layout, Spec, SpecError};
 use serde::{Deserialize, Serialize};
 
@@ -86,9 +89,40 @@ pub(crate) fn check_input(name: &str, input: &Spec) -> Result<(), SpecError> {
     Ok(())
 }
 
+/// An augmentation policy (AutoAugment, RandAugment, TrivialAugmentWide): what one sample
+/// draws, and the fill of what geometric operations uncover.
+pub(crate) trait Draws: Send + Sync + std::fmt::Debug {
+    /// The op's name.
+    const NAME: &'static str;
+    /// The operations one sample of `size` (height, width) applies, drawn from `rng`.
+    fn steps(&self, rng: &mut SplitMix64, size: (usize, usize)) -> Vec<(AugOp, f64)>;
+    /// The fill.
+    fn fill(&self) -> Fill;
+}
+
+/// The kernel of a policy: draw, then apply what was drawn.
+#[derive(Debug)]
+pub(crate) struct PolicyKernel<P>(pub(crate) P);
+
+impl<P: Draws> Kernel for PolicyKernel<P> {
+    fn name(&self) -> &'static str {
+        P::NAME
+    }
+
+    fn run(&self, s: &mut Sample<'_, '_>) -> Result<(), Fault> {
+        let steps = self.0.steps(s.rng, (s.img.h, s.img.w));
+        run_steps(s, &steps, self.0.fill());
+        Ok(())
+    }
+
+    fn needs_hwc(&self) -> bool {
+        true
+    }
+}
+
 /// Run the drawn `steps` on the sample's image, one pass each, ping-ponging between the
 /// working image's two buffers.
-pub(crate) fn run_steps(s: &mut Sample<'_, '_>, steps: &[(AugOp, f64)], fill: Fill) {
+fn run_steps(s: &mut Sample<'_, '_>, steps: &[(AugOp, f64)], fill: Fill) {
     let img = &mut *s.img;
     let n = img.h * img.w * 3;
     for &(op, magnitude) in steps {

@@ -8,10 +8,8 @@
 //! (`below(25)`), two probabilities (`unit()`), two signs (`below(2)`, 0 meaning negative)
 //! — [`AutoAugment::draw`].
 
-use super::augment::{check_input, classic_space, run_steps, AugOp, Fill};
-use super::image::Sample;
-use super::kernel::{Kernel, Lowered, OpDef};
-use crate::error::Fault;
+use super::augment::{check_input, Draws, PolicyKernel, classic_space, AugOp, Fill};
+use super::kernel::{Lowered, OpDef};
 use crate::rng::SplitMix64;
 use crate::spec::{Spec, SpecError};
 use serde::{Deserialize, Serialize};
@@ -185,22 +183,18 @@ impl OpDef for AutoAugment {
     }
 
     fn lower(&self, _: &Spec) -> Lowered {
-        Lowered::Kernel(Arc::new(self.clone()))
+        Lowered::Kernel(Arc::new(PolicyKernel(self.clone())))
     }
 }
 
-impl Kernel for AutoAugment {
-    fn name(&self) -> &'static str {
-        "auto_augment"
+impl Draws for AutoAugment {
+    const NAME: &'static str = "auto_augment";
+
+    fn steps(&self, rng: &mut SplitMix64, size: (usize, usize)) -> Vec<(AugOp, f64)> {
+        self.draw(rng, size)
     }
 
-    fn run(&self, s: &mut Sample<'_, '_>) -> Result<(), Fault> {
-        let steps = self.draw(s.rng, (s.img.h, s.img.w));
-        run_steps(s, &steps, self.fill);
-        Ok(())
-    }
-
-    fn needs_hwc(&self) -> bool {
-        true
+    fn fill(&self) -> Fill {
+        self.fill
     }
 }

@@ -8,10 +8,8 @@
 //! Draws, from the sample's stream, per operation: its index (`below(14)`), then, for a
 //! signed operation, the sign (`below(2)`, 1 meaning negative) — [`RandAugment::draw`].
 
-use super::augment::{check_input, classic_space, run_steps, AugOp, Fill};
-use super::image::Sample;
-use super::kernel::{Kernel, Lowered, OpDef};
-use crate::error::Fault;
+use super::augment::{check_input, Draws, PolicyKernel, classic_space, AugOp, Fill};
+use super::kernel::{Lowered, OpDef};
 use crate::rng::SplitMix64;
 use crate::spec::{Spec, SpecError};
 use serde::{Deserialize, Serialize};
@@ -111,22 +109,18 @@ impl OpDef for RandAugment {
     }
 
     fn lower(&self, _: &Spec) -> Lowered {
-        Lowered::Kernel(Arc::new(self.clone()))
+        Lowered::Kernel(Arc::new(PolicyKernel(self.clone())))
     }
 }
 
-impl Kernel for RandAugment {
-    fn name(&self) -> &'static str {
-        "rand_augment"
+impl Draws for RandAugment {
+    const NAME: &'static str = "rand_augment";
+
+    fn steps(&self, rng: &mut SplitMix64, size: (usize, usize)) -> Vec<(AugOp, f64)> {
+        self.draw(rng, size)
     }
 
-    fn run(&self, s: &mut Sample<'_, '_>) -> Result<(), Fault> {
-        let steps = self.draw(s.rng, (s.img.h, s.img.w));
-        run_steps(s, &steps, self.fill);
-        Ok(())
-    }
-
-    fn needs_hwc(&self) -> bool {
-        true
+    fn fill(&self) -> Fill {
+        self.fill
     }
 }

@@ -7,10 +7,8 @@
 //! magnitudes the bin (`below(num_magnitude_bins)`), for a signed one the sign (`below(2)`,
 //! 1 meaning negative) — [`TrivialAugmentWide::draw`].
 
-use super::augment::{check_input, run_steps, wide_space, AugOp, Fill};
-use super::image::Sample;
-use super::kernel::{Kernel, Lowered, OpDef};
-use crate::error::Fault;
+use super::augment::{check_input, Draws, PolicyKernel, wide_space, AugOp, Fill};
+use super::kernel::{Lowered, OpDef};
 use crate::rng::SplitMix64;
 use crate::spec::{Spec, SpecError};
 use serde::{Deserialize, Serialize};
@@ -75,22 +73,18 @@ impl OpDef for TrivialAugmentWide {
     }
 
     fn lower(&self, _: &Spec) -> Lowered {
-        Lowered::Kernel(Arc::new(self.clone()))
+        Lowered::Kernel(Arc::new(PolicyKernel(self.clone())))
     }
 }
 
-impl Kernel for TrivialAugmentWide {
-    fn name(&self) -> &'static str {
-        "trivial_augment_wide"
+impl Draws for TrivialAugmentWide {
+    const NAME: &'static str = "trivial_augment_wide";
+
+    fn steps(&self, rng: &mut SplitMix64, _size: (usize, usize)) -> Vec<(AugOp, f64)> {
+        self.draw(rng)
     }
 
-    fn run(&self, s: &mut Sample<'_, '_>) -> Result<(), Fault> {
-        let steps = self.draw(s.rng);
-        run_steps(s, &steps, self.fill);
-        Ok(())
-    }
-
-    fn needs_hwc(&self) -> bool {
-        true
+    fn fill(&self) -> Fill {
+        self.fill
     }
 }

@@ -100,13 +100,7 @@ fn plan(config: &PipelineConfig, store: &StoreConfig) -> Result<(Arc<dyn Source>
             }
         }
     }
-    let program = Program::compile(
-        &source.spec(),
-        source.stored_layout(),
-        &config.ops,
-        &spec,
-        config.engine.fuse,
-    )?;
+    let program = config.compile(source.as_ref(), &spec)?;
     Ok((source, program, spec))
 }
 

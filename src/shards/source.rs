@@ -218,13 +218,9 @@ impl Shards {
 
     /// The stored bytes of sample `index` (checksum verified).
     pub fn record(&self, index: usize) -> Result<(Entry, &[u8])> {
-        let e = self.entry(index).ok_or_else(|| Error::Sample {
-            index,
-            file: self.sample_name(index),
-            stage: "read",
-            kind: SampleErrorKind::Other,
-            reason: "index out of range".into(),
-        })?;
+        let e = self
+            .entry(index)
+            .ok_or_else(|| Error::out_of_range(index, self.sample_name(index)))?;
         let shard = self.manifest.shards.get(e.shard as usize);
         let fail = |why: String| Error::Sample {
             index,

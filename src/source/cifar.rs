@@ -303,13 +303,9 @@ impl Source for Cifar {
     }
 
     fn read<'a>(&'a self, index: usize, _scratch: &'a mut Vec<u8>) -> Result<RawSample<'a>> {
-        let (f, r) = self.locate(index).ok_or_else(|| Error::Sample {
-            index,
-            file: self.sample_name(index),
-            stage: "read",
-            kind: SampleErrorKind::Other,
-            reason: "index out of range".into(),
-        })?;
+        let (f, r) = self
+            .locate(index)
+            .ok_or_else(|| Error::out_of_range(index, self.sample_name(index)))?;
         let rs = self.kind.record_size();
         let rec = f.map.get(r * rs..(r + 1) * rs).unwrap_or_default();
         let (labels, pixels) =

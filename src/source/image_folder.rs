@@ -281,13 +281,10 @@ impl Source for ImageFolder {
     }
 
     fn read<'a>(&'a self, index: usize, scratch: &'a mut Vec<u8>) -> Result<RawSample<'a>> {
-        let (rel, label) = self.samples.get(index).ok_or_else(|| Error::Sample {
-            index,
-            file: self.sample_name(index),
-            stage: "read",
-            kind: SampleErrorKind::Other,
-            reason: "index out of range".into(),
-        })?;
+        let (rel, label) = self
+            .samples
+            .get(index)
+            .ok_or_else(|| Error::out_of_range(index, self.sample_name(index)))?;
         let fail = |kind: SampleErrorKind, reason: String| Error::Sample {
             index,
             file: rel.to_string_lossy().into_owned(),
