@@ -1,6 +1,7 @@
 //! Per-kernel costs on fixture data: JPEG decode (whole and region), resize + center crop,
-//! the fused normalize + HWC→CHW write, the CIFAR plane kernel, and a plain copy of the same
-//! output bytes for scale.
+//! the fused normalize + HWC→CHW write, the CIFAR plane kernel, a plain copy of the same
+//! output bytes for scale, and the training augmentations on a 176×176 crop (the v2
+//! recipe's size): each colour adjustment and each AutoAugment operation, beside the decode.
 //!
 //!   cargo bench --bench kernels                      (zune-jpeg build)
 //!   cargo bench --bench kernels --features turbojpeg (adds libjpeg-turbo)
@@ -139,5 +140,59 @@ fn kernels(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, kernels);
+/// The augmentations on one 176×176 RGB image (a crop of the decoded fixture photo).
+fn augmentations(c: &mut Criterion) {
+    use imgfeed::ops::augment::{apply_op, AugOp};
+    use imgfeed::ops::random_color_adjust::{apply, Adjust};
+    let jpeg = fixture("parity/images/jpeg/kodim05_500x375.jpg");
+    let mut d = Decoder::new(&Decode::default());
+    let mut full = Vec::new();
+    let dec = d.decode(&jpeg, &mut full).expect("decodes");
+    let (h, w) = (176, 176);
+    let row = dec.1 * 3; // decode returns (height, width)
+    let img: Vec<u8> = (0..h)
+        .flat_map(|y| full[y * row..y * row + w * 3].to_vec())
+        .collect();
+    let mut out = vec![0u8; img.len()];
+    let mut scratch = Vec::new();
+    let mut g = c.benchmark_group("augment_176");
+    g.throughput(Throughput::Elements(1));
+    for (name, adjust) in [
+        ("color/brightness", Adjust::Brightness(1.3)),
+        ("color/contrast", Adjust::Contrast(0.7)),
+        ("color/saturation", Adjust::Saturation(1.4)),
+        ("color/hue", Adjust::Hue(0.1)),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter(|| apply(adjust, black_box(&img), &mut out, &mut scratch))
+        });
+    }
+    for (op, magnitude) in [
+        (AugOp::ShearX, 0.3),
+        (AugOp::TranslateY, 20.0),
+        (AugOp::Rotate, 30.0),
+        (AugOp::Sharpness, 0.5),
+        (AugOp::Posterize, 4.0),
+        (AugOp::Solarize, 128.0),
+        (AugOp::AutoContrast, 0.0),
+        (AugOp::Equalize, 0.0),
+    ] {
+        g.bench_function(format!("op/{op:?}"), |b| {
+            b.iter(|| {
+                apply_op(
+                    op,
+                    magnitude,
+                    black_box(&img),
+                    (h, w),
+                    [0; 3],
+                    &mut out,
+                    &mut scratch,
+                )
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, kernels, augmentations);
 criterion_main!(benches);
