@@ -102,7 +102,10 @@ pub(crate) fn rgb_to_hsv(r: u8, g: u8, b: u8) -> [u8; 3] {
     } else {
         (4.0 + gc as f64 - rc as f64) as f32
     };
-    let h = ((h as f64 / 6.0 + 1.0) % 1.0) as f32;
+    // fmod(h / 6 + 1, 1): h is in (-1, 5], so the sum is in [0, 2) and subtracting 1 is
+    // exact (what fmod computes, without its cost).
+    let t = h as f64 / 6.0 + 1.0;
+    let h = (if t >= 1.0 { t - 1.0 } else { t }) as f32;
     let clip = |v: f64| (v as i32).clamp(0, 255) as u8;
     [clip(h as f64 * 255.0), clip(s as f64 * 255.0), maxc]
 }
