@@ -172,6 +172,9 @@ pub struct PipelineConfig {
     /// Where a pipeline file wrote each op (for errors).
     #[serde(skip)]
     places: OpPlaces,
+    /// Where it wrote each batch op.
+    #[serde(skip)]
+    batch_places: OpPlaces,
 }
 
 impl PipelineConfig {
@@ -185,6 +188,7 @@ impl PipelineConfig {
             store: None,
             batch_ops: Vec::new(),
             places: OpPlaces::default(),
+            batch_places: OpPlaces::default(),
         }
     }
 }
@@ -202,8 +206,14 @@ impl PipelineConfig {
         // table: the whole-file parse below would point at the first `[[ops]]` (serde
         // buffers a tagged enum's fields, losing their places).
         let tables = Tables::read(text);
-        let places = op_places(text, path, &tables);
-        let found = source_error(text, path, &tables).or_else(|| op_error(&tables, &places));
+        let (ops, batch_ops) = tables
+            .as_ref()
+            .map_or((&[][..], &[][..]), |t| (&t.ops[..], &t.batch_ops[..]));
+        let places = op_places(text, path, ops);
+        let batch_places = op_places(text, path, batch_ops);
+        let found = source_error(text, path, &tables)
+            .or_else(|| op_error::<Op>("ops", ops, &places))
+            .or_else(|| op_error::<BatchOp>("batch_ops", batch_ops, &batch_places));
         if let Some(message) = found {
             return Err(Error::Config {
                 path: path.to_path_buf(),
@@ -215,6 +225,7 @@ impl PipelineConfig {
             message: e.to_string().trim_end().to_string(),
         })?;
         cfg.places = places;
+        cfg.batch_places = batch_places;
         // `[batch]` may be left out of conversion pipelines (with `[store]`) only.
         let has_batch = tables.as_ref().is_some_and(|t| t.batch.is_some());
         if cfg.store.is_none() && !has_batch {
@@ -361,6 +372,8 @@ struct Tables {
     #[serde(default)]
     ops: Vec<toml::Spanned<toml::Table>>,
     batch: Option<toml::Value>,
+    #[serde(default)]
+    batch_ops: Vec<toml::Spanned<toml::Table>>,
 }
 
 impl Tables {
@@ -397,8 +410,7 @@ fn table_place(text: &str, span: std::ops::Range<usize>, file: &Path) -> OpPlace
 }
 
 /// The places of the ops of `text` (the contents of `file`).
-fn op_places(text: &str, file: &Path, tables: &Option<Tables>) -> OpPlaces {
-    let ops = tables.as_ref().map_or(&[][..], |t| &t.ops[..]);
+fn op_places(text: &str, file: &Path, ops: &[toml::Spanned<toml::Table>]) -> OpPlaces {
     OpPlaces(
         ops.iter()
             .map(|t| table_place(text, t.span(), file))
@@ -429,15 +441,19 @@ fn source_error(text: &str, file: &Path, tables: &Option<Tables>) -> Option<Stri
 /// C: why`, the place being the field at fault where the message names one (an unknown
 /// field), else the op's table; `None` when every op table is valid, or when the file does
 /// not parse or an op's name is wrong (the whole-file parse reports those at their own line).
-fn op_error(tables: &Option<Tables>, places: &OpPlaces) -> Option<String> {
-    for (i, t) in tables.as_ref()?.ops.iter().enumerate() {
+fn op_error<T: serde::de::DeserializeOwned>(
+    list: &str,
+    tables: &[toml::Spanned<toml::Table>],
+    places: &OpPlaces,
+) -> Option<String> {
+    for (i, t) in tables.iter().enumerate() {
         let table = t.get_ref().clone();
         let name = table
             .get("op")
             .and_then(|v| v.as_str())
             .unwrap_or("?")
             .to_string();
-        let Err(err) = toml::Value::Table(table).try_into::<Op>() else {
+        let Err(err) = toml::Value::Table(table).try_into::<T>() else {
             continue;
         };
         // An unknown or missing `op` name: the whole-file parse points at the `op = ...`
@@ -453,7 +469,7 @@ fn op_error(tables: &Option<Tables>, places: &OpPlaces) -> Option<String> {
             format!(" at line {}, column {}", p.line, p.column)
         });
         return Some(format!(
-            "ops[{i}] ({name}){at}: {}",
+            "{list}[{i}] ({name}){at}: {}",
             err.message().trim_end()
         ));
     }
@@ -572,6 +588,7 @@ impl Pipeline {
                 store: None,
                 batch_ops: Vec::new(),
                 places: OpPlaces::default(),
+                batch_places: OpPlaces::default(),
             },
         }
     }
@@ -623,9 +640,15 @@ impl Pipeline {
             .last()
             .map_or_else(|| source.spec(), |(_, s)| s.clone());
         for (i, op) in config.batch_ops.iter().enumerate() {
-            spec = op
-                .output_spec(&spec)
-                .map_err(|e| Error::Invalid(format!("batch_ops[{i}] ({}): {e}", op.name())))?;
+            spec = op.output_spec(&spec).map_err(|e| {
+                let key = match &e {
+                    SpecError::Param { name, .. } => Some(*name),
+                    _ => None,
+                };
+                let at = config.batch_places.0.get(i).map(|p| p.of(key));
+                let at = at.map_or(String::new(), |p| format!("{p}: "));
+                Error::Invalid(format!("{at}batch_ops[{i}] ({}): {e}", op.name()))
+            })?;
             stages.push((op.name().to_string(), spec.clone()));
         }
         if spec.encoded {

@@ -229,7 +229,17 @@ fn mixing_needs_soft_labels_and_float_images() {
     let e = Pipeline::new(cfg).expect_err("alpha -1");
     assert!(
         e.to_string()
-            .contains("batch_ops[1] (mixup): alpha: -1 must be positive"),
-        "{e}"
+            .contains("p.toml:19:1: batch_ops[1] (mixup): alpha: -1 must be positive"),
+        "the alpha line: {e}"
     );
+    // an unknown field is reported at its own line too
+    let typo = text.replace("alpha = -1", "alfa = 1");
+    match imgfeed::PipelineConfig::parse(&typo, std::path::Path::new("p.toml")) {
+        Err(e) => assert!(
+            e.to_string()
+                .contains("batch_ops[1] (mixup) at line 19, column 1: unknown field `alfa`"),
+            "{e}"
+        ),
+        Ok(_) => panic!("alfa is no field"),
+    }
 }
