@@ -639,8 +639,24 @@ impl Pipeline {
         let mut spec = stages
             .last()
             .map_or_else(|| source.spec(), |(_, s)| s.clone());
+        let mut one_hot = false;
         for (i, op) in config.batch_ops.iter().enumerate() {
-            spec = op.output_spec(&spec).map_err(|e| {
+            let rule = match op {
+                BatchOp::OneHot(_) if one_hot => {
+                    Err(SpecError::input("the labels are already one-hot"))
+                }
+                BatchOp::OneHot(_) => Ok(()),
+                _ if !one_hot => Err(SpecError::input(
+                    "mixing needs soft labels: put a one_hot batch op before it",
+                )),
+                _ if config.engine.on_error == OnError::Skip => Err(SpecError::input(
+                    "mixing cannot run with on_error = \"skip\" (skipped samples re-cut the \
+                     batches after they are mixed): use \"replace\" or \"error\"",
+                )),
+                _ => Ok(()),
+            };
+            one_hot |= matches!(op, BatchOp::OneHot(_));
+            spec = rule.and_then(|()| op.output_spec(&spec)).map_err(|e| {
                 let key = match &e {
                     SpecError::Param { name, .. } => Some(*name),
                     _ => None,
@@ -665,11 +681,18 @@ impl Pipeline {
         };
         // One batch buffer must be addressable (the engine writes into it through raw
         // pointers, so its size is checked here, not assumed).
+        let label_bytes = config
+            .batch
+            .size
+            .checked_mul(spec.label_columns)
+            .and_then(|n| n.checked_mul(spec.label.size()));
         let batch_bytes = config
             .batch
             .size
             .checked_mul(elems)
-            .and_then(|n| n.checked_mul(spec.dtype.size()));
+            .and_then(|n| n.checked_mul(spec.dtype.size()))
+            .zip(label_bytes)
+            .and_then(|(i, l)| i.checked_add(l));
         if batch_bytes.is_none_or(|b| b > 1 << 36) {
             return Err(Error::Invalid(format!(
                 "a batch of {} samples of {elems} values each is too large",
@@ -687,9 +710,16 @@ impl Pipeline {
         };
         let e = &config.engine;
         let batch_bytes = (shape.batch_size * shape.sample_elems * shape.dtype.size()).max(1);
+        // Soft labels can outweigh the images (one_hot with many classes): keep the pool's
+        // label buffers under 1 GiB.
+        let label_bytes = (shape.batch_size * shape.label_cols * spec.label.size()).max(1);
         let prefetch = e
             .prefetch
-            .unwrap_or_else(|| ((6 << 20) / batch_bytes).clamp(2, 16))
+            .unwrap_or_else(|| {
+                ((6 << 20) / batch_bytes)
+                    .clamp(2, 16)
+                    .min((1 << 30) / label_bytes)
+            })
             .max(1);
         let pool = Arc::new(Pool::new(shape, prefetch + e.queue.max(1) + 2));
         Ok(Pipeline {

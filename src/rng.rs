@@ -67,15 +67,22 @@ impl SplitMix64 {
         }
     }
 
-    /// Beta(`a`, `b`), as `X / (X + Y)` of two gamma draws.
-    pub fn beta(&mut self, a: f64, b: f64) -> f64 {
-        let x = self.gamma(a);
-        let y = self.gamma(b);
-        if x + y > 0.0 {
-            x / (x + y)
-        } else {
-            0.5
+    /// The log of a Gamma(`shape`, 1) draw: for shapes well below 1 the draw itself
+    /// underflows to 0, its log does not.
+    fn ln_gamma(&mut self, shape: f64) -> f64 {
+        if shape < 1.0 {
+            let u = 1.0 - self.unit();
+            return self.ln_gamma(shape + 1.0) + u.ln() / shape;
         }
+        self.gamma(shape).ln()
+    }
+
+    /// Beta(`a`, `b`), as `X / (X + Y)` of two gamma draws (from their logs, so tiny
+    /// parameters give draws near 0 and 1, as they should, not 0/0).
+    pub fn beta(&mut self, a: f64, b: f64) -> f64 {
+        let lx = self.ln_gamma(a);
+        let ly = self.ln_gamma(b);
+        1.0 / (1.0 + (ly - lx).exp())
     }
 
     /// Standard normal, by Box–Muller from two `unit()` draws (one value per call).

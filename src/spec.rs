@@ -63,6 +63,14 @@ pub enum LabelType {
 }
 
 impl LabelType {
+    /// Bytes per label.
+    pub fn size(self) -> usize {
+        match self {
+            LabelType::I64 => 8,
+            _ => 4,
+        }
+    }
+
     /// numpy's name for it.
     pub fn name(self) -> &'static str {
         match self {

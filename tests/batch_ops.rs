@@ -243,3 +243,92 @@ fn mixing_needs_soft_labels_and_float_images() {
         Ok(_) => panic!("alfa is no field"),
     }
 }
+
+/// A resumed epoch mixes its batches as the whole epoch did: each batch draws from its own
+/// number's stream, not from its place in the resumed run.
+#[test]
+fn a_resumed_epoch_mixes_like_the_whole_epoch() {
+    let p = pipeline(
+        vec![
+            one_hot(3, 0.1),
+            BatchOp::MixupCutmix(MixUpCutMix::new(0.4, 1.0)),
+        ],
+        2,
+    );
+    let whole = epoch(&p, 1);
+    let resumed: Vec<(Vec<f32>, Vec<f32>)> = p
+        .resume(imgfeed::State {
+            epoch: 1,
+            batch: 1,
+            sample: None,
+        })
+        .expect("resumes")
+        .map(|b| {
+            let b = b.expect("batch");
+            let Labels::F32(l) = b.labels() else {
+                panic!("float labels")
+            };
+            (b.images_f32().expect("float").to_vec(), l.to_vec())
+        })
+        .collect();
+    assert_eq!(resumed.len(), whole.len() - 1);
+    assert_eq!(resumed, whole[1..]);
+}
+
+/// What cannot be mixed is refused before any pixel is read: labels that are not one-hot
+/// (CIFAR-100's two float-cast label columns), a second one_hot, skipping bad samples
+/// (which re-cuts batches after mixing), and batch ops in a conversion.
+#[test]
+fn mixing_is_refused_where_it_cannot_mean_what_it_says() {
+    let c100 = format!(
+        "[source]\nkind = \"cifar100\"\nroot = {:?}\nlabel = \"both\"\n\
+         [[ops]]\nop = \"rescale\"\nrescale = 0.5\n[[ops]]\nop = \"type_cast\"\ndtype = \"float32\"\n\
+         [batch]\nsize = 2\n[[batch_ops]]\nop = \"mixup\"\n",
+        fixtures().join("cifar100")
+    );
+    let e = imgfeed::PipelineConfig::parse(&c100, std::path::Path::new("c.toml"))
+        .and_then(Pipeline::new)
+        .expect_err("class indices are no soft labels");
+    assert!(
+        e.to_string().contains("put a one_hot batch op before it"),
+        "{e}"
+    );
+    let e = Pipeline::builder(folder_source(&fixtures().join("imagefolder")))
+        .op(decode())
+        .op(center_crop(8, 8))
+        .batch_op(one_hot(3, 0.0))
+        .batch_op(one_hot(3, 0.0))
+        .build()
+        .expect_err("twice");
+    assert!(e.to_string().contains("already one-hot"), "{e}");
+    let mut skip = pipeline(vec![], 1).config().clone();
+    skip.engine.on_error = imgfeed::OnError::Skip;
+    skip.batch_ops = vec![one_hot(3, 0.0), BatchOp::Mixup(MixUp::new(1.0))];
+    let e = Pipeline::new(skip.clone()).expect_err("skip");
+    assert!(e.to_string().contains("on_error = \"skip\""), "{e}");
+    let out = tempfile::tempdir().expect("tempdir");
+    let store = imgfeed::shards::StoreConfig::default();
+    skip.engine.on_error = imgfeed::OnError::Error;
+    let e = imgfeed::shards::convert_to_shards(&skip, &store, out.path(), |_| {}, |_| {}, |_| {})
+        .expect_err("no batch ops in a conversion");
+    assert!(e.to_string().contains("batch_ops do not apply"), "{e}");
+}
+
+/// Beta draws stay in [0, 1] and spread towards the ends for small alphas (no 0/0).
+#[test]
+fn beta_draws_are_sane_for_small_and_large_alphas() {
+    let mut rng = imgfeed::rng::SplitMix64::new(5);
+    for alpha in [1e-4, 0.01, 0.2, 1.0, 50.0] {
+        let draws: Vec<f64> = (0..2000).map(|_| rng.beta(alpha, alpha)).collect();
+        assert!(draws.iter().all(|x| (0.0..=1.0).contains(x)), "{alpha}");
+        let mean = draws.iter().sum::<f64>() / draws.len() as f64;
+        assert!((mean - 0.5).abs() < 0.05, "alpha {alpha}: mean {mean}");
+        let near_ends = draws.iter().filter(|x| **x < 0.01 || **x > 0.99).count();
+        if alpha <= 0.01 {
+            assert!(near_ends > 1800, "alpha {alpha}: {near_ends} near the ends");
+        }
+        if alpha >= 50.0 {
+            assert!(near_ends == 0, "alpha {alpha}: {near_ends} near the ends");
+        }
+    }
+}

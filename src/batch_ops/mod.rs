@@ -100,7 +100,7 @@ fn mixable(input: &Spec) -> Result<Spec, SpecError> {
             "mixing needs float32 images: put normalize or rescale in the ops",
         ));
     }
-    if input.label != LabelType::F32 || input.label_columns < 2 {
+    if input.label != LabelType::F32 {
         return Err(SpecError::input(
             "mixing needs soft labels: put a one_hot batch op before it",
         ));

@@ -833,7 +833,8 @@ impl Shared {
                         }
                     }
                     if let Some(b) = buf.as_mut() {
-                        self.mix(b, next, len - lost.len(), dims, program.tail.layout);
+                        let number = self.job.first_batch + next;
+                        self.mix(b, number, len - lost.len(), dims, program.tail.layout);
                     }
                     Ok(Batch {
                         buf,

@@ -71,6 +71,11 @@ fn plan(config: &PipelineConfig, store: &StoreConfig) -> Result<(Arc<dyn Source>
                 .into(),
         ));
     }
+    if !config.batch_ops.is_empty() {
+        return Err(invalid(
+            "batch_ops do not apply to a conversion, which stores samples, not batches".into(),
+        ));
+    }
     let source = config.source.open()?;
     let stages = config.spec_chain(&source.spec())?;
     let spec = stages
