@@ -35,7 +35,7 @@ use crate::error::{Error, Result};
 use crate::ops::pointwise::Dst;
 use crate::rng::{batch_rng, replacement_rng, sample_rng};
 use crate::source::Source;
-use crate::spec::{DType, LabelType, Layout};
+use crate::spec::{DType, LabelType};
 use batch::{BatchBuf, ImageBuf, LabelBuf, Pool};
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
 use ordered::isolate;
@@ -615,6 +615,7 @@ fn work(sh: &Shared, worker: &mut Worker) {
             }
             let n = run_end - p;
             if slot.remaining.fetch_sub(n, Ordering::AcqRel) == n {
+                sh.mix(slot, b);
                 sh.complete(b);
             }
             p = run_end;
@@ -757,14 +758,29 @@ fn run_one(
 }
 
 impl Shared {
-    /// Run the mixing batch ops on complete batch `number` (its first `n` samples).
-    fn mix(&self, b: &mut BatchBuf, number: usize, n: usize, dims: [usize; 3], layout: Layout) {
+    /// Run the mixing batch ops on engine batch `b`, just completed in `slot`, by the
+    /// worker that completed it and before `complete` sends it: outside the emit lock, so
+    /// other workers keep completing and sending batches meanwhile. (Mixing is refused with
+    /// `on_error = "skip"`, so no sample of the batch is left out later.)
+    fn mix(&self, slot: &Slot, b: usize) {
         if self.job.batch_ops.is_empty() {
             return;
         }
-        let (ImageBuf::F32(images), LabelBuf::F32(labels)) = (&mut b.images, &mut b.labels) else {
+        // SAFETY: every sample of batch `b` is written (`remaining` hit zero, AcqRel), no
+        // worker can reach the slot again before it is reopened, and `complete` (the only
+        // other reader) takes the buffer only after this worker marks the batch done.
+        let Some(buf) = (unsafe { &mut *slot.buf.get() }).as_mut() else {
+            return;
+        };
+        let (ImageBuf::F32(images), LabelBuf::F32(labels)) = (&mut buf.images, &mut buf.labels)
+        else {
             return; // the spec checks made sure of float32 images and labels
         };
+        let n = self.batch_len(b);
+        let d = self.job.program.out.dims();
+        let dims = [d[0].unwrap_or(0), d[1].unwrap_or(0), d[2].unwrap_or(0)];
+        let layout = self.job.program.tail.layout;
+        let number = self.job.first_batch + b;
         let classes = self.job.pool.shape.label_cols;
         let mut view = BatchView {
             images: &mut images[..n * dims.iter().product::<usize>()],
@@ -831,10 +847,6 @@ impl Shared {
                         if let Some(b) = buf.as_mut() {
                             b.compact(&keep, &shape);
                         }
-                    }
-                    if let Some(b) = buf.as_mut() {
-                        let number = self.job.first_batch + next;
-                        self.mix(b, number, len - lost.len(), dims, program.tail.layout);
                     }
                     Ok(Batch {
                         buf,
