@@ -153,6 +153,28 @@ def test_pad_and_random_crop_modes_are_np_pad():
         C.Pad((1, 2, 3))
 
 
+def test_augmentation_policies_are_drawn_per_sample_and_repeatable():
+    """AutoAugment, RandAugment and TrivialAugmentWide change the images, keep their shape,
+    and give the same images for the same seed (draws from the sample's stream)."""
+    def images(op):
+        ds.config.set_seed(3)
+        d = ds.Cifar10Dataset(str(FIXTURES / "cifar10"), usage="test", shuffle=False)
+        d = d.map([op], input_columns="image").batch(4)
+        return next(d.create_tuple_iterator(output_numpy=True, num_epochs=1))[0]
+
+    plain = images(C.RandomColorAdjust())
+    for make in (lambda: C.AutoAugment(C.AutoAugmentPolicy.CIFAR10), lambda: C.RandAugment(num_ops=3, magnitude=20),
+                 lambda: C.TrivialAugmentWide(fill_value=(10, 20, 30))):
+        a, b = images(make()), images(make())
+        assert a.shape == plain.shape and a.dtype == np.uint8
+        np.testing.assert_array_equal(a, b)
+        assert not np.array_equal(a, plain)
+    with pytest.raises(NotImplementedError, match="NEAREST"):
+        C.RandAugment(interpolation=C.Inter.BILINEAR)
+    with pytest.raises(ValueError, match="magnitude"):
+        C.RandAugment(magnitude=31)
+
+
 def test_cifar10_equals_convert(converted):
     data = cifar10_eval(2)
     batches = collect(data.create_tuple_iterator(output_numpy=True, num_epochs=1))
