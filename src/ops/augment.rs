@@ -166,59 +166,88 @@ pub enum AugOp {
     Invert,
 }
 
-/// `torch.linspace(start, end, steps)` in float32, as ATen computes it (from both ends).
-pub fn linspace(start: f64, end: f64, steps: usize) -> Vec<f32> {
+/// Entry `i` of `torch.linspace(start, end, steps)` in float32, as ATen computes it (from
+/// both ends).
+fn linspace_at(start: f64, end: f64, steps: usize, i: usize) -> f32 {
     let (s, e) = (start as f32, end as f32);
     if steps == 1 {
-        return vec![s];
+        return s;
     }
     let step = (e - s) / (steps - 1) as f32;
-    let half = steps / 2;
+    if i < steps / 2 {
+        s + step * i as f32
+    } else {
+        e - step * (steps - i - 1) as f32
+    }
+}
+
+/// `torch.linspace(start, end, steps)` in float32, as ATen computes it (from both ends).
+pub fn linspace(start: f64, end: f64, steps: usize) -> Vec<f32> {
     (0..steps)
-        .map(|i| {
-            if i < half {
-                s + step * i as f32
-            } else {
-                e - step * (steps - i - 1) as f32
-            }
-        })
+        .map(|i| linspace_at(start, end, steps, i))
         .collect()
+}
+
+/// Entry `i` of `8 - (torch.arange(bins) / ((bins - 1) / div)).round().int()`.
+fn posterize_bits_at(bins: usize, div: f64, i: usize) -> f32 {
+    let d = ((bins as f64 - 1.0) / div) as f32;
+    8.0 - (i as f32 / d).round_ties_even()
 }
 
 /// `8 - (torch.arange(bins) / ((bins - 1) / div)).round().int()`: posterize bits per bin.
 pub fn posterize_bits(bins: usize, div: f64) -> Vec<f32> {
-    let d = ((bins as f64 - 1.0) / div) as f32;
-    (0..bins)
-        .map(|i| 8.0 - (i as f32 / d).round_ties_even())
-        .collect()
+    (0..bins).map(|i| posterize_bits_at(bins, div, i)).collect()
 }
 
-/// A magnitude table entry: the values (empty for ops without one) and whether the sign
-/// is drawn.
+/// How an operation's magnitudes are tabulated.
+#[derive(Clone, Copy, Debug)]
+enum Table {
+    /// No magnitude (AutoContrast, Equalize, Invert, Identity).
+    None,
+    /// `torch.linspace(start, end, bins)`.
+    Lin(f64, f64),
+    /// Posterize's bits, `8 - round(i / ((bins - 1) / div))`.
+    Bits(f64),
+}
+
+/// An operation of a policy's space: its magnitude table and whether the sign is drawn.
+/// Entries are computed when drawn, so a sample's draw builds no table.
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Space {
     pub(crate) op: AugOp,
-    pub(crate) magnitudes: Vec<f32>,
+    table: Table,
     pub(crate) signed: bool,
 }
 
-fn space(op: AugOp, magnitudes: Vec<f32>, signed: bool) -> Space {
-    Space {
-        op,
-        magnitudes,
-        signed,
+impl Space {
+    /// Whether the operation has magnitudes at all.
+    pub(crate) fn has_magnitudes(&self) -> bool {
+        !matches!(self.table, Table::None)
+    }
+
+    /// Entry `bin` of its table of `bins` (`None` without magnitudes or past the end).
+    pub(crate) fn magnitude(&self, bins: usize, bin: usize) -> Option<f32> {
+        if bin >= bins {
+            return None;
+        }
+        match self.table {
+            Table::None => None,
+            Table::Lin(start, end) => Some(linspace_at(start, end, bins, bin)),
+            Table::Bits(div) => Some(posterize_bits_at(bins, div, bin)),
+        }
     }
 }
 
-/// AutoAugment's and RandAugment's `_augmentation_space(bins, (height, width))`; with
-/// `identity`, RandAugment's (Identity first, no Invert).
-pub(crate) fn classic_space(bins: usize, (h, w): (usize, usize), rand: bool) -> Vec<Space> {
+fn space(op: AugOp, table: Table, signed: bool) -> Space {
+    Space { op, table, signed }
+}
+
+/// AutoAugment's `_augmentation_space(bins, (height, width))`: ShearX .. Equalize, then
+/// Invert; with `rand`, RandAugment's: Identity, then ShearX .. Equalize.
+pub(crate) fn classic_space((h, w): (usize, usize), rand: bool) -> [Space; 14] {
     use AugOp::*;
-    let lin = |end: f64| linspace(0.0, end, bins);
-    let mut v = Vec::with_capacity(15);
-    if rand {
-        v.push(space(Identity, vec![], false));
-    }
-    v.extend([
+    let lin = |end: f64| Table::Lin(0.0, end);
+    let common = [
         space(ShearX, lin(0.3), true),
         space(ShearY, lin(0.3), true),
         space(TranslateX, lin(150.0 / 331.0 * w as f64), true),
@@ -228,23 +257,24 @@ pub(crate) fn classic_space(bins: usize, (h, w): (usize, usize), rand: bool) -> 
         space(Color, lin(0.9), true),
         space(Contrast, lin(0.9), true),
         space(Sharpness, lin(0.9), true),
-        space(Posterize, posterize_bits(bins, 4.0), false),
-        space(Solarize, linspace(255.0, 0.0, bins), false),
-        space(AutoContrast, vec![], false),
-        space(Equalize, vec![], false),
-    ]);
-    if !rand {
-        v.push(space(Invert, vec![], false));
-    }
+        space(Posterize, Table::Bits(4.0), false),
+        space(Solarize, Table::Lin(255.0, 0.0), false),
+        space(AutoContrast, Table::None, false),
+        space(Equalize, Table::None, false),
+    ];
+    let extra = space(if rand { Identity } else { Invert }, Table::None, false);
+    let mut v = [extra; 14];
+    let at = usize::from(rand);
+    v[at..at + 13].copy_from_slice(&common);
     v
 }
 
 /// TrivialAugmentWide's `_augmentation_space(bins)`.
-pub(crate) fn wide_space(bins: usize) -> Vec<Space> {
+pub(crate) fn wide_space() -> [Space; 14] {
     use AugOp::*;
-    let lin = |end: f64| linspace(0.0, end, bins);
-    vec![
-        space(Identity, vec![], false),
+    let lin = |end: f64| Table::Lin(0.0, end);
+    [
+        space(Identity, Table::None, false),
         space(ShearX, lin(0.99), true),
         space(ShearY, lin(0.99), true),
         space(TranslateX, lin(32.0), true),
@@ -254,10 +284,10 @@ pub(crate) fn wide_space(bins: usize) -> Vec<Space> {
         space(Color, lin(0.99), true),
         space(Contrast, lin(0.99), true),
         space(Sharpness, lin(0.99), true),
-        space(Posterize, posterize_bits(bins, 6.0), false),
-        space(Solarize, linspace(255.0, 0.0, bins), false),
-        space(AutoContrast, vec![], false),
-        space(Equalize, vec![], false),
+        space(Posterize, Table::Bits(6.0), false),
+        space(Solarize, Table::Lin(255.0, 0.0), false),
+        space(AutoContrast, Table::None, false),
+        space(Equalize, Table::None, false),
     ]
 }
 
@@ -457,12 +487,13 @@ fn autocontrast_tables(src: &[u8]) -> [[u8; 256]; 3] {
 /// `ImageOps.equalize(img)`: each channel through its cumulative histogram.
 fn equalize_tables(src: &[u8]) -> [[u8; 256]; 3] {
     histograms(src).map(|h| {
-        let used: Vec<u64> = h.iter().copied().filter(|&n| n > 0).collect();
         let identity = std::array::from_fn(|i| i as u8);
-        if used.len() <= 1 {
+        let used = h.iter().filter(|&&n| n > 0).count();
+        let last = h.iter().rev().find(|&&n| n > 0).copied().unwrap_or(0);
+        if used <= 1 {
             return identity;
         }
-        let step = (used.iter().sum::<u64>() - used[used.len() - 1]) / 255;
+        let step = (h.iter().sum::<u64>() - last) / 255;
         if step == 0 {
             return identity;
         }
@@ -606,6 +637,45 @@ mod tests {
             posterize_bits(31, 4.0)[..9],
             [8., 8., 8., 8., 7., 7., 7., 7., 7.]
         );
+    }
+
+    #[test]
+    fn spaces_list_torchvisions_operations_in_order_with_their_tables() {
+        use AugOp::*;
+        let ops = |v: [Space; 14]| v.map(|s| s.op);
+        let auto = [
+            ShearX,
+            ShearY,
+            TranslateX,
+            TranslateY,
+            Rotate,
+            Brightness,
+            Color,
+            Contrast,
+            Sharpness,
+            Posterize,
+            Solarize,
+            AutoContrast,
+            Equalize,
+            Invert,
+        ];
+        assert_eq!(ops(classic_space((40, 48), false)), auto);
+        let mut rand = [Identity; 14];
+        rand[1..].copy_from_slice(&auto[..13]);
+        assert_eq!(ops(classic_space((40, 48), true)), rand);
+        assert_eq!(ops(wide_space()), rand);
+        // entries equal the whole tables torch builds
+        let auto_space = classic_space((40, 48), false);
+        let tx = linspace(0.0, 150.0 / 331.0 * 48.0, 10);
+        let bits = posterize_bits(31, 6.0);
+        for (i, t) in tx.iter().enumerate() {
+            assert_eq!(auto_space[2].magnitude(10, i), Some(*t));
+        }
+        for (i, b) in bits.iter().enumerate() {
+            assert_eq!(wide_space()[10].magnitude(31, i), Some(*b));
+        }
+        assert_eq!(auto_space[2].magnitude(10, 10), None);
+        assert_eq!(auto_space[11].magnitude(10, 0), None);
     }
 
     #[test]

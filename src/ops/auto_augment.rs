@@ -154,7 +154,7 @@ impl AutoAugment {
         let sub = &table[rng.below(table.len() as u64) as usize];
         let probs = [rng.unit(), rng.unit()];
         let signs = [rng.below(2), rng.below(2)];
-        let space = classic_space(10, size, false);
+        let space = classic_space(size, false);
         let mut steps = Vec::with_capacity(2);
         for (i, &(op, p, bin)) in sub.iter().enumerate() {
             if probs[i] > p {
@@ -164,8 +164,8 @@ impl AutoAugment {
                 continue;
             };
             let mut magnitude = bin
-                .and_then(|b| s.magnitudes.get(b))
-                .map_or(0.0, |&m| f64::from(m));
+                .and_then(|b| s.magnitude(10, b))
+                .map_or(0.0, f64::from);
             if s.signed && signs[i] == 0 {
                 magnitude = -magnitude;
             }

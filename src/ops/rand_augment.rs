@@ -70,11 +70,13 @@ impl RandAugment {
     /// The operations one sample of `size` (height, width) applies, with their
     /// magnitudes, from the draws of `rng`.
     pub fn draw(&self, rng: &mut SplitMix64, size: (usize, usize)) -> Vec<(AugOp, f64)> {
-        let space = classic_space(self.num_magnitude_bins, size, true);
+        let space = classic_space(size, true);
         (0..self.num_ops)
             .map(|_| {
                 let s = &space[rng.below(space.len() as u64) as usize];
-                let mut magnitude = s.magnitudes.get(self.magnitude).map_or(0.0, |&m| f64::from(m));
+                let mut magnitude = s
+                    .magnitude(self.num_magnitude_bins, self.magnitude)
+                    .map_or(0.0, f64::from);
                 if s.signed && rng.below(2) == 1 {
                     magnitude = -magnitude;
                 }

@@ -48,12 +48,14 @@ setters!(TrivialAugmentWide {
 impl TrivialAugmentWide {
     /// The operation one sample applies, with its magnitude, from the draws of `rng`.
     pub fn draw(&self, rng: &mut SplitMix64) -> Vec<(AugOp, f64)> {
-        let space = wide_space(self.num_magnitude_bins);
+        let bins = self.num_magnitude_bins;
+        let space = wide_space();
         let s = &space[rng.below(space.len() as u64) as usize];
-        let mut magnitude = if s.magnitudes.is_empty() {
-            0.0
+        let mut magnitude = if s.has_magnitudes() {
+            let bin = rng.below(bins as u64) as usize;
+            s.magnitude(bins, bin).map_or(0.0, f64::from)
         } else {
-            f64::from(s.magnitudes[rng.below(s.magnitudes.len() as u64) as usize])
+            0.0
         };
         if s.signed && rng.below(2) == 1 {
             magnitude = -magnitude;
