@@ -8,10 +8,12 @@
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use imgfeed::ops::decode::{Decode, Decoder, JpegBackend};
-use imgfeed::ops::pointwise::{write, Affine, Dst, Pixels, View};
+use imgfeed::ops::pointwise::{
+    write, write_planes_narrow, write_planes_streaming, Affine, Dst, Interleaved, Pixels, View,
+};
 use imgfeed::ops::resize::{Filter, Resize, ResizeOptions, Resizer};
 use imgfeed::ops::Size;
-use imgfeed::Layout;
+use imgfeed::{DType, Layout};
 use std::path::Path;
 
 fn fixture(rel: &str) -> Vec<u8> {
@@ -109,6 +111,28 @@ fn kernels(c: &mut Criterion) {
             write(&v, Some(&a), Layout::Chw, Dst::F32(&mut out)).expect("writes")
         })
     });
+    // The engine's own write for the ImageNet pipelines (AVX2), and the same pass rounding
+    // to 16-bit floats (`type_cast` of the image to float16 / bfloat16).
+    let interleaved = Interleaved {
+        data: &crop,
+        stride: 3,
+        height: 224,
+        width: 224,
+    };
+    g.bench_function("planes_avx2_f32", |b| {
+        b.iter(|| write_planes_streaming(black_box(interleaved), Some(&a), false, &mut out, false))
+    });
+    let mut out16 = vec![0u16; crop.len()];
+    for (name, dtype) in [
+        ("planes_avx2_f16", DType::F16),
+        ("planes_avx2_bf16", DType::BF16),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                write_planes_narrow(black_box(interleaved), Some(&a), false, &mut out16, dtype)
+            })
+        });
+    }
     let src_f32 = out.clone();
     g.bench_function("memcpy_same_bytes", |b| {
         b.iter(|| out.copy_from_slice(black_box(&src_f32)))

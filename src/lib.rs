@@ -73,6 +73,8 @@ pub mod validate;
 
 pub use engine::{Batch, Epoch, Labels, OnError, StageTimes, State, TimedOut, WrongType};
 pub use error::{Error, Fault, Place, Result, SampleErrorKind};
+/// The 16-bit float types of [`Batch::images_f16`] and [`Batch::images_bf16`].
+pub use half;
 pub use pipeline::{
     spec_chain, BatchConfig, EngineConfig, Pipeline, PipelineBuilder, PipelineConfig,
 };

@@ -16,6 +16,11 @@ pub enum DType {
     U8,
     /// 32-bit float.
     F32,
+    /// IEEE 754 half precision (`type_cast` on the image): written from the float32
+    /// result, rounded to nearest even, by the final pass.
+    F16,
+    /// bfloat16 (the upper half of a float32, rounded to nearest even), as `F16`.
+    BF16,
 }
 
 impl DType {
@@ -24,6 +29,7 @@ impl DType {
         match self {
             DType::U8 => 1,
             DType::F32 => 4,
+            DType::F16 | DType::BF16 => 2,
         }
     }
     /// numpy's name for it.
@@ -31,7 +37,14 @@ impl DType {
         match self {
             DType::U8 => "uint8",
             DType::F32 => "float32",
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
         }
+    }
+    /// A 16-bit float: only the final write produces it, so no op that changes pixels may
+    /// follow it.
+    pub fn is_half(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16)
     }
 }
 

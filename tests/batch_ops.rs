@@ -217,7 +217,7 @@ fn mixing_needs_soft_labels_and_float_images() {
         .batch_op(BatchOp::Cutmix(CutMix::new(1.0)))
         .build()
         .expect_err("u8 images");
-    assert!(e.to_string().contains("float32 images"), "{e}");
+    assert!(e.to_string().contains("float images"), "{e}");
     let text = format!(
         "[source]\nkind = \"image_folder\"\nroot = {root:?}\n[[ops]]\nop = \"decode\"\n\
          [[ops]]\nop = \"center_crop\"\nsize = 8\n[[ops]]\nop = \"rescale\"\nrescale = 0.5\n\

@@ -215,8 +215,11 @@ class Loader:
             for b in self._run():
                 yield b.images, b.labels
         else:
+            bf16 = self._native.output_spec()["dtype"] == "bfloat16"
             for b in self._run():
-                yield torch.from_numpy(b.images), torch.from_numpy(b.labels)
+                images = torch.from_numpy(b.images)
+                # numpy has no bfloat16: the batch holds its bits as uint16
+                yield (images.view(torch.bfloat16) if bf16 else images), torch.from_numpy(b.labels)
 
     def batches(self) -> Iterator[_imgfeed.Batch]:
         """Like iterating the loader, but yields whole batch objects: ``images``, ``labels``,

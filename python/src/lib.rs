@@ -286,7 +286,7 @@ impl Pipeline {
             inner: Mutex::new(Some(started)),
             tail: Mutex::new(Vec::new()),
             label: spec.label,
-            float: spec.dtype == imgfeed::DType::F32,
+            dtype: spec.dtype,
         })
     }
 }
@@ -303,7 +303,7 @@ struct Epoch {
     state: Mutex<State>,
     batches: usize,
     label: LabelType,
-    float: bool,
+    dtype: imgfeed::DType,
 }
 
 impl Epoch {
@@ -364,7 +364,7 @@ impl Epoch {
                 Ok((item, state)) => {
                     *lock(&self.state) = state;
                     return match item {
-                        Some(Ok(batch)) => Batch::new(py, batch, self.label, self.float).map(Some),
+                        Some(Ok(batch)) => Batch::new(py, batch, self.label, self.dtype).map(Some),
                         Some(Err(e)) => {
                             self.close_inner(py);
                             Err(to_py(py, &e))
@@ -471,7 +471,7 @@ impl Batch {
         py: Python<'_>,
         mut batch: imgfeed::Batch,
         label: LabelType,
-        float: bool,
+        dtype: imgfeed::DType,
     ) -> PyResult<Batch> {
         let image_shape = batch.shape().to_vec();
         let label_shape = match batch.label_columns() {
@@ -495,10 +495,15 @@ impl Batch {
         // touches again until it is dropped; the shapes are the batch's own, the element
         // types the pipeline's output spec.
         let (images, labels) = unsafe {
-            let images = if float {
-                view::<f32>(&owner, image_ptr, &image_shape)?
-            } else {
-                view::<u8>(&owner, image_ptr, &image_shape)?
+            let images = match dtype {
+                imgfeed::DType::U8 => view::<u8>(&owner, image_ptr, &image_shape)?,
+                imgfeed::DType::F32 => view::<f32>(&owner, image_ptr, &image_shape)?,
+                // float16: numpy's own type, viewed over the bits; bfloat16 has no numpy
+                // type: its bits as uint16 (`torch.from_numpy(a).view(torch.bfloat16)`,
+                // `a.view(ml_dtypes.bfloat16)`; the Loader does the first).
+                imgfeed::DType::F16 => view::<u16>(&owner, image_ptr, &image_shape)?
+                    .call_method1("view", ("float16",))?,
+                _ => view::<u16>(&owner, image_ptr, &image_shape)?,
             };
             let labels = match label {
                 LabelType::U32 => view::<u32>(&owner, label_ptr, &label_shape)?,

@@ -196,6 +196,31 @@ def test_cifar10_training_ops_equal_the_training_pipeline(cli):
     assert [got] == run_digests(cli, "cifar10_train.toml", "--batch-size", "4")
 
 
+def test_type_cast_of_the_image_rounds_float32_to_float16_and_bfloat16():
+    """MindSpore's TypeCast on the image column: float16 images are numpy float16, bfloat16
+    ones their bits as uint16; both the float32 images rounded to nearest even."""
+    def images(cast):
+        d = ds.Cifar10Dataset(str(FIXTURES / "cifar10"), usage="test", shuffle=False)
+        trans = [C.Rescale(1 / 255, 0.0), C.Normalize(mean=[0.5, 0.5, 0.5], std=[0.2, 0.3, 0.1])]
+        trans += [C2.TypeCast(cast)] if cast is not None else []
+        d = d.map(operations=trans + [C.HWC2CHW()], input_columns="image").batch(4)
+        return d, next(d.create_tuple_iterator(output_numpy=True, num_epochs=1))[0]
+
+    _, wide = images(None)
+    d16, half = images(mstype.float16)
+    assert half.dtype == np.float16 and d16.output_types()[0] == np.float16
+    np.testing.assert_array_equal(half, wide.astype(np.float16))
+    db, bits = images(mstype.bfloat16)
+    assert bits.dtype == np.uint16 and db.output_types()[0] == np.uint16
+    b = wide.view(np.uint32).astype(np.uint64)
+    want = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
+    np.testing.assert_array_equal(bits, want)
+    assert not np.array_equal(bits, (b >> 16).astype(np.uint16))  # rounded, not truncated
+    with pytest.raises(ValueError, match="cast it last"):
+        ds.Cifar10Dataset(str(FIXTURES / "cifar10"), usage="test").map(
+            [C2.TypeCast(mstype.float16), C.Rescale(1 / 255, 0.0)], input_columns="image")
+
+
 def test_cifar_usage_defaults_to_all_and_counts_records():
     # MindSpore's usage=None is "all": 5 train files of 3 records and a test file of 4.
     assert ds.Cifar10Dataset(str(FIXTURES / "cifar10")).get_dataset_size() == 19
@@ -321,7 +346,7 @@ UNSUPPORTED = [
     ("shuffle after batch", "shuffle after batch", lambda d: d.batch(2).shuffle(100)),
     ("shuffle picking other shards", "num_samples or num_shards",
      lambda d: ds.ImageFolderDataset(str(TREE), shuffle=False, num_shards=2, shard_id=0).shuffle(100)),
-    ("TypeCast on the image", "image column", lambda d: d.map(C2.TypeCast(mstype.float32), input_columns="image")),
+    ("TypeCast of the image to an int", "image column", lambda d: d.map(C2.TypeCast(mstype.int32), input_columns="image")),
     ("an image op on the label", "image op", lambda d: d.map(C.Decode(), input_columns="label")),
     ("OpenCV bicubic", "CUBIC", lambda d: C.Resize(256, interpolation=C.Inter.CUBIC)),
     ("Pillow's antialias", "ANTIALIAS", lambda d: C.Resize(256, interpolation=C.Inter.ANTIALIAS)),
@@ -329,7 +354,7 @@ UNSUPPORTED = [
     ("a transform the engine lacks", "OneHot", lambda d: C2.OneHot(10)),
     ("uneven padding", "every side", lambda d: C.RandomCrop(32, padding=(1, 2, 3, 4))),
     ("normalize of CHW", "is_hwc", lambda d: C.Normalize([0, 0, 0], [1, 1, 1], is_hwc=False)),
-    ("TypeCast to float16", "float16", lambda d: C2.TypeCast(mstype.float16)),
+    ("TypeCast to float64", "float64", lambda d: C2.TypeCast(mstype.float64)),
     ("output_columns", "output_columns", lambda d: d.map(C.Decode(), input_columns="image", output_columns="decoded")),
     ("python_multiprocessing", "python_multiprocessing", lambda d: d.map(C.Decode(), python_multiprocessing=True)),
     ("a sampler", "sampler", lambda d: ds.ImageFolderDataset(str(TREE), sampler=object())),

@@ -205,6 +205,17 @@ def test_as_torch_shares_memory():
         break
 
 
+def test_as_torch_yields_bfloat16_tensors_equal_to_torchs_own_cast():
+    torch = pytest.importorskip("torch", reason="torch is not installed: as_torch is checked where it is")
+    config = imgfeed.Pipeline.from_file(EVAL).config
+    config["ops"].append({"op": "type_cast", "column": "image", "dtype": "bfloat16"})
+    wide, _ = next(iter(imgfeed.Loader(EVAL, batch_size=4, workers=2, as_torch=True)))
+    narrow, _ = next(iter(imgfeed.Loader(imgfeed.Pipeline.from_config(config), batch_size=4, workers=2,
+                                         as_torch=True)))
+    assert narrow.dtype == torch.bfloat16 and narrow.shape == (4, 3, 224, 224)
+    assert torch.equal(narrow, wide.to(torch.bfloat16))
+
+
 def spin_rate(seconds: float, during=None) -> float:
     """Increments per second a Python thread makes while `during()` runs (or for `seconds`)."""
     counter = [0]

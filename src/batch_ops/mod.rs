@@ -93,11 +93,11 @@ impl BatchOp {
     }
 }
 
-/// What the mixing ops need: float32 images and float32 label rows (after `one_hot`).
+/// What the mixing ops need: float images (float32, float16 or bfloat16) and float32 label rows (after `one_hot`).
 fn mixable(input: &Spec) -> Result<Spec, SpecError> {
-    if input.dtype != DType::F32 {
+    if input.dtype == DType::U8 {
         return Err(SpecError::input(
-            "mixing needs float32 images: put normalize or rescale in the ops",
+            "mixing needs float images: put normalize or rescale in the ops",
         ));
     }
     if input.label != LabelType::F32 {

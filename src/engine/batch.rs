@@ -11,6 +11,8 @@ use std::sync::{Arc, Mutex};
 pub(crate) enum ImageBuf {
     U8(Vec<u8>),
     F32(Vec<f32>),
+    /// float16 or bfloat16 (the shape's `dtype` says which), as their bits.
+    U16(Vec<u16>),
 }
 
 /// Label storage of a batch.
@@ -87,6 +89,7 @@ impl BatchBuf {
             images: match s.dtype {
                 DType::U8 => ImageBuf::U8(vec![0; n]),
                 DType::F32 => ImageBuf::F32(vec![0.0; n]),
+                DType::F16 | DType::BF16 => ImageBuf::U16(vec![0; n]),
             },
             labels: match s.label {
                 LabelType::U32 => LabelBuf::U32(vec![0; l]),
@@ -115,6 +118,7 @@ impl BatchBuf {
         match &mut self.images {
             ImageBuf::U8(v) => squeeze(v, keep, s.sample_elems),
             ImageBuf::F32(v) => squeeze(v, keep, s.sample_elems),
+            ImageBuf::U16(v) => squeeze(v, keep, s.sample_elems),
         }
         match &mut self.labels {
             LabelBuf::U32(v) => squeeze(v, keep, s.label_cols),
@@ -225,18 +229,35 @@ impl Batch {
         self.len * self.dims.iter().product::<usize>()
     }
 
+    /// The images' element type.
+    pub fn dtype(&self) -> DType {
+        self.pool.shape.dtype
+    }
+
+    fn wrong_images(&self, want: DType) -> WrongType {
+        let have = self.dtype();
+        WrongType {
+            column: "images",
+            have: have.name(),
+            want: want.name(),
+            why: match have {
+                DType::U8 => {
+                    "the pipeline ends before any normalize, rescale or type_cast of the image \
+                     (which make floats): read images_u8, or add one"
+                }
+                DType::F32 => "normalize or rescale made them float32: read images_f32",
+                DType::F16 => "a type_cast made them float16: read images_f16",
+                DType::BF16 => "a type_cast made them bfloat16: read images_bf16",
+            },
+        }
+    }
+
     /// The images, when the pipeline ends in float32 (after `normalize` or `rescale`);
     /// else why not.
     pub fn images_f32(&self) -> Result<&[f32], WrongType> {
         match self.buf.as_ref().map(|b| &b.images) {
             Some(ImageBuf::F32(v)) => Ok(&v[..self.elems()]),
-            _ => Err(WrongType {
-                column: "images",
-                have: "uint8",
-                want: "float32",
-                why: "the pipeline ends before any normalize or rescale (which make float32): \
-                      read images_u8, or add one",
-            }),
+            _ => Err(self.wrong_images(DType::F32)),
         }
     }
 
@@ -245,12 +266,28 @@ impl Batch {
     pub fn images_u8(&self) -> Result<&[u8], WrongType> {
         match self.buf.as_ref().map(|b| &b.images) {
             Some(ImageBuf::U8(v)) => Ok(&v[..self.elems()]),
-            _ => Err(WrongType {
-                column: "images",
-                have: "float32",
-                want: "uint8",
-                why: "normalize or rescale made them float32: read images_f32",
-            }),
+            _ => Err(self.wrong_images(DType::U8)),
+        }
+    }
+
+    /// The images, when the pipeline casts them to float16 (`type_cast`, `column =
+    /// "image"`); else why not.
+    pub fn images_f16(&self) -> Result<&[half::f16], WrongType> {
+        match self.buf.as_ref().map(|b| &b.images) {
+            Some(ImageBuf::U16(v)) if self.dtype() == DType::F16 => {
+                Ok(bytemuck::cast_slice(&v[..self.elems()]))
+            }
+            _ => Err(self.wrong_images(DType::F16)),
+        }
+    }
+
+    /// The images, when the pipeline casts them to bfloat16; else why not.
+    pub fn images_bf16(&self) -> Result<&[half::bf16], WrongType> {
+        match self.buf.as_ref().map(|b| &b.images) {
+            Some(ImageBuf::U16(v)) if self.dtype() == DType::BF16 => {
+                Ok(bytemuck::cast_slice(&v[..self.elems()]))
+            }
+            _ => Err(self.wrong_images(DType::BF16)),
         }
     }
 
@@ -259,6 +296,7 @@ impl Batch {
         match self.buf.as_ref().map(|b| &b.images) {
             Some(ImageBuf::U8(v)) => &v[..self.elems()],
             Some(ImageBuf::F32(v)) => bytemuck::cast_slice(&v[..self.elems()]),
+            Some(ImageBuf::U16(v)) => bytemuck::cast_slice(&v[..self.elems()]),
             None => &[],
         }
     }
@@ -271,6 +309,7 @@ impl Batch {
         match self.buf.as_mut().map(|b| &mut b.images) {
             Some(ImageBuf::U8(v)) => &mut v[..n],
             Some(ImageBuf::F32(v)) => bytemuck::cast_slice_mut(&mut v[..n]),
+            Some(ImageBuf::U16(v)) => bytemuck::cast_slice_mut(&mut v[..n]),
             None => &mut [],
         }
     }
@@ -381,6 +420,7 @@ impl Batch {
         match (&mut dst.images, &src.images) {
             (ImageBuf::U8(d), ImageBuf::U8(s)) => app(d, at, s, k, e),
             (ImageBuf::F32(d), ImageBuf::F32(s)) => app(d, at, s, k, e),
+            (ImageBuf::U16(d), ImageBuf::U16(s)) => app(d, at, s, k, e),
             _ => return,
         }
         match (&mut dst.labels, &src.labels) {
@@ -411,6 +451,7 @@ impl Batch {
         match &mut buf.images {
             ImageBuf::U8(v) => shift(v, k, n, e),
             ImageBuf::F32(v) => shift(v, k, n, e),
+            ImageBuf::U16(v) => shift(v, k, n, e),
         }
         match &mut buf.labels {
             LabelBuf::U32(v) => shift(v, k, n, c),

@@ -32,7 +32,7 @@ pub use worker::StageTimes;
 
 use crate::batch_ops::{BatchOp, BatchView};
 use crate::error::{Error, Result};
-use crate::ops::pointwise::Dst;
+use crate::ops::pointwise::{narrow, widen, Dst};
 use crate::rng::{batch_rng, replacement_rng, sample_rng};
 use crate::source::Source;
 use crate::spec::{DType, LabelType};
@@ -47,7 +47,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use worker::Worker;
+use worker::{Out, Worker};
 
 /// What to do with a sample that fails.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -229,6 +229,7 @@ impl Shared {
             images: match &mut buf.images {
                 ImageBuf::U8(v) => v.as_mut_ptr(),
                 ImageBuf::F32(v) => v.as_mut_ptr() as *mut u8,
+                ImageBuf::U16(v) => v.as_mut_ptr() as *mut u8,
             },
             labels: match &mut buf.labels {
                 LabelBuf::U32(v) => v.as_mut_ptr() as *mut u8,
@@ -687,20 +688,42 @@ fn run_one(
     }
     let mut rng = sample_rng(job.seed, job.epoch, index);
     let n = shape.sample_elems;
-    // SAFETY: position `pos` of this batch belongs to this worker alone (claimed once),
-    // and the buffer holds `batch_size * sample_elems` elements.
-    let dst = unsafe {
-        match shape.dtype {
-            DType::U8 => Dst::U8(std::slice::from_raw_parts_mut(parts.images.add(pos * n), n)),
-            DType::F32 => Dst::F32(std::slice::from_raw_parts_mut(
-                (parts.images as *mut f32).add(pos * n),
-                n,
-            )),
+    let hash = !parts.fingerprints.is_null();
+    // SAFETY (each `from_raw_parts_mut` below): position `pos` of this batch belongs to
+    // this worker alone (claimed once), and the buffer holds `batch_size * sample_elems`
+    // elements of the shape's type.
+    let done = match shape.dtype {
+        DType::U8 => {
+            let dst = unsafe { std::slice::from_raw_parts_mut(parts.images.add(pos * n), n) };
+            worker.run(
+                &job.program,
+                sample.raw,
+                &mut rng,
+                Out::Plain(Dst::U8(dst)),
+                hash,
+            )
+        }
+        DType::F32 => {
+            let dst = unsafe {
+                std::slice::from_raw_parts_mut((parts.images as *mut f32).add(pos * n), n)
+            };
+            worker.run(
+                &job.program,
+                sample.raw,
+                &mut rng,
+                Out::Plain(Dst::F32(dst)),
+                hash,
+            )
+        }
+        DType::F16 | DType::BF16 => {
+            let dst = unsafe {
+                std::slice::from_raw_parts_mut((parts.images as *mut u16).add(pos * n), n)
+            };
+            let out = Out::Narrow(dst, shape.dtype);
+            worker.run(&job.program, sample.raw, &mut rng, out, hash)
         }
     };
-    let hash = !parts.fingerprints.is_null();
-    let fused = worker
-        .run(&job.program, sample.raw, &mut rng, dst, hash)
+    let fused = done
         .map_err(|(stage, fault)| Error::at(index, job.source.sample_name(index), stage, fault))?;
     match job.one_hot {
         Some((on, off)) => {
@@ -772,28 +795,43 @@ impl Shared {
         let Some(buf) = (unsafe { &mut *slot.buf.get() }).as_mut() else {
             return;
         };
-        let (ImageBuf::F32(images), LabelBuf::F32(labels)) = (&mut buf.images, &mut buf.labels)
-        else {
-            return; // the spec checks made sure of float32 images and labels
-        };
         let n = self.batch_len(b);
         let d = self.job.program.out.dims();
         let dims = [d[0].unwrap_or(0), d[1].unwrap_or(0), d[2].unwrap_or(0)];
-        let layout = self.job.program.tail.layout;
-        let number = self.job.first_batch + b;
+        let elems = n * dims.iter().product::<usize>();
         let classes = self.job.pool.shape.label_cols;
+        let LabelBuf::F32(labels) = &mut buf.labels else {
+            return; // the spec checks made sure of float labels (a one_hot)
+        };
+        let labels = &mut labels[..n * classes];
+        let mut wide = Vec::new();
+        let images = match &mut buf.images {
+            ImageBuf::F32(v) => &mut v[..elems],
+            // 16-bit images are mixed as torch mixes a half batch: each value computed in
+            // float32 from the 16-bit samples, rounded once.
+            ImageBuf::U16(v) => {
+                widen(&v[..elems], self.job.pool.shape.dtype, &mut wide);
+                &mut wide[..]
+            }
+            ImageBuf::U8(_) => return, // the spec checks made sure of float images
+        };
         let mut view = BatchView {
-            images: &mut images[..n * dims.iter().product::<usize>()],
-            labels: &mut labels[..n * classes],
+            images,
+            labels,
             n,
             dims,
-            layout,
+            layout: self.job.program.tail.layout,
             classes,
         };
+        let number = self.job.first_batch + b;
         let mut rng = batch_rng(self.job.seed, self.job.epoch, number);
         let mut scratch = Vec::new();
         for op in self.job.batch_ops.iter() {
             op.apply(&mut view, &mut rng, &mut scratch);
+        }
+        if let ImageBuf::U16(v) = &mut buf.images {
+            // `wide` is the batch's images, widened above: the lengths agree.
+            let _ = narrow(&wide, self.job.pool.shape.dtype, &mut v[..elems]);
         }
     }
 

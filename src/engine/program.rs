@@ -49,8 +49,8 @@ pub(crate) struct Tail {
 /// The final write's path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum WritePath {
-    /// u8 interleaved pixels (RGB, or RGBX from a region decode) into float planes: the
-    /// ImageNet pipelines. AVX2 streaming stores where the CPU, the width and the slot's
+    /// u8 interleaved pixels (RGB, or RGBX from a region decode) into float planes
+    /// (float32, or float16/bfloat16 rounded in the same pass): the ImageNet pipelines. AVX2 streaming stores where the CPU, the width and the slot's
     /// alignment allow (checked per sample), else the scalar write; a pending flip is
     /// applied on the way.
     U8ToFloatPlanes,
@@ -204,7 +204,7 @@ fn fold_pointwise(
     let path = if dtype == DType::U8
         && phys == Layout::Hwc
         && logical == Layout::Chw
-        && out.dtype == DType::F32
+        && out.dtype != DType::U8
     {
         WritePath::U8ToFloatPlanes
     } else {

@@ -5,11 +5,11 @@
 use super::program::{Program, WritePath};
 use crate::error::{Fault, SampleErrorKind};
 use crate::ops::geometry::flip_horizontal;
-use crate::ops::image::{bug, Held, Sample, Tools};
+use crate::ops::image::{bug, Elem, Held, Sample, Tools};
+use crate::ops::pointwise::{narrow, Dst, Pixels, View};
 use crate::ops::pointwise::{
-    write, write_mirrored, write_planes_streaming, write_rgbx, Interleaved,
+    write, write_mirrored, write_planes_narrow, write_planes_streaming, write_rgbx, Interleaved,
 };
-use crate::ops::pointwise::{Dst, Pixels, View};
 use crate::rng::SplitMix64;
 use crate::source::Raw;
 use crate::spec::{DType, Layout};
@@ -53,6 +53,8 @@ pub(crate) struct Worker {
     tools: Tools,
     pub(crate) profile: bool,
     pub(crate) times: StageTimes,
+    /// The float32 sample a 16-bit output is rounded from (reused).
+    wide: Vec<f32>,
 }
 
 /// A failed stage: its name and why.
@@ -65,6 +67,7 @@ impl Worker {
             tools: Tools::default(),
             profile,
             times: StageTimes::default(),
+            wide: Vec::new(),
         }
     }
 
@@ -155,7 +158,7 @@ impl Worker {
         if img.stride == 4 {
             img.pack_rgb();
         }
-        if img.dtype != DType::U8 {
+        if img.elem != Elem::U8 {
             return Err((WRITE_STAGE, bug("the samples are float pixels, not u8")));
         }
         let view = View {
@@ -177,7 +180,7 @@ impl Worker {
         program: &Program,
         raw: Raw<'_>,
         rng: &mut SplitMix64,
-        dst: Dst<'_>,
+        dst: Out<'_>,
         hash: bool,
     ) -> Result<Option<u64>, StepError> {
         let borrowed = self.apply(program, raw, rng)?;
@@ -191,7 +194,13 @@ impl Worker {
             );
             return Err((WRITE_STAGE, Fault::new(SampleErrorKind::Shape, reason)));
         }
-        let fp = write_tail(img, program, borrowed, dst, hash).map_err(|e| (WRITE_STAGE, e))?;
+        let fp = match dst {
+            Out::Plain(d) => write_tail(img, program, borrowed, d, hash, true),
+            Out::Narrow(d, dtype) => {
+                write_narrow(img, program, borrowed, (d, dtype), &mut self.wide)
+            }
+        };
+        let fp = fp.map_err(|e| (WRITE_STAGE, e))?;
         if let Some(t0) = t0 {
             self.times.add(WRITE_STAGE, t0.elapsed().as_nanos() as u64);
         }
@@ -199,14 +208,59 @@ impl Worker {
     }
 }
 
+/// Where [`Worker::run`] writes a sample: a batch slot of the pixels' own type, or a slot
+/// of 16-bit floats (`type_cast` of the image to float16 or bfloat16: the bits, `DType`
+/// saying which).
+pub(crate) enum Out<'a> {
+    Plain(Dst<'a>),
+    Narrow(&'a mut [u16], DType),
+}
+
+/// The final write into a 16-bit float slot: the float32 values rounded in the same pass
+/// where the AVX2 plane write applies (the ImageNet pipelines); else written as float32
+/// into the worker's `wide` buffer, still in cache, and rounded from there.
+fn write_narrow(
+    img: &mut Held,
+    program: &Program,
+    borrowed: Option<&[u8]>,
+    (dst, dtype): (&mut [u16], DType),
+    wide: &mut Vec<f32>,
+) -> Result<Option<u64>, Fault> {
+    if program.tail.path == WritePath::U8ToFloatPlanes
+        && img.elem == Elem::U8
+        && img.layout == Layout::Hwc
+    {
+        let (data, stride) = match borrowed {
+            Some(b) => (b, 3),
+            None => (&img.a8[..], img.stride),
+        };
+        let src = Interleaved {
+            data,
+            stride,
+            height: img.h,
+            width: img.w,
+        };
+        if write_planes_narrow(src, program.tail.affine.as_ref(), img.mirror, dst, dtype) {
+            img.mirror = false;
+            return Ok(None);
+        }
+    }
+    wide.resize(dst.len(), 0.0); // fully overwritten by the write
+    write_tail(img, program, borrowed, Dst::F32(wide), false, false)?;
+    narrow(wide, dtype, dst)?;
+    Ok(None)
+}
+
 /// The final write of the held image (or of `borrowed`, the source's own pixels) into
-/// `dst`, along the program's [`WritePath`], with the pending flip applied.
+/// `dst`, along the program's [`WritePath`], with the pending flip applied (`stream`:
+/// the plane write may use non-temporal stores, into a batch slot, not a scratch buffer).
 fn write_tail(
     img: &mut Held,
     program: &Program,
     borrowed: Option<&[u8]>,
     mut dst: Dst<'_>,
     hash: bool,
+    stream: bool,
 ) -> Result<Option<u64>, Fault> {
     let tail = &program.tail;
     let (h, w) = (img.h, img.w);
@@ -215,7 +269,7 @@ fn write_tail(
         None => (&img.a8[..], img.stride),
     };
     if tail.path == WritePath::U8ToFloatPlanes {
-        if img.dtype != DType::U8 || img.layout != Layout::Hwc {
+        if img.elem != Elem::U8 || img.layout != Layout::Hwc {
             return Err(bug("the final write expected u8 HWC pixels"));
         }
         let Dst::F32(d) = &mut dst else {
@@ -228,7 +282,10 @@ fn write_tail(
             height: h,
             width: w,
         };
-        if let Some(fp) = write_planes_streaming(src, affine, img.mirror, d, hash) {
+        let streamed = stream
+            .then(|| write_planes_streaming(src, affine, img.mirror, d, hash))
+            .flatten();
+        if let Some(fp) = streamed {
             img.mirror = false;
             return Ok(fp);
         }
@@ -244,10 +301,10 @@ fn write_tail(
         }
         img.pack_rgb();
     }
-    let pixels = match (borrowed, img.dtype) {
+    let pixels = match (borrowed, img.elem) {
         (Some(b), _) => Pixels::U8(b),
-        (None, DType::U8) => Pixels::U8(&img.a8),
-        (None, DType::F32) => Pixels::F32(&img.af),
+        (None, Elem::U8) => Pixels::U8(&img.a8),
+        (None, Elem::F32) => Pixels::F32(&img.af),
     };
     let view = View {
         pixels,

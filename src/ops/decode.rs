@@ -21,7 +21,7 @@
 
 use crate::error::{Fault, SampleErrorKind as Kind};
 use super::geometry::Rect;
-use super::image::{bug, Sample};
+use super::image::{bug, Elem, Sample};
 use super::kernel::{Kernel, Lowered, OpDef};
 use std::sync::Arc;
 use crate::spec::{DType, Layout, Spec, SpecError};
@@ -208,7 +208,7 @@ impl Kernel for DecodeKernel {
         img.full = d.full;
         img.origin = d.origin;
         img.layout = Layout::Hwc;
-        img.dtype = DType::U8;
+        img.elem = Elem::U8;
         Ok(())
     }
 

@@ -15,7 +15,17 @@ use super::resize::{ResizeOptions, Resizer};
 use super::Filter;
 use crate::error::{Fault, SampleErrorKind};
 use crate::rng::SplitMix64;
-use crate::spec::{DType, Layout};
+use crate::spec::Layout;
+
+/// The element type of the pixels held between two kernels (the output's 16-bit floats
+/// exist only in the batch buffer: see `type_cast`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Elem {
+    /// 8-bit unsigned.
+    U8,
+    /// 32-bit float.
+    F32,
+}
 
 /// The pixels between two kernels, with the facts about them.
 #[derive(Debug)]
@@ -39,7 +49,7 @@ pub(crate) struct Held {
     /// How the pixels lie in memory.
     pub(crate) layout: Layout,
     /// u8 or f32.
-    pub(crate) dtype: DType,
+    pub(crate) elem: Elem,
     /// A horizontal flip drawn but not applied: the next kernel applies it first or, when
     /// none follows, the final write mirrors the sample's rows as it writes them (a flip
     /// commutes with the pointwise tail; reversing rows on the way costs no pass).
@@ -87,7 +97,7 @@ impl Default for Held {
             origin: (0, 0),
             stride: 3,
             layout: Layout::Hwc,
-            dtype: DType::U8,
+            elem: Elem::U8,
             mirror: false,
             drawn: None,
         }
@@ -104,7 +114,7 @@ impl Held {
         self.origin = (0, 0);
         self.stride = 3;
         self.layout = layout;
-        self.dtype = DType::U8;
+        self.elem = Elem::U8;
         self.mirror = false;
         self.drawn = None;
     }
@@ -117,9 +127,9 @@ impl Held {
 
     /// Make the spare buffer (just written) the held one.
     pub(crate) fn swap(&mut self) {
-        match self.dtype {
-            DType::U8 => std::mem::swap(&mut self.a8, &mut self.b8),
-            DType::F32 => std::mem::swap(&mut self.af, &mut self.bf),
+        match self.elem {
+            Elem::U8 => std::mem::swap(&mut self.a8, &mut self.b8),
+            Elem::F32 => std::mem::swap(&mut self.af, &mut self.bf),
         }
     }
 
@@ -133,14 +143,14 @@ impl Held {
             self.a8.clear();
             self.a8.extend_from_slice(data);
         }
-        match self.dtype {
+        match self.elem {
             // constant channel counts: each call is compiled for its own (a run-time count
             // made the RGB flip 3x slower)
-            DType::U8 if self.stride == 4 => {
+            Elem::U8 if self.stride == 4 => {
                 flip_horizontal(&mut self.a8, self.h, self.w, 4, self.layout)
             }
-            DType::U8 => flip_horizontal(&mut self.a8, self.h, self.w, 3, self.layout),
-            DType::F32 => flip_horizontal(&mut self.af, self.h, self.w, 3, self.layout),
+            Elem::U8 => flip_horizontal(&mut self.a8, self.h, self.w, 3, self.layout),
+            Elem::F32 => flip_horizontal(&mut self.af, self.h, self.w, 3, self.layout),
         }
     }
 
@@ -171,8 +181,8 @@ impl Held {
             return;
         }
         let (h, w, layout) = (self.h, self.w, self.layout);
-        match self.dtype {
-            DType::U8 => {
+        match self.elem {
+            Elem::U8 => {
                 let src = input.take().unwrap_or(&self.a8);
                 copy_window(
                     src,
@@ -184,7 +194,7 @@ impl Held {
                     &mut self.b8,
                 )
             }
-            DType::F32 => {
+            Elem::F32 => {
                 let fill = fill as f32;
                 copy_window(&self.af, (h, w, 3), layout, at, size, fill, &mut self.bf)
             }
@@ -206,13 +216,13 @@ impl Held {
             return self.crop(input, at, size, fill);
         }
         let (h, w, layout) = (self.h, self.w, self.layout);
-        match self.dtype {
-            DType::U8 => {
+        match self.elem {
+            Elem::U8 => {
                 let src = input.take().unwrap_or(&self.a8);
                 let dims = (h, w, self.stride);
                 copy_window_mode(src, dims, layout, at, size, mode, &mut self.b8)
             }
-            DType::F32 => {
+            Elem::F32 => {
                 copy_window_mode(&self.af, (h, w, 3), layout, at, size, mode, &mut self.bf)
             }
         }
@@ -237,13 +247,13 @@ impl Held {
             size: (self.h, self.w),
             filter,
             exact,
-            rgbx: self.stride == 4 && self.dtype == DType::U8,
+            rgbx: self.stride == 4 && self.elem == Elem::U8,
             out,
             window,
         };
-        let (oh, ow) = match self.dtype {
-            DType::U8 => resizer.resize(input.unwrap_or(&self.a8), &opts, &mut self.b8)?,
-            DType::F32 => resizer.resize(&self.af, &opts, &mut self.bf)?,
+        let (oh, ow) = match self.elem {
+            Elem::U8 => resizer.resize(input.unwrap_or(&self.a8), &opts, &mut self.b8)?,
+            Elem::F32 => resizer.resize(&self.af, &opts, &mut self.bf)?,
         };
         self.swap();
         self.h = oh;

@@ -174,6 +174,15 @@ impl Op {
                 "the samples are still encoded bytes: put `decode` first",
             ));
         }
+        if input.dtype.is_half()
+            && matches!(self.lower(input), Lowered::Kernel(_) | Lowered::Affine(_))
+        {
+            return Err(SpecError::input(format!(
+                "the image is already {} (type_cast): cast it last, after every op that \
+                 changes pixels",
+                input.dtype.name()
+            )));
+        }
         // Only the source's own pixels are passed through by `decode`.
         self.def().output_spec(input).map(|s| Spec {
             source_pixels: false,

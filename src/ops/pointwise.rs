@@ -3,7 +3,7 @@
 //! in, and the result goes straight into the sample's slot of the batch buffer — one pass
 //! over the pixels, whatever the number of pointwise ops.
 
-use super::image::{bug, Sample};
+use super::image::{bug, Elem, Sample};
 use super::kernel::Kernel;
 use crate::error::Fault;
 use crate::spec::{DType, Layout};
@@ -82,6 +82,60 @@ pub enum Dst<'a> {
     F32(&'a mut [f32]),
 }
 
+/// Round float32 values to the 16-bit float `dtype` (F16 or BF16, to nearest even), as
+/// their bits: the last step of a `type_cast` of the image to float16 or bfloat16.
+pub(crate) fn narrow(src: &[f32], dtype: DType, dst: &mut [u16]) -> Result<(), Fault> {
+    use half::slice::HalfFloatSliceExt;
+    let n = src.len();
+    if dst.len() < n {
+        return Err(bug("the 16-bit output is smaller than the sample"));
+    }
+    match dtype {
+        DType::F16 => {
+            bytemuck::cast_slice_mut::<u16, half::f16>(&mut dst[..n]).convert_from_f32_slice(src)
+        }
+        DType::BF16 => to_bf16(src, &mut dst[..n]),
+        DType::U8 | DType::F32 => return Err(bug("narrow needs a 16-bit float type")),
+    }
+    Ok(())
+}
+
+#[inline(always)]
+fn to_bf16_generic(src: &[f32], dst: &mut [u16]) {
+    for (d, &x) in dst.iter_mut().zip(src) {
+        *d = to_bf16_bits(x);
+    }
+}
+
+multiversion!(to_bf16, to_bf16_generic, (src: &[f32], dst: &mut [u16]));
+
+/// `x` as bfloat16 bits, rounded to nearest even (a NaN stays a quiet NaN): what
+/// `half::bf16::from_f32` gives, branch-free so that the loop above vectorizes (AVX2: it
+/// needs 32-bit lanes packed to 16).
+#[inline]
+fn to_bf16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    let rounded = (b.wrapping_add(0x7FFF + ((b >> 16) & 1)) >> 16) as u16;
+    let quiet = (b >> 16) as u16 | 0x0040;
+    if x.is_nan() {
+        quiet
+    } else {
+        rounded
+    }
+}
+
+/// The 16-bit floats `src` (bits of `dtype`, F16 or BF16) as float32 values, into `dst`
+/// (cleared first); exact.
+pub(crate) fn widen(src: &[u16], dtype: DType, dst: &mut Vec<f32>) {
+    use half::slice::HalfFloatSliceExt;
+    dst.clear();
+    dst.resize(src.len(), 0.0);
+    match dtype {
+        DType::BF16 => bytemuck::cast_slice::<u16, half::bf16>(src).convert_to_f32_slice(dst),
+        _ => bytemuck::cast_slice::<u16, half::f16>(src).convert_to_f32_slice(dst),
+    }
+}
+
 /// Write `src` into `dst` in `layout`, applying `affine` (`None`: a plain copy / layout
 /// change). Returns an error when the types cannot meet (a bug in the plan, not in data).
 pub fn write(
@@ -144,11 +198,11 @@ impl Kernel for Pointwise {
     fn run(&self, s: &mut Sample<'_, '_>) -> Result<(), Fault> {
         let img = &mut *s.img;
         let n = img.h * img.w * 3;
-        let to_f32 = self.affine.is_some() || img.dtype == DType::F32;
-        let pixels = match (img.dtype, s.input.take()) {
-            (DType::U8, Some(data)) => Pixels::U8(data),
-            (DType::U8, None) => Pixels::U8(&img.a8),
-            (DType::F32, _) => Pixels::F32(&img.af),
+        let to_f32 = self.affine.is_some() || img.elem == Elem::F32;
+        let pixels = match (img.elem, s.input.take()) {
+            (Elem::U8, Some(data)) => Pixels::U8(data),
+            (Elem::U8, None) => Pixels::U8(&img.a8),
+            (Elem::F32, _) => Pixels::F32(&img.af),
         };
         let view = View {
             pixels,
@@ -165,7 +219,7 @@ impl Kernel for Pointwise {
                 Dst::F32(&mut img.bf),
             )?;
             std::mem::swap(&mut img.af, &mut img.bf);
-            img.dtype = DType::F32;
+            img.elem = Elem::F32;
         } else {
             img.b8.resize(n, 0); // fully overwritten by `write`
             write(&view, None, self.layout, Dst::U8(&mut img.b8))?;
@@ -238,6 +292,7 @@ pub fn write_planes_streaming(
         } = src;
         let hw = height * width;
         if !std::arch::is_x86_feature_detected!("avx2")
+            || !std::arch::is_x86_feature_detected!("f16c")
             || hw == 0
             || !width.is_multiple_of(32)
             || !(stride == 3 || stride == 4)
@@ -250,34 +305,20 @@ pub fn write_planes_streaming(
         let a = affine.copied().unwrap_or_else(Affine::identity);
         let (s, d) = (&src[..hw * stride], &mut dst[..hw * 3]);
         let mut parts = [start_lanes(0), start_lanes(1), start_lanes(2)];
+        let k = PlaneArgs {
+            src: s,
+            h: height,
+            w: width,
+            a: &a,
+            dst: d.as_mut_ptr().cast(),
+        };
         // SAFETY: the CPU supports AVX2 (checked above); the kernel's preconditions
         // (lengths, width a multiple of 32, 16-byte aligned destination) are checked above.
         unsafe {
-            match (stride, mirror, hash) {
-                (3, false, false) => {
-                    planes_avx2::<3, false, false>(s, height, width, &a, d, &mut parts)
-                }
-                (3, false, true) => {
-                    planes_avx2::<3, false, true>(s, height, width, &a, d, &mut parts)
-                }
-                (3, true, false) => {
-                    planes_avx2::<3, true, false>(s, height, width, &a, d, &mut parts)
-                }
-                (3, true, true) => {
-                    planes_avx2::<3, true, true>(s, height, width, &a, d, &mut parts)
-                }
-                (_, false, false) => {
-                    planes_avx2::<4, false, false>(s, height, width, &a, d, &mut parts)
-                }
-                (_, false, true) => {
-                    planes_avx2::<4, false, true>(s, height, width, &a, d, &mut parts)
-                }
-                (_, true, false) => {
-                    planes_avx2::<4, true, false>(s, height, width, &a, d, &mut parts)
-                }
-                (_, true, true) => {
-                    planes_avx2::<4, true, true>(s, height, width, &a, d, &mut parts)
-                }
+            if hash {
+                planes::<OUT_F32, true>(k, stride, mirror, &mut parts)
+            } else {
+                planes::<OUT_F32, false>(k, stride, mirror, &mut parts)
             }
         }
         Some(hash.then(|| from_parts(hw * 12, &parts)))
@@ -297,26 +338,39 @@ pub fn write_planes_streaming(
 /// (`HASH`) folded into that plane's 32 fingerprint lanes, vector `v` of a 128-byte step
 /// into lanes `8v .. 8v + 8`.
 ///
+/// `OUT` says what is stored: float32 with `movntps` ([`OUT_F32`]), or the values rounded
+/// to nearest even to float16 (F16C's `vcvtps2ph`, [`OUT_F16`]) or bfloat16 (integer
+/// rounding, [`OUT_BF16`]) with plain stores: the 16-bit outputs fused into the same pass.
+///
 /// # Safety
-/// AVX2; `src` holds `h × w` pixels of `S` bytes, `dst` `3 × h × w` floats and is 16-byte
-/// aligned; `w` is a multiple of 32.
+/// AVX2 and F16C; `k.src` holds `h × w` pixels of `S` bytes; `k.dst` points to `3 × h × w`
+/// writable elements of the output type, 16-byte aligned for [`OUT_F32`]; `w` is a
+/// multiple of 32; `HASH` only with [`OUT_F32`].
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,f16c")]
 #[allow(clippy::needless_range_loop)] // `v` and `c` index the 3 x 4 lane vectors
-unsafe fn planes_avx2<const S: usize, const MIRROR: bool, const HASH: bool>(
-    src: &[u8],
-    h: usize,
-    w: usize,
-    a: &Affine,
-    dst: &mut [f32],
+unsafe fn planes_avx2<const S: usize, const MIRROR: bool, const HASH: bool, const OUT: u8>(
+    k: PlaneArgs<'_>,
     parts: &mut [[u32; 32]; 3],
 ) {
     // SAFETY: the caller upholds this function's contract (its doc and `# Safety`).
     unsafe {
         use crate::engine::fingerprint::P32;
         use std::arch::x86_64::*;
+        let PlaneArgs {
+            src,
+            h,
+            w,
+            a,
+            dst: dp,
+        } = k;
         let hw = h * w;
-        debug_assert!(src.len() >= hw * S && dst.len() >= hw * 3 && w.is_multiple_of(32));
+        debug_assert!(src.len() >= hw * S && w.is_multiple_of(32));
+        let (one, bias, quiet) = (
+            _mm256_set1_epi32(1),
+            _mm256_set1_epi32(0x7FFF),
+            _mm256_set1_epi32(0x0040),
+        );
         // Per channel, per lane, per output dword: the byte to take (-1: zero). A lane holds
         // 4 pixels: RGB at bytes 0, 3, 6, 9 of the low lane (bytes 0-15 of the 8 pixels) and
         // 4, 7, 10, 13 of the high lane (bytes 8-23); RGBX at 0, 4, 8, 12 of each. Mirrored,
@@ -338,7 +392,7 @@ unsafe fn planes_avx2<const S: usize, const MIRROR: bool, const HASH: bool>(
         let p32 = _mm256_set1_epi32(P32 as i32);
         let scale = [0, 1, 2].map(|c| _mm256_set1_ps(a.scale[c]));
         let shift = [0, 1, 2].map(|c| _mm256_set1_ps(a.shift[c]));
-        let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+        let sp = src.as_ptr();
         let mut state = [[_mm256_setzero_si256(); 4]; 3];
         for (c, st) in state.iter_mut().enumerate() {
             for (v, s) in st.iter_mut().enumerate() {
@@ -370,9 +424,38 @@ unsafe fn planes_avx2<const S: usize, const MIRROR: bool, const HASH: bool>(
                             _mm256_mul_ps(_mm256_cvtepi32_ps(v8), scale[c]),
                             shift[c],
                         );
-                        let d = dp.add(c * hw + y * w + x);
-                        _mm_stream_ps(d, _mm256_castps256_ps128(f));
-                        _mm_stream_ps(d.add(4), _mm256_extractf128_ps::<1>(f));
+                        let at = c * hw + y * w + x;
+                        match OUT {
+                            OUT_F32 => {
+                                let d = (dp as *mut f32).add(at);
+                                _mm_stream_ps(d, _mm256_castps256_ps128(f));
+                                _mm_stream_ps(d.add(4), _mm256_extractf128_ps::<1>(f));
+                            }
+                            OUT_F16 => {
+                                let h16 = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(f);
+                                _mm_storeu_si128((dp as *mut u16).add(at) as *mut __m128i, h16);
+                            }
+                            _ => {
+                                // bfloat16: (bits + 0x7FFF + lsb) >> 16; a NaN quiet
+                                let b = _mm256_castps_si256(f);
+                                let top = _mm256_srli_epi32::<16>(b);
+                                let lsb = _mm256_and_si256(top, one);
+                                let r = _mm256_srli_epi32::<16>(_mm256_add_epi32(
+                                    b,
+                                    _mm256_add_epi32(bias, lsb),
+                                ));
+                                let nan = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_UNORD_Q>(f, f));
+                                let r = _mm256_blendv_epi8(r, _mm256_or_si256(top, quiet), nan);
+                                // 8 dwords below 65536 to 8 words: pack within the lanes,
+                                // then take the low quadword of each lane.
+                                let p =
+                                    _mm256_permute4x64_epi64::<0b1000>(_mm256_packus_epi32(r, r));
+                                _mm_storeu_si128(
+                                    (dp as *mut u16).add(at) as *mut __m128i,
+                                    _mm256_castsi256_si128(p),
+                                );
+                            }
+                        }
                         if HASH {
                             let s = &mut state[c][v];
                             let t = _mm256_mullo_epi32(
@@ -392,6 +475,102 @@ unsafe fn planes_avx2<const S: usize, const MIRROR: bool, const HASH: bool>(
                 _mm256_storeu_si256(parts[c][8 * v..].as_mut_ptr() as *mut __m256i, *s);
             }
         }
+    }
+}
+
+/// [`planes_avx2`]'s output: float32 (non-temporal stores).
+const OUT_F32: u8 = 0;
+/// [`planes_avx2`]'s output: float16 bits.
+const OUT_F16: u8 = 1;
+/// [`planes_avx2`]'s output: bfloat16 bits.
+const OUT_BF16: u8 = 2;
+
+/// The arguments of [`planes_avx2`] but the fingerprint state.
+#[derive(Clone, Copy)]
+struct PlaneArgs<'a> {
+    src: &'a [u8],
+    h: usize,
+    w: usize,
+    a: &'a Affine,
+    dst: *mut u8,
+}
+
+/// [`planes_avx2`] for the run-time `stride` (3 or 4) and `mirror`.
+///
+/// # Safety
+/// As [`planes_avx2`].
+#[cfg(target_arch = "x86_64")]
+unsafe fn planes<const OUT: u8, const HASH: bool>(
+    k: PlaneArgs<'_>,
+    stride: usize,
+    mirror: bool,
+    parts: &mut [[u32; 32]; 3],
+) {
+    // SAFETY: the caller upholds `planes_avx2`'s contract.
+    unsafe {
+        match (stride, mirror) {
+            (3, false) => planes_avx2::<3, false, HASH, OUT>(k, parts),
+            (3, true) => planes_avx2::<3, true, HASH, OUT>(k, parts),
+            (_, false) => planes_avx2::<4, false, HASH, OUT>(k, parts),
+            (_, true) => planes_avx2::<4, true, HASH, OUT>(k, parts),
+        }
+    }
+}
+
+/// [`write_planes_streaming`] for a 16-bit float output (`dtype` F16 or BF16, as bits):
+/// the values rounded to nearest even in the same pass, with plain stores. False, writing
+/// nothing, where it does not apply (no AVX2 or F16C, a width not a multiple of 32).
+pub fn write_planes_narrow(
+    src: Interleaved<'_>,
+    affine: Option<&Affine>,
+    mirror: bool,
+    dst: &mut [u16],
+    dtype: DType,
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let Interleaved {
+            data: src,
+            stride,
+            height,
+            width,
+        } = src;
+        let hw = height * width;
+        if !std::arch::is_x86_feature_detected!("avx2")
+            || !std::arch::is_x86_feature_detected!("f16c")
+            || hw == 0
+            || !width.is_multiple_of(32)
+            || !(stride == 3 || stride == 4)
+            || src.len() < hw * stride
+            || dst.len() < hw * 3
+            || !dtype.is_half()
+        {
+            return false;
+        }
+        let a = affine.copied().unwrap_or_else(Affine::identity);
+        let k = PlaneArgs {
+            src: &src[..hw * stride],
+            h: height,
+            w: width,
+            a: &a,
+            dst: dst.as_mut_ptr().cast(),
+        };
+        let mut parts = [[0u32; 32]; 3];
+        // SAFETY: AVX2 and F16C (checked above); `dst` holds `3 × h × w` u16s and `src`
+        // `h × w` pixels of `stride` bytes; the width is a multiple of 32; no hash.
+        unsafe {
+            if dtype == DType::F16 {
+                planes::<OUT_F16, false>(k, stride, mirror, &mut parts)
+            } else {
+                planes::<OUT_BF16, false>(k, stride, mirror, &mut parts)
+            }
+        }
+        true
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (src, affine, mirror, dst, dtype);
+        false
     }
 }
 
@@ -572,7 +751,7 @@ mod tests {
     }
 
     /// An `h × w` test image as RGB and as RGBX (X = 99).
-    fn rgb_and_rgbx(h: usize, w: usize) -> (Vec<u8>, Vec<u8>) {
+    pub(super) fn rgb_and_rgbx(h: usize, w: usize) -> (Vec<u8>, Vec<u8>) {
         let rgb: Vec<u8> = (0..h * w * 3).map(|i| (i * 7 % 251) as u8).collect();
         let rgbx = rgb
             .chunks_exact(3)
@@ -746,6 +925,94 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod narrow_tests {
+    use super::*;
+
+    #[test]
+    fn the_fused_16_bit_plane_write_is_the_float32_one_rounded() {
+        let (h, w) = (5, 64);
+        let (rgb, rgbx) = super::tests::rgb_and_rgbx(h, w);
+        let a = Affine {
+            scale: [0.017, 0.0175, -0.0174],
+            shift: [-2.1, -2.03, 1.8],
+        };
+        for (src, stride) in [(&rgb, 3), (&rgbx, 4)] {
+            let src = Interleaved {
+                data: src,
+                stride,
+                height: h,
+                width: w,
+            };
+            for mirror in [false, true] {
+                let mut wide = vec![0f32; h * w * 3];
+                if write_planes_streaming(src, Some(&a), mirror, &mut wide, false).is_none() {
+                    assert!(std::env::var_os("CI").is_none(), "CI needs AVX2 and F16C");
+                    eprintln!("skipped: this CPU has no AVX2 or F16C");
+                    return;
+                }
+                for dtype in [DType::F16, DType::BF16] {
+                    let mut want = vec![0u16; wide.len()];
+                    narrow(&wide, dtype, &mut want).expect("narrow");
+                    let mut got = vec![0u16; wide.len()];
+                    assert!(write_planes_narrow(src, Some(&a), mirror, &mut got, dtype));
+                    assert_eq!(
+                        got, want,
+                        "{dtype:?}, {stride} bytes a pixel, mirror {mirror}"
+                    );
+                }
+            }
+        }
+        let mut odd = vec![0u16; 3 * 5 * 40];
+        let src = Interleaved {
+            data: &rgb,
+            stride: 3,
+            height: 5,
+            width: 40,
+        };
+        assert!(
+            !write_planes_narrow(src, None, false, &mut odd, DType::F16),
+            "width 40"
+        );
+    }
+
+    #[test]
+    fn bfloat16_bits_are_halfs_rounding_for_every_kind_of_value() {
+        let mut xs = vec![
+            0.0f32,
+            -0.0,
+            1.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            -f32::NAN,
+            f32::MAX,
+            f32::MIN_POSITIVE,
+            1e-45,
+            f32::from_bits(0x3F80_8000), // a tie, rounded to even (down)
+            f32::from_bits(0x3F81_8000), // a tie, rounded to even (up)
+            f32::from_bits(0x7F7F_FFFF), // rounds up to infinity
+        ];
+        let mut state = 0x9E37_79B9u32;
+        for _ in 0..100_000 {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            xs.push(f32::from_bits(state));
+        }
+        let mut got = vec![0u16; xs.len()];
+        narrow(&xs, DType::BF16, &mut got).expect("bf16");
+        for (x, g) in xs.iter().zip(&got) {
+            let want = half::bf16::from_f32(*x);
+            if x.is_nan() {
+                assert!(half::bf16::from_bits(*g).is_nan(), "{x:?}");
+            } else {
+                assert_eq!(*g, want.to_bits(), "{x:?} ({:#x})", x.to_bits());
             }
         }
     }

@@ -10,7 +10,7 @@
 //! then the box's top and left (`below`), then, for `"random"`, one `normal()` per erased
 //! value (channel by channel, row by row).
 
-use super::image::Sample;
+use super::image::{Elem, Sample};
 use super::kernel::{Kernel, Lowered, OpDef};
 use super::Rect;
 use crate::error::Fault;
@@ -209,9 +209,9 @@ impl Kernel for RandomErasing {
                         Layout::Chw => c * h * w + y * w + x,
                     };
                     let v = value(c);
-                    match img.dtype {
-                        DType::U8 => img.a8[i] = v as u8,
-                        DType::F32 => img.af[i] = v as f32,
+                    match img.elem {
+                        Elem::U8 => img.a8[i] = v as u8,
+                        Elem::F32 => img.af[i] = v as f32,
                     }
                 }
             }

@@ -19,13 +19,13 @@
 //! decoded (MindSpore's `RandomCropDecodeResize`).
 
 use super::geometry::Rect;
-use super::image::{bug, Sample};
+use super::image::{bug, Elem, Sample};
 use super::kernel::{Kernel, Lowered, OpDef};
 use super::resize::pillow_arithmetic;
 use super::{Filter, Size};
 use crate::error::Fault;
 use crate::rng::SplitMix64;
-use crate::spec::{DType, Layout, Spec, SpecError};
+use crate::spec::{Layout, Spec, SpecError};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -170,7 +170,7 @@ impl Kernel for RandomResizedCrop {
         }
         let exact = pillow_arithmetic(self.filter, self.exact);
         let out = self.size.square();
-        if exact && img.dtype == DType::U8 && img.layout == Layout::Hwc {
+        if exact && img.elem == Elem::U8 && img.layout == Layout::Hwc {
             // Pillow's arithmetic reads the box where it lies: in the decoded rectangle,
             // or in the source's own pixels (raw shards).
             let (src, stride) = match s.input.take() {

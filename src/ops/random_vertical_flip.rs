@@ -5,10 +5,10 @@
 //! The rows are copied in reverse order into the spare buffer, straight from the source's
 //! own pixels when no kernel copied them: one pass, whatever the layout or element type.
 
-use super::image::Sample;
+use super::image::{Elem, Sample};
 use super::kernel::{Kernel, Lowered, OpDef};
 use crate::error::Fault;
-use crate::spec::{DType, Layout, Spec, SpecError};
+use crate::spec::{Layout, Spec, SpecError};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -63,12 +63,12 @@ impl Kernel for RandomVerticalFlip {
             Layout::Hwc => (1, w * img.stride),
             Layout::Chw => (3, w),
         };
-        match img.dtype {
-            DType::U8 => {
+        match img.elem {
+            Elem::U8 => {
                 let src = s.input.take().unwrap_or(&img.a8);
                 flip_rows(src, planes, h, row, &mut img.b8);
             }
-            DType::F32 => flip_rows(&img.af, planes, h, row, &mut img.bf),
+            Elem::F32 => flip_rows(&img.af, planes, h, row, &mut img.bf),
         }
         img.swap();
         Ok(())

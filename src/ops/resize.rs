@@ -455,6 +455,9 @@ impl Resizer {
             (DType::U8, false) => (fir::PixelType::U8x3, 3),
             (DType::U8, true) => (fir::PixelType::U8x4, 4),
             (DType::F32, _) => (fir::PixelType::F32x3, 3),
+            (DType::F16 | DType::BF16, _) => {
+                return Err(bug("resize works on u8 or float32 pixels, not 16-bit floats"))
+            }
         };
         let px = ch * std::mem::size_of::<T>();
         if (oh, ow) == full {

@@ -180,6 +180,7 @@ class Dataset:
                     _no("map", f"the Python callable {op!r}", "a Python function cannot run inside the native engine; "
                         "use the ops of imgfeed.dataset.vision / transforms")
                 _no("map", f"{op!r}", "not an op of imgfeed.dataset.vision / transforms")
+            op = op._retarget(cols)
             if op.column == "image":
                 if cols != ["image"]:
                     _no("map", f"{name} on input_columns={cols}", f"{name} is an image op")
@@ -335,7 +336,9 @@ class Dataset:
     def output_types(self) -> List[Any]:
         """The numpy dtype of each column."""
         spec = self._final_spec()
-        return [np.dtype(spec["dtype"])] + [np.dtype(spec["label"]) for _ in self._label_columns]
+        # numpy has no bfloat16: such images are their bits, uint16
+        image = np.dtype("uint16") if spec["dtype"] == "bfloat16" else np.dtype(spec["dtype"])
+        return [image] + [np.dtype(spec["label"]) for _ in self._label_columns]
 
     # --- running ---------------------------------------------------------------------
     def _pipeline_json(self) -> str:

@@ -17,6 +17,11 @@ class Op:
     def _tables(self) -> List[Dict[str, Any]]:
         raise NotImplementedError  # pragma: no cover - every op defines it
 
+    def _retarget(self, columns: List[str]) -> "Op":
+        """This op for the map's ``input_columns`` (an op whose column follows them, such
+        as ``TypeCast``, returns a copy for them)."""
+        return self
+
     def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise NotImplementedError(
             f"{type(self).__name__} runs inside the engine's pipeline (Dataset.map); calling it "
