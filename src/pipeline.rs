@@ -816,6 +816,22 @@ impl Pipeline {
         Ok(self.launch(state, order, start))
     }
 
+    /// Epoch `epoch`'s contiguous slice `id` of `count` of this shard's order (positions
+    /// [`crate::shards::slice_range`]): the slices of a conversion split into jobs, which
+    /// together hold the epoch's samples once, in order, with the same bytes (every random
+    /// draw depends on the sample, not on the slice). Batches are numbered from 0.
+    pub fn epoch_slice(&self, epoch: u64, id: usize, count: usize) -> Result<Epoch> {
+        if count == 0 || id >= count {
+            return Err(Error::Invalid(format!(
+                "slice {id}/{count}: the slice number must be below the number of slices"
+            )));
+        }
+        let mut order = self.config.source.sampling.order(self.source.len(), epoch);
+        let (first, end) = crate::shards::slice_range(order.len(), id, count);
+        order.truncate(end);
+        Ok(self.launch(State::epoch_start(epoch), order, first))
+    }
+
     /// Run this shard's `order` of `state.epoch` from position `start` (checked to be
     /// inside it), numbering batches from `state.batch`.
     fn launch(&self, state: State, order: Vec<usize>, start: usize) -> Epoch {

@@ -12,9 +12,14 @@ const TRAIN: &str = "pipelines/resnet50_train.toml";
 const EVAL: &str = "pipelines/resnet50_eval.toml";
 
 fn ok(args: &[&str]) -> String {
+    exits(args, 0)
+}
+
+/// stdout of a run that exits `want` (1: bad samples were skipped).
+fn exits(args: &[&str], want: i32) -> String {
     let o = imgfeed(args);
     let (out, err) = text(&o);
-    assert_eq!(code(&o), 0, "imgfeed {args:?}: {err}");
+    assert_eq!(code(&o), want, "imgfeed {args:?}: {err}");
     out
 }
 
@@ -93,6 +98,34 @@ fn exact_shards_convert_every_sample_once() {
     let before = all.len();
     all.dedup();
     assert_eq!((before, all.len()), (12, 12));
+}
+
+#[test]
+fn npy_slices_concatenate_to_the_whole_conversion_and_shards_stay_the_samplers() {
+    // A shuffled training conversion (random ops): the slices hold the epoch's samples
+    // once, in order, with the same bytes.
+    let args = [TRAIN, "--batch-size", "5", "--seed", "3"];
+    let (_w, names, bytes) = convert(&args);
+    assert_eq!(names.len(), 12);
+    let (mut cat_names, mut cat_bytes) = (Vec::new(), Vec::new());
+    for id in ["0/3", "1/3", "2/3"] {
+        let (_d, n, b) = convert(&[&args[..], &["--slice", id]].concat());
+        assert_eq!(n.len(), 4, "slice {id}");
+        cat_names.extend(n);
+        cat_bytes.extend(b);
+    }
+    assert_eq!(cat_names, names);
+    assert!(
+        cat_bytes == bytes,
+        "the slices' bytes differ from the whole conversion's"
+    );
+    // --num-shards is the sampler's: 12 samples over 5 ranks, padded to 3 each
+    let (_d, n, _) = convert(&[TRAIN, "--num-shards", "5", "--shard-id", "4"]);
+    assert_eq!(n.len(), 3);
+    // a bad slice is a usage error naming it
+    let o = imgfeed(&["convert", TRAIN, "--out", "unused", "--slice", "3/3"]);
+    assert_eq!(code(&o), 2);
+    assert!(text(&o).1.contains("I must be below K"), "{}", text(&o).1);
 }
 
 /// A pipeline file in a temporary folder reading the fixtures, with `shard = "env"`.
@@ -278,9 +311,10 @@ fn a_skip_mode_run_resumed_from_its_hint_reads_each_sample_once() {
         "--on-error",
         "skip",
     ];
-    let whole = ok(&base);
+    // A skipped sample exits 1, as in convert.
+    let whole = exits(&base, 1);
     assert!(whole.contains("3 batches, 12 samples"), "{whole}");
-    let first = ok(&[&base[..], &["--max-batches", "1"]].concat());
+    let first = exits(&[&base[..], &["--max-batches", "1"]].concat(), 1);
     let hint = first
         .lines()
         .find_map(|l| l.split_once("resume with ").map(|(_, f)| f.to_string()))

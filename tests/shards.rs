@@ -396,10 +396,9 @@ fn split_conversion_merged_equals_a_single_conversion() {
         single.path(),
     );
     for id in [2, 0, 1] {
-        let mut src = folder_source(&folder());
-        src.sampling.num_shards = 3;
-        src.sampling.shard_id = id;
-        convert(src, ops.clone(), store(Storage::Jpeg, 85), split.path());
+        let src = folder_source(&folder());
+        let st = store(Storage::Jpeg, 85).slice((id, 3));
+        convert(src, ops.clone(), st, split.path());
         assert!(!split.path().join("manifest.json").exists());
     }
     let merged = merge_index(split.path()).expect("merge");
@@ -446,13 +445,10 @@ fn slices_merge_when_their_ops_mean_the_same() {
     for (second, merges) in [(Some(true), true), (None, true), (Some(false), false)] {
         let split = tempfile::tempdir().expect("tempdir");
         for (id, exact) in [(0, None), (1, second)] {
-            let mut src = folder_source(&folder());
-            src.sampling.num_shards = 2;
-            src.sampling.shard_id = id;
             convert(
-                src,
+                folder_source(&folder()),
                 with_exact(exact),
-                store(Storage::Raw, 90),
+                store(Storage::Raw, 90).slice((id, 2)),
                 split.path(),
             );
         }
@@ -725,10 +721,8 @@ fn cli_converts_runs_unchanged_pipelines_and_merges_slices() {
             "shards",
             "--out",
             s,
-            "--num-shards",
-            "2",
-            "--shard-id",
-            id,
+            "--slice",
+            &format!("{id}/2"),
         ]);
         let (so, se) = text(&o);
         assert_eq!(code(&o), 0, "{so}{se}");

@@ -130,5 +130,6 @@ pub fn bench(
             }
         }
     }
-    Ok(0)
+    // One rule for every command: bad samples (skipped or replaced) exit 1.
+    Ok(if bad.bad.is_empty() { 0 } else { 1 })
 }

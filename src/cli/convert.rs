@@ -7,22 +7,34 @@
 use super::report::Reporter;
 use super::{interrupt, progress, Common};
 use anyhow::Result;
-use imgfeed::shards::convert_to_shards_until;
+use imgfeed::shards::{convert_to_shards_until, slice_range};
 use imgfeed::sink::write_npy_dir;
 use imgfeed::{OnError, Pipeline};
 use std::path::Path;
 
-pub fn convert(c: &Common, out: &Path, report: Option<&Path>) -> Result<i32> {
+pub fn convert(
+    c: &Common,
+    out: &Path,
+    slice: Option<(usize, usize)>,
+    report: Option<&Path>,
+) -> Result<i32> {
     let mut bad = Reporter::new(report)?;
     let mut cfg = c.config()?;
     cfg.batch.drop_remainder = false;
     cfg.engine.on_error = OnError::Skip;
     let p = Pipeline::new(cfg)?;
     super::warn(&p, false);
-    let bar = progress(p.samples_per_epoch() as u64, "samples");
+    let (epoch, total) = match slice {
+        Some((id, count)) => {
+            let (first, end) = slice_range(p.samples_per_epoch(), id, count);
+            (p.epoch_slice(c.start_epoch, id, count)?, end - first)
+        }
+        None => (p.resume(c.start())?, p.samples_per_epoch()),
+    };
+    let bar = progress(total as u64, "samples");
     let mut report_err = Ok(());
     let report = write_npy_dir(
-        p.resume(c.start())?,
+        epoch,
         &p,
         out,
         interrupt::flag(),
@@ -66,12 +78,18 @@ pub fn convert(c: &Common, out: &Path, report: Option<&Path>) -> Result<i32> {
     Ok(if report.skipped > 0 { 1 } else { 0 })
 }
 
+/// What `convert --format shards` stores: `--shard-size`, `--store` and `--slice`.
+type StoreFlags = (
+    Option<String>,
+    Option<imgfeed::shards::Storage>,
+    Option<(usize, usize)>,
+);
+
 /// `convert --format shards`.
 pub fn convert_shards(
     c: &Common,
     out: &Path,
-    shard_size: Option<String>,
-    store: Option<String>,
+    (shard_size, store, slice): StoreFlags,
     report: Option<&Path>,
 ) -> Result<i32> {
     let cfg = c.config()?;
@@ -80,10 +98,9 @@ pub fn convert_shards(
         st.shard_size = Some(s);
     }
     if let Some(m) = store {
-        st.mode = serde_json::from_value(serde_json::Value::String(m.clone())).map_err(|_| {
-            imgfeed::Error::Invalid(format!("--store {m:?}: expected jpeg, raw or original"))
-        })?;
+        st.mode = m;
     }
+    st.slice = slice;
     let bar = progress(0, "samples");
     let mut bad = Reporter::new(report)?;
     let mut report_err = Ok(());

@@ -36,16 +36,37 @@ struct Cli {
     command: Command,
 }
 
+const EXIT_CODES: &str = "Exit codes: 0 every sample good; 1 a bad sample stopped the run, or \
+    bad samples were skipped or replaced (listed on stderr); 2 usage, pipeline or dataset \
+    errors; 70 a bug in imgfeed; 130 interrupted.";
+
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Check a pipeline and print the sample spec after each stage (reads no pixel).
-    Check(Common),
+    #[command(after_help = EXIT_CODES)]
+    Check {
+        #[command(flatten)]
+        input: Input,
+        #[command(flatten)]
+        engine: EngineFlags,
+        #[command(flatten)]
+        sampling: SamplingFlags,
+    },
     /// Run the pipeline and print a summary of what came out.
+    #[command(after_help = EXIT_CODES)]
     Run {
         #[command(flatten)]
-        common: Common,
-        /// Epochs of the run (default `source.num_epochs`); with `--start-epoch`, the run
-        /// covers epochs start..epochs.
+        input: Input,
+        #[command(flatten)]
+        engine: EngineFlags,
+        #[command(flatten)]
+        sampling: SamplingFlags,
+        #[command(flatten)]
+        errors: ErrorFlags,
+        #[command(flatten)]
+        resume: ResumeFlags,
+        /// Epochs of the run (default: the pipeline's `source.num_epochs`, itself 1); with
+        /// `--start-epoch`, the run covers epochs start..epochs.
         #[arg(long)]
         epochs: Option<u64>,
         /// Stop after this many batches and print the state to resume from.
@@ -55,38 +76,62 @@ enum Command {
         #[arg(long)]
         report: Option<PathBuf>,
     },
-    /// Write every sample (nothing dropped) to files.
+    /// Write every sample of one epoch to files (nothing dropped). Bad samples are always
+    /// skipped and listed (there is no --on-error): the rest is written, exit code 1.
+    #[command(after_help = EXIT_CODES)]
     Convert {
         #[command(flatten)]
-        common: Common,
+        input: Input,
+        #[command(flatten)]
+        engine: EngineFlags,
+        #[command(flatten)]
+        sampling: SamplingFlags,
+        #[command(flatten)]
+        resume: ResumeFlags,
         /// Output folder.
         #[arg(long)]
         out: PathBuf,
-        /// Output format.
+        /// Output format: npy (the epoch's samples in its order; the sampling flags apply)
+        /// or shards (every sample in source order, for reading back; no sampling flags).
         #[arg(long, value_enum, default_value_t = Format::Npy)]
         format: Format,
+        /// Convert only the contiguous slice I of K (e.g. 0/4) of what the conversion would
+        /// write: parallel jobs over one dataset; `merge-index` joins shards slices, and npy
+        /// slices concatenated are the whole conversion.
+        #[arg(long, value_name = "I/K", value_parser = parse_slice)]
+        slice: Option<(usize, usize)>,
         /// Write every bad (skipped) sample to FILE as JSON lines.
         #[arg(long)]
         report: Option<PathBuf>,
-        /// shards: bytes per shard file (1GB, 512MB, ...), overriding `store.shard_size`
-        /// (default 1GB).
+        /// shards only: bytes per shard file (1GB, 512MB, ...), overriding
+        /// `store.shard_size` (default 1GB).
         #[arg(long)]
         shard_size: Option<String>,
-        /// shards: how samples are stored (jpeg, raw, original), overriding `store.mode`.
-        #[arg(long)]
-        store: Option<String>,
+        /// shards only: how samples are stored, overriding `store.mode` (default jpeg).
+        #[arg(long, value_enum)]
+        store: Option<imgfeed::shards::Storage>,
     },
     /// Join the slice manifests of a split shards conversion (`convert --format shards
-    /// --num-shards K --shard-id I --out DIR`, one per slice) into DIR/manifest.json.
+    /// --slice I/K --out DIR`, one per slice) into DIR/manifest.json.
+    #[command(after_help = EXIT_CODES)]
     MergeIndex {
         /// The folder the slices were written to.
         dir: PathBuf,
     },
     /// Measure throughput: images/s, MB/s, CPU time, peak RSS, time per stage.
+    #[command(after_help = EXIT_CODES)]
     Bench {
         #[command(flatten)]
-        common: Common,
-        /// Epochs of the run (default `source.num_epochs`).
+        input: Input,
+        #[command(flatten)]
+        engine: EngineFlags,
+        #[command(flatten)]
+        sampling: SamplingFlags,
+        #[command(flatten)]
+        errors: ErrorFlags,
+        #[command(flatten)]
+        resume: ResumeFlags,
+        /// Epochs of the run (default: the pipeline's `source.num_epochs`, itself 1).
         #[arg(long)]
         epochs: Option<u64>,
         /// Print one JSON line instead of a table.
@@ -95,74 +140,214 @@ enum Command {
         /// Do not time each stage (removes the timer calls from the hot loop).
         #[arg(long)]
         no_profile: bool,
-        /// Write every bad (skipped) sample to FILE as JSON lines.
+        /// Write every bad (skipped or replaced) sample to FILE as JSON lines.
         #[arg(long)]
         report: Option<PathBuf>,
     },
     /// Read and decode every sample once: bad files by kind, classes, sizes, formats.
+    #[command(after_help = EXIT_CODES)]
     Validate(validate::ValidateArgs),
 }
 
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum Format {
-    /// images.npy, labels.npy, samples.txt
+    /// images.npy, labels.npy, samples.txt, classes.json
     Npy,
     /// shard files + index + manifest.json, read back by pointing --data at the folder
     Shards,
 }
 
-/// Options every command takes.
+/// `I/K` with I below K.
+fn parse_slice(s: &str) -> std::result::Result<(usize, usize), String> {
+    let (i, k) = s
+        .split_once('/')
+        .ok_or_else(|| format!("{s:?} is not I/K (e.g. 0/4)"))?;
+    let (i, k): (usize, usize) = (
+        i.trim()
+            .parse()
+            .map_err(|_| format!("{i:?} is not a number"))?,
+        k.trim()
+            .parse()
+            .map_err(|_| format!("{k:?} is not a number"))?,
+    );
+    if k == 0 || i >= k {
+        return Err(format!(
+            "{s}: I must be below K (slices 0/{k} .. {}/{k})",
+            k.max(1) - 1
+        ));
+    }
+    Ok((i, k))
+}
+
+/// The pipeline file and where its data is.
 #[derive(Args, Debug)]
-struct Common {
+struct Input {
     /// The pipeline file (TOML).
     pipeline: PathBuf,
     /// Dataset root, overriding the pipeline's `source.root`.
     #[arg(long)]
     data: Option<PathBuf>,
-    /// Worker threads, overriding `engine.workers`.
+    /// CIFAR split, overriding `source.usage` (default: train for cifar10/cifar100).
+    #[arg(long, value_enum)]
+    usage: Option<Usage>,
+}
+
+/// Threads and batches.
+#[derive(Args, Debug)]
+struct EngineFlags {
+    /// Worker threads, overriding `engine.workers` (default: one per core).
     #[arg(long)]
     workers: Option<usize>,
     /// Batch size, overriding `batch.size`.
     #[arg(long)]
     batch_size: Option<usize>,
-    /// CIFAR split (train, test, all), overriding `source.usage`.
-    #[arg(long)]
-    usage: Option<Usage>,
-    /// Samples a worker claims at once, overriding `engine.work_unit`.
+    /// Samples a worker claims at once, at least 1, overriding `engine.work_unit`
+    /// (default: 1 for image files, 64 for CIFAR records).
     #[arg(long)]
     work_unit: Option<usize>,
-    /// Seed of the shuffle and the random ops, overriding `source.seed`.
+}
+
+/// The sampler: order and data-parallel sharding (MindSpore's DistributedSampler).
+#[derive(Args, Debug)]
+struct SamplingFlags {
+    /// Seed of the shuffle and the random ops, overriding `source.seed` (default 0).
     #[arg(long)]
     seed: Option<u64>,
-    /// Shuffle every epoch (overrides `source.shuffle`).
+    /// Shuffle every epoch, overriding `source.shuffle` (default: true).
     #[arg(long, overrides_with = "no_shuffle")]
     shuffle: bool,
-    /// Keep the source order (overrides `source.shuffle`).
+    /// Keep the source order, overriding `source.shuffle`.
     #[arg(long, overrides_with = "shuffle")]
     no_shuffle: bool,
-    /// Data-parallel shards, overriding `source.num_shards` (and `shard = "env"`).
+    /// Data-parallel ranks sharing each epoch, overriding `source.num_shards` (default 1;
+    /// and `shard = "env"`): this process sees rank --shard-id's samples.
     #[arg(long)]
     num_shards: Option<usize>,
-    /// This process's shard, overriding `source.shard_id` (and `shard = "env"`).
+    /// This process's rank, below --num-shards, overriding `source.shard_id` (default 0).
     #[arg(long)]
     shard_id: Option<usize>,
-    /// When the shards do not divide the dataset: pad, drop or exact.
-    #[arg(long)]
+    /// When the ranks do not divide the dataset, overriding `source.uneven` (default pad:
+    /// repeat samples from the start so every rank gets ceil(N/K), as MindSpore).
+    #[arg(long, value_enum)]
     uneven: Option<Uneven>,
+}
+
+/// What a bad sample does.
+#[derive(Args, Debug)]
+struct ErrorFlags {
     /// Bad samples: error (stop), skip (leave out, report) or replace (fill from the same
-    /// shard, report), overriding `engine.on_error`.
-    #[arg(long)]
+    /// shard, report), overriding `engine.on_error` (default error).
+    #[arg(long, value_enum)]
     on_error: Option<OnError>,
-    /// Start at this epoch (resume).
-    #[arg(long, default_value_t = 0)]
-    start_epoch: u64,
-    /// Start at this batch of the start epoch (resume).
-    #[arg(long, default_value_t = 0)]
-    start_batch: usize,
+}
+
+/// Where to start (resume a stopped run).
+#[derive(Args, Debug)]
+struct ResumeFlags {
+    /// Start at this epoch.
+    #[arg(long)]
+    start_epoch: Option<u64>,
+    /// Start at this batch of the start epoch.
+    #[arg(long)]
+    start_batch: Option<usize>,
     /// With --start-batch after skipped samples: the position in the shard's order of the
     /// batch's first sample, as the resume hint prints it (default: batch × batch size).
     #[arg(long)]
     start_sample: Option<usize>,
+}
+
+/// What a command was given: its flags, merged (a group a command does not take is left
+/// at its defaults).
+#[derive(Debug, Default)]
+struct Common {
+    pipeline: PathBuf,
+    data: Option<PathBuf>,
+    usage: Option<Usage>,
+    workers: Option<usize>,
+    batch_size: Option<usize>,
+    work_unit: Option<usize>,
+    seed: Option<u64>,
+    shuffle: bool,
+    no_shuffle: bool,
+    num_shards: Option<usize>,
+    shard_id: Option<usize>,
+    uneven: Option<Uneven>,
+    on_error: Option<OnError>,
+    start_epoch: u64,
+    start_batch: usize,
+    start_sample: Option<usize>,
+    /// Whether any resume flag was given (even at its default value).
+    resume_given: bool,
+}
+
+impl Common {
+    fn new(input: Input, engine: EngineFlags) -> Common {
+        Common {
+            pipeline: input.pipeline,
+            data: input.data,
+            usage: input.usage,
+            workers: engine.workers,
+            batch_size: engine.batch_size,
+            work_unit: engine.work_unit,
+            ..Common::default()
+        }
+    }
+
+    fn sampling(mut self, s: SamplingFlags) -> Common {
+        self.seed = s.seed;
+        self.shuffle = s.shuffle;
+        self.no_shuffle = s.no_shuffle;
+        self.num_shards = s.num_shards;
+        self.shard_id = s.shard_id;
+        self.uneven = s.uneven;
+        self
+    }
+
+    fn errors(mut self, e: ErrorFlags) -> Common {
+        self.on_error = e.on_error;
+        self
+    }
+
+    fn resume(mut self, r: ResumeFlags) -> Common {
+        self.start_epoch = r.start_epoch.unwrap_or(0);
+        self.start_batch = r.start_batch.unwrap_or(0);
+        self.start_sample = r.start_sample;
+        self.resume_given =
+            r.start_epoch.is_some() || r.start_batch.is_some() || r.start_sample.is_some();
+        self
+    }
+
+    /// Whether any resume flag was given.
+    fn resumes(&self) -> bool {
+        self.resume_given
+    }
+
+    /// The sampling flags given, by name.
+    fn sampling_flags(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        let given = [
+            (self.seed.is_some(), "--seed"),
+            (self.shuffle, "--shuffle"),
+            (self.no_shuffle, "--no-shuffle"),
+            (self.num_shards.is_some(), "--num-shards"),
+            (self.shard_id.is_some(), "--shard-id"),
+            (self.uneven.is_some(), "--uneven"),
+        ];
+        for (yes, name) in given {
+            if yes {
+                v.push(name);
+            }
+        }
+        v
+    }
+}
+
+/// A flag the command does not take with these others: a usage error (exit 2), saying why.
+fn refuse(why: String) -> ! {
+    use clap::CommandFactory;
+    Cli::command()
+        .error(clap::error::ErrorKind::ArgumentConflict, why)
+        .exit()
 }
 
 impl Common {
@@ -321,36 +506,100 @@ pub fn main() -> i32 {
     let cli = Cli::parse();
     interrupt::install();
     let r: Result<i32> = match cli.command {
-        Command::Check(c) => check::check(&c),
+        Command::Check {
+            input,
+            engine,
+            sampling,
+        } => check::check(&Common::new(input, engine).sampling(sampling)),
         Command::Run {
-            common,
+            input,
+            engine,
+            sampling,
+            errors,
+            resume,
             epochs,
             max_batches,
             report,
-        } => run::run(&common, epochs, max_batches, report.as_deref()),
+        } => {
+            let c = Common::new(input, engine)
+                .sampling(sampling)
+                .errors(errors)
+                .resume(resume);
+            run::run(&c, epochs, max_batches, report.as_deref())
+        }
         Command::Convert {
-            common,
+            input,
+            engine,
+            sampling,
+            resume,
             out,
-            format: Format::Npy,
+            format,
+            slice,
             report,
-            ..
-        } => convert::convert(&common, &out, report.as_deref()),
-        Command::Convert {
-            common,
-            out,
-            format: Format::Shards,
             shard_size,
             store,
-            report,
-        } => convert::convert_shards(&common, &out, shard_size, store, report.as_deref()),
+        } => {
+            let c = Common::new(input, engine).sampling(sampling).resume(resume);
+            match format {
+                Format::Npy => {
+                    for (given, flag) in [
+                        (store.is_some(), "--store"),
+                        (shard_size.is_some(), "--shard-size"),
+                    ] {
+                        if given {
+                            refuse(format!(
+                                "{flag} applies to `convert --format shards` only (this is --format npy)"
+                            ));
+                        }
+                    }
+                    if slice.is_some() && c.resumes() {
+                        refuse(
+                            "--slice and --start-epoch/--start-batch/--start-sample do not go \
+                             together: a slice job converts its whole slice"
+                                .into(),
+                        );
+                    }
+                    convert::convert(&c, &out, slice, report.as_deref())
+                }
+                Format::Shards => {
+                    if let Some(flag) = c.sampling_flags().first() {
+                        refuse(format!(
+                            "{flag} does not apply to `convert --format shards`: a shards \
+                             dataset holds every sample in source order, and training shuffles \
+                             and shards it as it would the original (split a conversion into \
+                             jobs with --slice I/K)"
+                        ));
+                    }
+                    if c.resumes() {
+                        refuse(
+                            "--start-epoch/--start-batch/--start-sample do not apply to \
+                             `convert --format shards` (split a conversion into jobs with \
+                             --slice I/K)"
+                                .into(),
+                        );
+                    }
+                    convert::convert_shards(&c, &out, (shard_size, store, slice), report.as_deref())
+                }
+            }
+        }
         Command::MergeIndex { dir } => merge_index::merge_index(&dir),
         Command::Bench {
-            common,
+            input,
+            engine,
+            sampling,
+            errors,
+            resume,
             epochs,
             json,
             no_profile,
             report,
-        } => bench::bench(&common, epochs, json, !no_profile, report.as_deref()),
+        } => {
+            let c = Common::new(input, engine)
+                .sampling(sampling)
+                .errors(errors)
+                .resume(resume);
+            bench::bench(&c, epochs, json, !no_profile, report.as_deref())
+        }
         Command::Validate(v) => validate::run(&v),
     };
     match r {

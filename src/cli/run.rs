@@ -112,5 +112,6 @@ pub fn run(
     }
     bad.finish()?;
     bad.print(super::bad_verb(&p));
-    Ok(0)
+    // One rule for every command: bad samples (skipped or replaced) exit 1.
+    Ok(if bad.bad.is_empty() { 0 } else { 1 })
 }

@@ -67,7 +67,7 @@ fn plan(config: &PipelineConfig, store: &StoreConfig) -> Result<(Arc<dyn Source>
     if config.source.sampling.num_samples.is_some() {
         return Err(invalid(
             "source.num_samples does not apply to a conversion, which stores every sample \
-             (use --num-shards/--shard-id to convert part of a dataset)"
+             (use --slice I/K to convert part of a dataset)"
                 .into(),
         ));
     }
@@ -199,7 +199,9 @@ fn origin(config: &PipelineConfig, source: &dyn Source) -> Origin {
 }
 
 /// Convert the source of `config` through its ops into shards in `out`, as `store` says;
-/// `config.source.num_shards`/`shard_id` pick the slice (one slice: the whole dataset).
+/// `store.slice` picks a slice (default: the whole dataset). The sampler's settings
+/// (shuffle, `num_shards`/`shard_id`) do not apply: a shards dataset holds every sample in
+/// source order, and training samples and shards it as it would the original.
 /// `on_start(n)`: n samples to convert; `on_progress(n)`: n more done; `on_skip`: a
 /// sample that failed and was left out.
 pub fn convert_to_shards(
@@ -229,13 +231,10 @@ pub fn convert_to_shards_until(
 ) -> Result<Option<ShardsReport>> {
     let (source, program, spec) = plan(config, store)?;
     let shard_size = store.check()?;
-    // `shard = "env"` reads the slice from the launcher's variables, as training does.
-    let mut sampling = config.source.clone();
-    sampling.resolve_shard(|k| std::env::var(k).ok())?;
-    let (id, count) = (sampling.sampling.shard_id, sampling.sampling.num_shards);
+    let (id, count) = store.slice.unwrap_or((0, 1));
     if count == 0 || id >= count {
         return Err(Error::Invalid(format!(
-            "shard_id {id} must be below num_shards {count}"
+            "slice {id}/{count}: the slice number must be below the number of slices"
         )));
     }
     let (first, end) = slice_range(source.len(), id, count);

@@ -24,8 +24,9 @@ pub const ENTRY_LEN: usize = 56;
 pub const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 
 /// How samples are stored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
+#[value(rename_all = "lowercase")]
 pub enum Storage {
     /// The source's encoded file, byte for byte.
     Original,

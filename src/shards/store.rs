@@ -31,6 +31,12 @@ pub struct StoreConfig {
     /// Bytes per shard file (default 1GB); a shard holds at least one sample.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard_size: Option<String>,
+    /// `(id, count)`: this conversion job writes the contiguous slice `id` of `count` of
+    /// the source ([`crate::shards::slice_range`]) and its own manifest, which
+    /// [`crate::shards::merge_index`] joins with the others' (the CLI's `--slice I/K`).
+    /// `None`: the whole source. A job property, not a `[store]` key.
+    #[serde(skip)]
+    pub slice: Option<(usize, usize)>,
 }
 
 setters!(StoreConfig {
@@ -38,6 +44,7 @@ setters!(StoreConfig {
     quality: u8,
 } optional {
     shard_size: String,
+    slice: (usize, usize),
 });
 
 impl Default for StoreConfig {
@@ -46,6 +53,7 @@ impl Default for StoreConfig {
             mode: Storage::Jpeg,
             quality: 90,
             shard_size: None,
+            slice: None,
         }
     }
 }
