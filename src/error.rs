@@ -41,7 +41,7 @@ pub enum Error {
         reason: String,
     },
     /// One sample failed in one stage.
-    #[error("{file}: {stage}: {reason} (sample {index})")]
+    #[error("{file}: {stage}: {reason} [{kind}, sample {index}]")]
     Sample {
         /// The sample's index in the source.
         index: usize,
@@ -128,7 +128,7 @@ impl Error {
     pub fn at(index: usize, file: String, stage: &'static str, fault: Fault) -> Error {
         if fault.kind == SampleErrorKind::Internal {
             return Error::Internal(format!(
-                "{file}: {stage}: {} (sample {index})",
+                "{file}: {stage}: {} [sample {index}]",
                 fault.reason
             ));
         }

@@ -403,8 +403,9 @@ fn bad_samples_say_replaced_or_skipped_and_errors_say_the_way_out() {
     let (_, err) = text(&imgfeed(&[&base[..], &["--on-error", "replace"]].concat()));
     assert!(err.contains("replaced"), "{err}");
     assert!(!err.contains("skipped"), "{err}");
-    let (_, err) = text(&imgfeed(&[&base[..], &["--on-error", "skip"]].concat()));
-    assert!(err.contains("skipped"), "{err}");
+    let o = imgfeed(&[&base[..], &["--on-error", "skip"]].concat());
+    let (_, skip_err) = text(&o);
+    assert_eq!(code(&o), 1, "skipped samples exit 1: {skip_err}");
     let o = imgfeed(&base);
     let (_, err) = text(&o);
     assert_eq!(code(&o), 1, "{err}");
@@ -412,6 +413,29 @@ fn bad_samples_say_replaced_or_skipped_and_errors_say_the_way_out() {
         err.contains("--on-error skip") && err.contains("imgfeed validate"),
         "{err}"
     );
+    // one format for a bad sample everywhere: the stopping error, run's skip list and
+    // convert's are the same `FILE: STAGE: REASON [KIND, sample INDEX]`
+    let after = |text: &str, prefix: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix).map(str::to_string))
+            .unwrap_or_else(|| panic!("no {prefix:?} line: {text}"))
+    };
+    let stopped = after(&err, "error: ");
+    assert!(stopped.starts_with("x/b_bad.jpg: decode: "), "{stopped}");
+    assert!(stopped.ends_with("[truncated, sample 2]"), "{stopped}");
+    assert_eq!(after(&skip_err, "skipped: "), stopped);
+    let out = tempfile::tempdir().expect("tempdir");
+    let o = imgfeed(&[
+        "convert",
+        "pipelines/resnet50_eval.toml",
+        "--data",
+        data,
+        "--out",
+        out.path().to_str().expect("utf-8"),
+    ]);
+    let (_, conv_err) = text(&o);
+    assert_eq!(code(&o), 1, "{conv_err}");
+    assert_eq!(after(&conv_err, "skipped: "), stopped);
 }
 
 #[test]
@@ -460,4 +484,110 @@ fn normalize_in_torchvision_units_on_0_255_pixels_is_warned_about() {
         let o = imgfeed(&["check", p, "--batch-size", "2"]);
         assert!(!text(&o).1.contains("normalize"), "{p}: {}", text(&o).1);
     }
+}
+
+/// A pipeline of little but decoding: decode, then a small centre crop.
+fn decode_only(dir: &std::path::Path) -> std::path::PathBuf {
+    let p = dir.join("decode_only.toml");
+    let text = format!(
+        "[source]\nkind = \"image_folder\"\nroot = {:?}\nshuffle = false\n\n[[ops]]\nop = \
+         \"decode\"\n\n[[ops]]\nop = \"center_crop\"\nsize = 16\n\n[batch]\nsize = 1\n",
+        fixtures().join("imagefolder")
+    );
+    std::fs::write(&p, text).expect("write pipeline");
+    p
+}
+
+#[test]
+fn bench_names_the_bottleneck_decode_or_a_slow_consumer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = decode_only(dir.path());
+    let p = p.to_str().expect("utf-8");
+    let verdict = |extra: &[&str]| {
+        let o = imgfeed(&[&["bench", p, "--json", "--workers", "1"][..], extra].concat());
+        let (out, err) = text(&o);
+        assert_eq!(code(&o), 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(out.trim()).expect("JSON");
+        v["verdict"].clone()
+    };
+    let v = verdict(&[]);
+    assert_eq!(v["bound"], "decode", "{v}");
+    assert!(
+        v["finding"]
+            .as_str()
+            .is_some_and(|f| f.contains("images/s per worker")),
+        "{v}"
+    );
+    let v = verdict(&["--step-ms", "60"]);
+    assert_eq!(v["bound"], "consumer", "{v}");
+    assert!(
+        v["advice"]
+            .as_str()
+            .is_some_and(|a| a.contains("will not help")),
+        "{v}"
+    );
+    // the table says it too
+    let o = imgfeed(&["bench", p, "--workers", "1"]);
+    let (out, _) = text(&o);
+    assert!(out.contains("verdict      decode-bound"), "{out}");
+    let header = out.find("workers ").expect("header");
+    assert!(
+        header < out.find("images ").expect("figures"),
+        "header first: {out}"
+    );
+}
+
+#[test]
+fn bench_sweeps_worker_counts_into_a_table_a_json_and_an_svg() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = decode_only(dir.path());
+    let svg = dir.path().join("sweep.svg");
+    let args = [
+        "bench",
+        p.to_str().expect("utf-8"),
+        "--sweep-workers",
+        "1,2",
+        "--plot",
+        svg.to_str().expect("utf-8"),
+    ];
+    let o = imgfeed(&[&args[..], &["--json"]].concat());
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON document");
+    let runs = v["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2);
+    for (run, w) in runs.iter().zip([1, 2]) {
+        assert_eq!(run["workers"], w);
+        assert_eq!(run["images"], 12);
+        assert!(
+            run["images_per_s"].as_f64().is_some_and(|x| x > 0.0),
+            "{run}"
+        );
+        assert!(run["verdict"]["bound"].is_string(), "{run}");
+    }
+    let plot = std::fs::read_to_string(&svg).expect("svg written");
+    assert!(
+        plot.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""),
+        "{plot}"
+    );
+    assert!(plot.trim_end().ends_with("</svg>"));
+    assert_eq!(
+        plot.matches("<circle").count(),
+        4,
+        "two series of two points"
+    );
+    assert_eq!(plot.matches("<polyline").count(), 2);
+    // tags balance: every opened element is closed
+    let opened = plot.matches("<text").count();
+    assert_eq!(opened, plot.matches("</text>").count());
+    // the table
+    let o = imgfeed(&args);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    assert!(out.contains("workers  images/s  per worker"), "{out}");
+    // --workers and --sweep-workers do not go together; --plot needs a sweep
+    let o = imgfeed(&[&args[..], &["--workers", "2"]].concat());
+    assert_eq!(code(&o), 2, "{}", text(&o).1);
+    let o = imgfeed(&["bench", p.to_str().expect("utf-8"), "--plot", "x.svg"]);
+    assert_eq!(code(&o), 2, "{}", text(&o).1);
 }

@@ -33,6 +33,9 @@ const FLAGS: &[(&str, Option<&str>)] = &[
     ("--slice", Some("0/2")),
     ("--store", Some("raw")),
     ("--shard-size", Some("1GB")),
+    ("--sweep-workers", Some("1,2")),
+    ("--plot", Some("x.svg")),
+    ("--step-ms", Some("1")),
 ];
 
 const INPUT: &[&str] = &[
@@ -68,7 +71,13 @@ fn accepted(cmd: &str) -> Vec<&'static str> {
             if cmd == "run" {
                 v.push("--max-batches");
             } else {
-                v.extend(["--json", "--no-profile"]);
+                v.extend([
+                    "--json",
+                    "--no-profile",
+                    "--sweep-workers",
+                    "--plot",
+                    "--step-ms",
+                ]);
             }
         }
         "npy" => {

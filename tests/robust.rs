@@ -319,7 +319,11 @@ fn run_and_convert_report_every_skipped_sample() {
     let report = work.path().join("run.jsonl");
     let o = imgfeed(&["run", p, "--report", report.to_str().expect("utf-8")]);
     let (out, err) = text(&o);
-    assert_eq!(code(&o), 1, "skipped samples exit 1: stdout {out} stderr {err}");
+    assert_eq!(
+        code(&o),
+        1,
+        "skipped samples exit 1: stdout {out} stderr {err}"
+    );
     let lines: Vec<(String, String)> = report_lines(&report).iter().map(path_kind).collect();
     assert_eq!(lines, want_bad("bad/"));
     // and at the end of the run, every one on stderr

@@ -1,10 +1,29 @@
-//! `imgfeed bench`: throughput of a pipeline on real data, with what it cost.
+//! `imgfeed bench`: throughput of a pipeline on real data, with what it cost, and a verdict
+//! on what limits it (the decode, reading, another stage, or the consumer) with the change
+//! that would help most. `--sweep-workers 1,2,4` measures each worker count in turn and
+//! writes a table (and `--plot FILE`, an SVG).
 
 use super::report::Reporter;
-use super::{epoch_range, interrupt, open_epoch, progress, Common};
+use super::{epoch_range, interrupt, open_epoch, plot, progress, Common};
 use anyhow::Result;
-use std::path::Path;
-use std::time::Instant;
+use imgfeed::Pipeline;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// What `bench` was asked besides the pipeline flags.
+#[derive(Debug)]
+pub struct BenchOpts {
+    pub epochs: Option<u64>,
+    pub json: bool,
+    pub profile: bool,
+    pub report: Option<PathBuf>,
+    /// Worker counts to measure in turn.
+    pub sweep: Option<Vec<usize>>,
+    /// Where to write the sweep's SVG plot.
+    pub plot: Option<PathBuf>,
+    /// Milliseconds the consumer sleeps after each batch (a stand-in training step).
+    pub step_ms: Option<f64>,
+}
 
 fn rusage() -> (f64, u64) {
     // SAFETY: getrusage fills the struct we pass; zeroed is a valid initial value.
@@ -17,34 +36,191 @@ fn rusage() -> (f64, u64) {
     (t(ru.ru_utime) + t(ru.ru_stime), ru.ru_maxrss as u64 * 1024)
 }
 
-pub fn bench(
+/// The figures of one measured run.
+#[derive(Debug, Clone)]
+struct Measured {
+    workers: usize,
+    images: usize,
+    batches: usize,
+    wall: f64,
+    cpu: f64,
+    peak_rss: u64,
+    bytes_in: u64,
+    out_bytes: usize,
+    /// Share of the workers' time per stage, in pipeline order.
+    split: Vec<(String, f64)>,
+    /// Seconds the consumer waited for the next batch.
+    wait: f64,
+    /// Seconds the consumer spent in its stand-in step (`--step-ms`).
+    step: f64,
+}
+
+impl Measured {
+    fn images_per_s(&self) -> f64 {
+        self.images as f64 / self.wall.max(1e-9)
+    }
+    fn mb_in_per_s(&self) -> f64 {
+        self.bytes_in as f64 / 1e6 / self.wall.max(1e-9)
+    }
+    fn mb_out_per_s(&self) -> f64 {
+        self.out_bytes as f64 / 1e6 / self.wall.max(1e-9)
+    }
+    fn cpu_ms_per_image(&self) -> f64 {
+        self.cpu * 1e3 / (self.images.max(1) as f64)
+    }
+    fn share(&self, stage: &str) -> f64 {
+        self.split
+            .iter()
+            .filter(|(s, _)| s == stage)
+            .map(|(_, f)| *f)
+            .sum()
+    }
+}
+
+/// What limits a run.
+#[derive(Debug, Clone, PartialEq)]
+struct Verdict {
+    /// `decode`, `io`, `consumer` or `stage:<name>`.
+    bound: String,
+    /// What the measurements say.
+    finding: String,
+    /// The one change that would help most.
+    advice: String,
+}
+
+fn pct(f: f64) -> String {
+    format!("{:.0}%", f * 100.0)
+}
+
+/// The verdict from a run's own figures on a machine with `cores` cores.
+fn verdict(m: &Measured, cores: usize) -> Verdict {
+    let busy = m.cpu / m.wall.max(1e-9);
+    let waited = m.wait / m.wall.max(1e-9);
+    if m.step > 0.0 && waited < 0.10 {
+        return Verdict {
+            bound: "consumer".into(),
+            finding: format!(
+                "consumer-bound: the consumer waited for a batch only {} of the time (its \
+                 step took {}); the loader is ahead and its queue stays full",
+                pct(waited),
+                pct(m.step / m.wall.max(1e-9))
+            ),
+            advice: "the trainer's step is the bottleneck: more loader workers will not help \
+                     (use fewer, and give the cores to the trainer)"
+                .into(),
+        };
+    }
+    let per_worker = m.images_per_s() / m.workers.max(1) as f64;
+    let read = m.share("read");
+    let decode = m.share("decode");
+    if read >= 0.4 && read >= decode {
+        return Verdict {
+            bound: "io".into(),
+            finding: format!(
+                "I/O-bound: reading takes {} of the workers' time, at {:.1} MB/s from the \
+                 device ({:.1} cores busy of {} workers)",
+                pct(read),
+                m.mb_in_per_s(),
+                busy,
+                m.workers
+            ),
+            advice: "read less and more sequentially: `imgfeed convert --format shards` \
+                     (one memory-mapped file per GB; `--store jpeg` with \
+                     pipelines/convert_jpeg256.toml stores a third of the bytes), or move the \
+                     data to a faster disk; more workers overlap more reads"
+                .into(),
+        };
+    }
+    let more = m.workers < cores;
+    if decode >= 0.4 {
+        let advice = if more {
+            format!(
+                "more workers: this machine has {cores} cores and the run used {}; each \
+                 worker adds about {per_worker:.0} images/s until the cores are busy \
+                 (`--sweep-workers` shows it)",
+                m.workers
+            )
+        } else {
+            "every core decodes: decode less — `imgfeed convert --format shards --store raw` \
+             (no decode when read) or `--store jpeg` of images resized to 256 \
+             (pipelines/convert_jpeg256.toml)"
+                .into()
+        };
+        return Verdict {
+            bound: "decode".into(),
+            finding: format!(
+                "decode-bound: decoding takes {} of the workers' time; {per_worker:.0} \
+                 images/s per worker ({} workers, {busy:.1} cores busy)",
+                pct(decode),
+                m.workers
+            ),
+            advice,
+        };
+    }
+    let (stage, share) = m
+        .split
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map_or(("write".to_string(), 0.0), |(s, f)| (s.clone(), *f));
+    Verdict {
+        bound: format!("stage:{stage}"),
+        finding: format!(
+            "compute-bound: {stage} takes the largest share of the workers' time ({}); \
+             {per_worker:.0} images/s per worker",
+            pct(share)
+        ),
+        advice: if more {
+            format!(
+                "more workers: this machine has {cores} cores and the run used {}",
+                m.workers
+            )
+        } else {
+            format!("every core is busy: make {stage} cheaper (or store its result: convert)")
+        },
+    }
+}
+
+/// Run the pipeline of `c` (with `workers` when given) for the epochs asked, timing the
+/// consumer's waits; `None` when interrupted.
+fn measure(
     c: &Common,
-    epochs: Option<u64>,
-    json: bool,
-    profile: bool,
-    report: Option<&Path>,
-) -> Result<i32> {
-    let mut bad = Reporter::new(report)?;
+    workers: Option<usize>,
+    o: &BenchOpts,
+    bad: &mut Reporter,
+    header: bool,
+) -> Result<(Pipeline, Option<Measured>)> {
     let mut cfg = c.config()?;
-    cfg.engine.profile = profile;
-    let p = imgfeed::Pipeline::new(cfg)?;
+    cfg.engine.profile = o.profile;
+    if let Some(w) = workers {
+        cfg.engine.workers = w;
+    }
+    let p = Pipeline::new(cfg)?;
     super::warn(&p, false);
     if let Some(w) = super::no_batch(&p) {
         return Err(imgfeed::Error::Invalid(format!("nothing to measure: {w}")).into());
     }
+    if header {
+        print_header(&p);
+    }
+    let step = o
+        .step_ms
+        .map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1e3));
     let (cpu0, _) = rusage();
     let t0 = Instant::now();
-    let mut images = 0usize;
-    let mut batches = 0usize;
-    let mut out_bytes = 0usize;
+    let (mut images, mut batches, mut out_bytes) = (0usize, 0usize, 0usize);
+    let (mut wait, mut stepped) = (Duration::ZERO, Duration::ZERO);
     let mut times = imgfeed::StageTimes::default();
-    for e in epoch_range(c, &p, epochs)? {
-        let bar = progress(p.batches_per_epoch() as u64, "batches");
+    let range = epoch_range(c, &p, o.epochs)?;
+    for e in range.clone() {
+        let bar = progress(p.samples_per_epoch() as u64, "images", Some((e, range.end)));
         let mut epoch = open_epoch(c, &p, e)?;
-        for batch in &mut epoch {
+        loop {
             if interrupt::requested() {
                 break;
             }
+            let w0 = Instant::now();
+            let Some(batch) = epoch.next() else { break };
+            wait += w0.elapsed();
             let batch = batch?;
             for err in batch.skipped() {
                 bar.suspend(|| bad.add(err))?;
@@ -52,7 +228,12 @@ pub fn bench(
             images += batch.len();
             out_bytes += batch.image_bytes().len();
             batches += 1;
-            bar.inc(1);
+            bar.inc(batch.len() as u64);
+            if let Some(d) = step {
+                let s0 = Instant::now();
+                std::thread::sleep(d);
+                stepped += s0.elapsed();
+            }
         }
         for err in epoch.dropped_tail_errors() {
             bar.suspend(|| bad.add(&err))?;
@@ -60,76 +241,258 @@ pub fn bench(
         bar.finish_and_clear();
         times.merge(&epoch.finish());
         if interrupt::requested() {
-            break;
+            eprintln!(
+                "interrupted after {batches} batches ({images} images, {:.3} s): no figures",
+                t0.elapsed().as_secs_f64()
+            );
+            return Ok((p, None));
         }
-    }
-    bad.finish()?;
-    bad.print(super::bad_verb(&p));
-    if interrupt::requested() {
-        eprintln!(
-            "interrupted after {batches} batches ({images} images, {:.3} s): no figures",
-            t0.elapsed().as_secs_f64()
-        );
-        return Ok(interrupt::EXIT);
     }
     let wall = t0.elapsed().as_secs_f64();
     let (cpu1, peak_rss) = rusage();
-    let cpu = cpu1 - cpu0;
     let total_ns: u64 = times.stages.iter().map(|s| s.1).sum();
-    let split: Vec<(String, f64)> = times
+    let split = times
         .stages
         .iter()
         .map(|(s, ns)| (s.to_string(), *ns as f64 / total_ns.max(1) as f64))
         .collect();
-    let ips = images as f64 / wall.max(1e-9);
-    let mb_in = times.bytes_in as f64 / 1e6 / wall.max(1e-9);
-    let mb_out = out_bytes as f64 / 1e6 / wall.max(1e-9);
-    let cfg = p.config();
-    // The JPEG decoder the pipeline's `decode` runs (none without a decode op).
-    let jpeg = cfg.ops.iter().find_map(|o| match o {
+    let m = Measured {
+        workers: p.config().engine.workers,
+        images,
+        batches,
+        wall,
+        cpu: cpu1 - cpu0,
+        peak_rss,
+        bytes_in: times.bytes_in,
+        out_bytes,
+        split,
+        wait: wait.as_secs_f64(),
+        step: stepped.as_secs_f64(),
+    };
+    Ok((p, Some(m)))
+}
+
+/// The JPEG decoder the pipeline's `decode` runs (none without a decode op).
+fn jpeg(p: &Pipeline) -> Option<String> {
+    p.config().ops.iter().find_map(|o| match o {
         imgfeed::ops::Op::Decode(d) => Some(d.decoder.describe()),
         _ => None,
-    });
-    if json {
-        let v = serde_json::json!({
-            "what": "imgfeed-bench",
-            "pipeline": c.pipeline.display().to_string(),
-            "jpeg_decoder": jpeg,
-            "workers": cfg.engine.workers,
-            "images": images,
-            "batches": batches,
-            "wall_s": (wall * 1000.0).round() / 1000.0,
-            "cpu_s": (cpu * 1000.0).round() / 1000.0,
-            "images_per_s": (ips * 10.0).round() / 10.0,
-            "mb_in_per_s": (mb_in * 10.0).round() / 10.0,
-            "mb_out_per_s": (mb_out * 10.0).round() / 10.0,
-            "peak_rss_mb": (peak_rss as f64 / 1e6 * 10.0).round() / 10.0,
-            "stage_split": split.iter().map(|(s, f)| (s.clone(), serde_json::json!((f * 1000.0).round() / 1000.0))).collect::<serde_json::Map<String, serde_json::Value>>(),
-        });
-        println!("{v}");
-    } else {
+    })
+}
+
+/// What is measured, printed before the run (and its progress bar).
+fn print_header(p: &Pipeline) {
+    println!("{}", p.source().describe());
+    println!("workers      {}", p.config().engine.workers);
+    if let Some(j) = jpeg(p) {
+        println!("jpeg decoder {j}");
+    }
+}
+
+fn round(x: f64, digits: i32) -> f64 {
+    let k = 10f64.powi(digits);
+    (x * k).round() / k
+}
+
+fn to_json(c: &Common, p: &Pipeline, m: &Measured, v: &Verdict) -> serde_json::Value {
+    let split: serde_json::Map<String, serde_json::Value> = m
+        .split
+        .iter()
+        .map(|(s, f)| (s.clone(), serde_json::json!(round(*f, 3))))
+        .collect();
+    serde_json::json!({
+        "what": "imgfeed-bench",
+        "pipeline": c.pipeline.display().to_string(),
+        "jpeg_decoder": jpeg(p),
+        "workers": m.workers,
+        "cores": cores(),
+        "images": m.images,
+        "batches": m.batches,
+        "wall_s": round(m.wall, 3),
+        "cpu_s": round(m.cpu, 3),
+        "cpu_ms_per_image": round(m.cpu_ms_per_image(), 4),
+        "images_per_s": round(m.images_per_s(), 1),
+        "images_per_s_per_worker": round(m.images_per_s() / m.workers.max(1) as f64, 1),
+        "mb_in_per_s": round(m.mb_in_per_s(), 1),
+        "mb_out_per_s": round(m.mb_out_per_s(), 1),
+        "peak_rss_mb": round(m.peak_rss as f64 / 1e6, 1),
+        "consumer_wait_s": round(m.wait, 3),
+        "consumer_step_s": round(m.step, 3),
+        "stage_split": split,
+        "verdict": {"bound": v.bound, "finding": v.finding, "advice": v.advice},
+    })
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn print_table(m: &Measured, v: &Verdict) {
+    println!("images       {} in {} batches", m.images, m.batches);
+    println!("wall         {:.3} s", m.wall);
+    println!(
+        "cpu          {:.3} s ({:.2} cores busy), {:.2} ms per image",
+        m.cpu,
+        m.cpu / m.wall.max(1e-9),
+        m.cpu_ms_per_image()
+    );
+    println!("throughput   {:.0} images/s", m.images_per_s());
+    println!("input        {:.1} MB/s read", m.mb_in_per_s());
+    println!(
+        "output       {:.1} MB/s written to batches",
+        m.mb_out_per_s()
+    );
+    println!("peak RSS     {:.1} MB", m.peak_rss as f64 / 1e6);
+    if m.step > 0.0 {
+        println!(
+            "consumer     waited {:.3} s for batches, stepped {:.3} s",
+            m.wait, m.step
+        );
+    }
+    if !m.split.is_empty() {
+        println!("time per stage (share of worker time):");
+        for (s, f) in &m.split {
+            println!("  {s:<14} {:5.1}%", f * 100.0);
+        }
+    }
+    println!("verdict      {}", v.finding);
+    println!("advice       {}", v.advice);
+}
+
+pub fn bench(c: &Common, o: &BenchOpts) -> Result<i32> {
+    let mut bad = Reporter::new(o.report.as_deref())?;
+    let counts: Vec<Option<usize>> = match &o.sweep {
+        Some(ws) => ws.iter().map(|&w| Some(w)).collect(),
+        None => vec![None],
+    };
+    if let (Some(ws), false) = (&o.sweep, o.json) {
+        let p = c.pipeline()?;
         println!("{}", p.source().describe());
-        println!("workers      {}", cfg.engine.workers);
-        if let Some(j) = &jpeg {
+        println!("workers      {ws:?}, one run each");
+        if let Some(j) = jpeg(&p) {
             println!("jpeg decoder {j}");
         }
-        println!("images       {images} in {batches} batches");
-        println!("wall         {wall:.3} s");
-        println!(
-            "cpu          {cpu:.3} s ({:.2} cores busy)",
-            cpu / wall.max(1e-9)
-        );
-        println!("throughput   {ips:.1} images/s");
-        println!("input        {mb_in:.1} MB/s read");
-        println!("output       {mb_out:.1} MB/s written to batches");
-        println!("peak RSS     {:.1} MB", peak_rss as f64 / 1e6);
-        if !split.is_empty() {
-            println!("time per stage (share of worker time):");
-            for (s, f) in &split {
-                println!("  {s:<14} {:5.1}%", f * 100.0);
+    }
+    let mut runs = Vec::new();
+    for &w in &counts {
+        let header = !o.json && o.sweep.is_none();
+        let (p, m) = measure(c, w, o, &mut bad, header)?;
+        let Some(m) = m else {
+            bad.finish()?;
+            bad.print(super::bad_verb(&p));
+            return Ok(interrupt::EXIT);
+        };
+        let v = verdict(&m, cores());
+        if o.sweep.is_none() {
+            if o.json {
+                println!("{}", to_json(c, &p, &m, &v));
+            } else {
+                print_table(&m, &v);
+            }
+        }
+        runs.push((p, m, v));
+    }
+    bad.finish()?;
+    if let Some((p, _, _)) = runs.first() {
+        bad.print(super::bad_verb(p));
+    }
+    if o.sweep.is_some() {
+        if o.json {
+            let all: Vec<_> = runs.iter().map(|(p, m, v)| to_json(c, p, m, v)).collect();
+            println!(
+                "{}",
+                serde_json::json!({"what": "imgfeed-bench-sweep", "runs": all})
+            );
+        } else {
+            println!("workers  images/s  per worker  cpu ms/image  cores busy  bound");
+            for (_, m, v) in &runs {
+                println!(
+                    "{:>7}  {:>8.0}  {:>10.0}  {:>12.2}  {:>10.2}  {}",
+                    m.workers,
+                    m.images_per_s(),
+                    m.images_per_s() / m.workers.max(1) as f64,
+                    m.cpu_ms_per_image(),
+                    m.cpu / m.wall.max(1e-9),
+                    v.bound
+                );
+            }
+            if let Some((_, _, v)) = runs.last() {
+                println!("verdict (most workers) {}", v.finding);
+                println!("advice  {}", v.advice);
+            }
+        }
+        if let Some(path) = &o.plot {
+            let points: Vec<plot::Point> = runs
+                .iter()
+                .map(|(_, m, _)| plot::Point {
+                    workers: m.workers,
+                    images_per_s: m.images_per_s(),
+                    cpu_ms_per_image: m.cpu_ms_per_image(),
+                })
+                .collect();
+            let title = format!("imgfeed bench {}", c.pipeline.display());
+            std::fs::write(path, plot::svg(&title, &points))
+                .map_err(|e| anyhow::anyhow!("--plot {}: {e}", path.display()))?;
+            if !o.json {
+                println!("plot         {}", path.display());
             }
         }
     }
     // One rule for every command: bad samples (skipped or replaced) exit 1.
     Ok(if bad.bad.is_empty() { 0 } else { 1 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(split: &[(&str, f64)], workers: usize, wait: f64, step: f64) -> Measured {
+        Measured {
+            workers,
+            images: 1000,
+            batches: 32,
+            wall: 1.0,
+            cpu: workers as f64 * 0.95,
+            peak_rss: 0,
+            bytes_in: 100_000_000,
+            out_bytes: 0,
+            split: split.iter().map(|(s, f)| (s.to_string(), *f)).collect(),
+            wait,
+            step,
+        }
+    }
+
+    #[test]
+    fn the_verdict_names_what_limits_the_run() {
+        let decode = run(
+            &[("read", 0.05), ("decode", 0.7), ("write", 0.25)],
+            2,
+            0.9,
+            0.0,
+        );
+        let v = verdict(&decode, 8);
+        assert_eq!(v.bound, "decode");
+        assert!(v.finding.contains("500 images/s per worker"), "{v:?}");
+        assert!(v.advice.contains("more workers"), "{v:?}");
+        let v = verdict(&decode, 2);
+        assert!(v.advice.contains("--store raw"), "{v:?}");
+        let io = run(
+            &[("read", 0.6), ("decode", 0.3), ("write", 0.1)],
+            2,
+            0.9,
+            0.0,
+        );
+        let v = verdict(&io, 2);
+        assert_eq!(v.bound, "io");
+        assert!(v.finding.contains("100.0 MB/s"), "{v:?}");
+        let consumer = run(&[("decode", 0.7)], 2, 0.02, 0.95);
+        assert_eq!(verdict(&consumer, 2).bound, "consumer");
+        let resize = run(
+            &[("read", 0.1), ("decode", 0.2), ("resize", 0.6)],
+            2,
+            0.9,
+            0.0,
+        );
+        assert_eq!(verdict(&resize, 2).bound, "stage:resize");
+    }
 }

@@ -31,7 +31,7 @@ pub fn convert(
         }
         None => (p.resume(c.start())?, p.samples_per_epoch()),
     };
-    let bar = progress(total as u64, "samples");
+    let bar = progress(total as u64, "samples", None);
     let mut report_err = Ok(());
     let report = write_npy_dir(
         epoch,
@@ -101,7 +101,7 @@ pub fn convert_shards(
         st.mode = m;
     }
     st.slice = slice;
-    let bar = progress(0, "samples");
+    let bar = progress(0, "samples", None);
     let mut bad = Reporter::new(report)?;
     let mut report_err = Ok(());
     let done = convert_to_shards_until(
@@ -111,7 +111,6 @@ pub fn convert_shards(
         |n| bar.set_length(n as u64),
         |n| bar.inc(n as u64),
         |e| {
-            bar.suspend(|| eprintln!("skipped: {e}"));
             if let Err(w) = bad.add(e) {
                 report_err = Err(w);
             }
@@ -121,6 +120,7 @@ pub fn convert_shards(
     bar.finish_and_clear();
     report_err?;
     bad.finish()?;
+    bad.print("skipped");
     let Some(report) = done else {
         eprintln!(
             "interrupted: no dataset written to {} (temporary files removed)",

@@ -5,6 +5,7 @@ mod check;
 mod convert;
 mod interrupt;
 mod merge_index;
+mod plot;
 mod report;
 mod run;
 mod validate;
@@ -137,12 +138,30 @@ enum Command {
         /// Print one JSON line instead of a table.
         #[arg(long)]
         json: bool,
-        /// Do not time each stage (removes the timer calls from the hot loop).
+        /// Do not time each stage (removes the timer calls from the hot loop; the verdict
+        /// then cannot name a stage).
         #[arg(long)]
         no_profile: bool,
         /// Write every bad (skipped or replaced) sample to FILE as JSON lines.
         #[arg(long)]
         report: Option<PathBuf>,
+        /// Measure each worker count in turn (e.g. 1,2,4,8) and print a table: images/s,
+        /// per worker, CPU per image, cores busy, what limits each (with --json: every run).
+        #[arg(
+            long,
+            value_name = "N,N,...",
+            value_delimiter = ',',
+            conflicts_with = "workers"
+        )]
+        sweep_workers: Option<Vec<usize>>,
+        /// With --sweep-workers: write an SVG plot of images/s and CPU ms per image against
+        /// workers to FILE.
+        #[arg(long, value_name = "FILE", requires = "sweep_workers")]
+        plot: Option<PathBuf>,
+        /// Sleep this many milliseconds after each batch, standing in for a training step:
+        /// the verdict then says whether the loader or the consumer limits the run.
+        #[arg(long, value_name = "MS")]
+        step_ms: Option<f64>,
     },
     /// Read and decode every sample once: bad files by kind, classes, sizes, formats.
     #[command(after_help = EXIT_CODES)]
@@ -449,12 +468,18 @@ fn open_epoch(c: &Common, p: &Pipeline, e: u64) -> imgfeed::Result<imgfeed::Epoc
     }
 }
 
-fn progress(len: u64, what: &str) -> ProgressBar {
+/// A progress bar on stderr (drawn only on a terminal): `epoch 3/20` when the run has
+/// epochs, the count of `what`, its rate rounded, and the ETA.
+fn progress(len: u64, what: &'static str, epoch: Option<(u64, u64)>) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    let label = epoch.map_or_else(String::new, |(e, n)| format!("epoch {}/{n} ", e + 1));
+    let rate = move |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+        let _ = write!(w, "{:.0} {what}/s", s.per_sec());
+    };
     if let Ok(style) = ProgressStyle::with_template(&format!(
-        "{{elapsed_precise}} [{{bar:30}}] {{pos}}/{{len}} {what} ({{per_sec}}, eta {{eta}})"
+        "{label}{{elapsed_precise}} [{{bar:30}}] {{pos}}/{{len}} {what} ({{rate}}, eta {{eta}})"
     )) {
-        bar.set_style(style.progress_chars("=> "));
+        bar.set_style(style.with_key("rate", rate).progress_chars("=> "));
     }
     bar
 }
@@ -593,12 +618,33 @@ pub fn main() -> i32 {
             json,
             no_profile,
             report,
+            sweep_workers,
+            plot,
+            step_ms,
         } => {
+            if sweep_workers
+                .as_ref()
+                .is_some_and(|w| w.is_empty() || w.contains(&0))
+            {
+                refuse("--sweep-workers needs worker counts of at least 1 (e.g. 1,2,4)".into());
+            }
+            if step_ms.is_some_and(|ms| !(ms >= 0.0 && ms.is_finite())) {
+                refuse("--step-ms must be a number of milliseconds, at least 0".into());
+            }
             let c = Common::new(input, engine)
                 .sampling(sampling)
                 .errors(errors)
                 .resume(resume);
-            bench::bench(&c, epochs, json, !no_profile, report.as_deref())
+            let opts = bench::BenchOpts {
+                epochs,
+                json,
+                profile: !no_profile,
+                report,
+                sweep: sweep_workers,
+                plot,
+                step_ms,
+            };
+            bench::bench(&c, &opts)
         }
         Command::Validate(v) => validate::run(&v),
     };

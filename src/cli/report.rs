@@ -43,6 +43,17 @@ impl BadSample {
         }
     }
 
+    /// `FILE: STAGE: REASON [KIND, sample INDEX]`, as [`Error::Sample`] displays.
+    pub fn line(&self) -> String {
+        match self.index {
+            Some(i) => format!(
+                "{}: {}: {} [{}, sample {i}]",
+                self.file, self.stage, self.reason, self.kind
+            ),
+            None => self.reason.clone(),
+        }
+    }
+
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
             "path": self.file,
@@ -94,10 +105,11 @@ impl Reporter {
         Ok(())
     }
 
-    /// Print every bad sample (stderr), one line each: `VERB: FILE: STAGE: REASON [KIND]`.
+    /// Print every bad sample (stderr), one line each, in the format of the sample error
+    /// itself: `VERB: FILE: STAGE: REASON [KIND, sample INDEX]`.
     pub fn print(&self, verb: &str) {
         for b in &self.bad {
-            eprintln!("{verb}: {}: {}: {} [{}]", b.file, b.stage, b.reason, b.kind);
+            eprintln!("{verb}: {}", b.line());
         }
     }
 }

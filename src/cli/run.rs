@@ -28,9 +28,9 @@ pub fn run(
     let mut left = max_batches.unwrap_or(usize::MAX);
     let range = epoch_range(c, &p, epochs)?;
     let last = range.end - 1;
-    for e in range {
+    for e in range.clone() {
         let t0 = Instant::now();
-        let bar = progress(p.batches_per_epoch() as u64, "batches");
+        let bar = progress(p.samples_per_epoch() as u64, "images", Some((e, range.end)));
         let mut samples = 0usize;
         let mut batches = 0usize;
         let mut digest = OFFSET64;
@@ -59,7 +59,7 @@ pub fn run(
             }
             samples += batch.len();
             batches += 1;
-            bar.inc(1);
+            bar.inc(batch.len() as u64);
         }
         for err in epoch.dropped_tail_errors() {
             bar.suspend(|| bad.add(&err))?;

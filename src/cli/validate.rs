@@ -94,7 +94,7 @@ pub fn run(a: &ValidateArgs) -> Result<i32> {
     let jpeg = decode.decoder.describe();
     let opened = source.open()?;
     let mut bad = Reporter::new(a.report.as_deref())?;
-    let bar = progress(opened.len() as u64, "samples");
+    let bar = progress(opened.len() as u64, "samples", None);
     let report = validate(
         opened.as_ref(),
         &ValidateOptions { decode, workers },
