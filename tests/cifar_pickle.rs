@@ -517,3 +517,39 @@ fn mutated_pickles_never_panic() {
     }
     assert!(ok > 50 && bad > 50, "ok {ok}, bad {bad}");
 }
+
+// ---- the binary ------------------------------------------------------------------------------
+
+#[test]
+fn run_and_validate_take_a_torchvision_folder() {
+    let data = fx("cifar10_py");
+    let o = imgfeed(&[
+        "run",
+        "pipelines/cifar10_eval.toml",
+        "--usage",
+        "test",
+        "--batch-size",
+        "2",
+        "--data",
+        data.to_str().expect("utf-8 path"),
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "stderr: {err}");
+    assert!(
+        out.contains("(usage Test, pickle layout): 4 samples in 1 file(s)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("images float32 [2, 3, 32, 32], labels int32 (sum 26)"),
+        "5+6+7+8: {out}"
+    );
+    for (dir, samples) in [("cifar10_py", 19), ("cifar100_py", 8)] {
+        let o = imgfeed(&["validate", fx(dir).to_str().expect("utf-8"), "--json"]);
+        let (out, err) = text(&o);
+        assert_eq!(code(&o), 0, "{dir}: stderr {err}");
+        assert!(
+            out.contains(&format!("\"samples\":{samples}")),
+            "{dir}: {out}"
+        );
+    }
+}
