@@ -11,7 +11,9 @@
 //!   stay spans of the input, containers grow one value per opcode, and the only copies
 //!   (latin-1 text decoded by `_codecs encode`) are budgeted to the input's size in total.
 //! * Containers live in arenas and values are small copies of their ids, so `BINGET` never
-//!   duplicates a container and a pickle cannot grow past a constant per input byte.
+//!   duplicates a container; values and memo entries are counted, at most [`MIN_VALUES`]
+//!   plus one per [`BYTES_PER_VALUE`] input bytes, so memory stays within a small multiple
+//!   of the input's size.
 //! * `MARK` nesting is bounded by [`MAX_DEPTH`]; the reader never recurses.
 //!
 //! Errors name the byte offset of the opcode at fault.
@@ -20,6 +22,17 @@ use std::collections::HashMap;
 
 /// Most open `MARK`s (nested tuples, lists and dicts being built) a pickle may have.
 pub const MAX_DEPTH: usize = 64;
+
+/// Values (pushes and memo entries) any pickle may make, whatever its size.
+pub(crate) const MIN_VALUES: usize = 1 << 16;
+/// Beyond [`MIN_VALUES`], one value per this many input bytes. A CIFAR batch makes a few
+/// values per 3072-byte record; the bound keeps a crafted file's memory within a small
+/// multiple of its size (each value costs a few dozen bytes).
+pub(crate) const BYTES_PER_VALUE: usize = 16;
+
+/// Most items of a `REDUCE` argument tuple or a `BUILD` state tuple (numpy's dtype state
+/// has 8).
+const MAX_ARGS: usize = 8;
 
 /// Why a pickle cannot be read.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -236,6 +249,8 @@ pub(crate) fn parse(input: &[u8]) -> Result<Parsed<'_>, PickleError> {
         marks: Vec::new(),
         memo: HashMap::new(),
         decoded_total: 0,
+        units: 0,
+        max_units: MIN_VALUES.saturating_add(input.len() / BYTES_PER_VALUE),
     };
     r.run()?;
     Ok(r.p)
@@ -251,6 +266,9 @@ struct Reader<'a> {
     memo: HashMap<u64, Value>,
     /// Bytes decoded by `_codecs encode` so far: at most the input's length.
     decoded_total: usize,
+    /// Values pushed and memo entries made so far, and the most allowed.
+    units: usize,
+    max_units: usize,
 }
 
 /// Text shown in errors: lossy, at most 64 characters.
@@ -306,8 +324,23 @@ impl Reader<'_> {
         Ok(u64::from_le_bytes(self.arg(what)?))
     }
 
-    fn push(&mut self, v: Value) {
+    /// Count one value or memo entry against the budget.
+    fn spend(&mut self) -> Result<(), PickleError> {
+        self.units += 1;
+        if self.units > self.max_units {
+            return Err(self.bad(format!(
+                "more than {} values for a {}-byte input",
+                self.max_units,
+                self.p.input.len()
+            )));
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, v: Value) -> Result<(), PickleError> {
+        self.spend()?;
         self.stack.push(v);
+        Ok(())
     }
 
     fn pop(&mut self) -> Result<Value, PickleError> {
@@ -457,30 +490,30 @@ impl Reader<'_> {
                     }
                     self.marks.push(self.stack.len());
                 }
-                b'N' => self.push(Value::None),
-                0x88 => self.push(Value::Bool(true)),
-                0x89 => self.push(Value::Bool(false)),
+                b'N' => self.push(Value::None)?,
+                0x88 => self.push(Value::Bool(true))?,
+                0x89 => self.push(Value::Bool(false))?,
                 b'J' => {
                     let v = i32::from_le_bytes(self.arg("BININT")?);
-                    self.push(Value::Int(i64::from(v)));
+                    self.push(Value::Int(i64::from(v)))?;
                 }
                 b'K' => {
-                    let v = self.u8("BININT1")?;
-                    self.push(Value::Int(v as i64));
+                    let [v] = self.arg::<1>("BININT1")?;
+                    self.push(Value::Int(i64::from(v)))?;
                 }
                 b'M' => {
                     let v = u16::from_le_bytes(self.arg("BININT2")?);
-                    self.push(Value::Int(i64::from(v)));
+                    self.push(Value::Int(i64::from(v)))?;
                 }
                 0x8a => {
                     let n = self.u8("LONG1 length")?;
                     let v = self.long(n)?;
-                    self.push(v);
+                    self.push(v)?;
                 }
                 0x8b => {
                     let n = self.u32("LONG4 length")?;
                     let v = self.long(n)?;
-                    self.push(v);
+                    self.push(v)?;
                 }
                 b'X' | 0x8c | 0x8d => {
                     // BINUNICODE, SHORT_BINUNICODE, BINUNICODE8
@@ -490,7 +523,7 @@ impl Reader<'_> {
                         _ => self.u64("BINUNICODE8 length")?,
                     };
                     let (s, n) = self.take(n, "str")?;
-                    self.push(Value::Text(s, n));
+                    self.push(Value::Text(s, n))?;
                 }
                 b'T' | b'U' | b'B' | b'C' | 0x8e | 0x96 => {
                     // BINSTRING, SHORT_BINSTRING, BINBYTES, SHORT_BINBYTES, BINBYTES8,
@@ -506,25 +539,25 @@ impl Reader<'_> {
                         _ => self.u64("BINBYTES8 length")?,
                     };
                     let (s, n) = self.take(n, "byte string")?;
-                    self.push(Value::Bytes(s, n));
+                    self.push(Value::Bytes(s, n))?;
                 }
                 b'}' => {
                     self.p.dicts.push(Vec::new());
                     let v = Value::Dict(self.p.dicts.len() - 1);
-                    self.push(v);
+                    self.push(v)?;
                 }
                 b']' => {
                     let v = self.new_seq(Vec::new(), true);
-                    self.push(v);
+                    self.push(v)?;
                 }
                 b')' => {
                     let v = self.new_seq(Vec::new(), false);
-                    self.push(v);
+                    self.push(v)?;
                 }
                 b't' => {
                     let items = self.pop_mark()?;
                     let v = self.new_seq(items, false);
-                    self.push(v);
+                    self.push(v)?;
                 }
                 0x85..=0x87 => {
                     // TUPLE1..3
@@ -535,7 +568,7 @@ impl Reader<'_> {
                     }
                     let items = self.stack.split_off(self.stack.len() - n);
                     let v = self.new_seq(items, false);
-                    self.push(v);
+                    self.push(v)?;
                 }
                 b'a' => {
                     let v = self.pop()?;
@@ -570,7 +603,7 @@ impl Reader<'_> {
                 }
                 b'2' => {
                     let v = self.top()?;
-                    self.push(v);
+                    self.push(v)?;
                 }
                 b'q' | b'r' | 0x94 => {
                     // BINPUT, LONG_BINPUT, MEMOIZE
@@ -580,6 +613,7 @@ impl Reader<'_> {
                         _ => self.memo.len() as u64,
                     };
                     let v = self.top()?;
+                    self.spend()?;
                     self.memo.insert(i, v);
                 }
                 b'h' | b'j' => {
@@ -592,14 +626,14 @@ impl Reader<'_> {
                         .memo
                         .get(&i)
                         .ok_or_else(|| self.bad(format!("memo entry {i} was never set")))?;
-                    self.push(v);
+                    self.push(v)?;
                 }
                 b'c' => {
                     let module = self.line()?;
                     let name = self.line()?;
                     let (m, n) = (self.span_bytes(module), self.span_bytes(name));
                     let v = self.global(m, n)?;
-                    self.push(v);
+                    self.push(v)?;
                 }
                 0x93 => {
                     // STACK_GLOBAL
@@ -609,7 +643,7 @@ impl Reader<'_> {
                         (Value::Text(ms, mn), Value::Text(ns, nn)) => {
                             let (m, n) = (self.span_bytes((ms, mn)), self.span_bytes((ns, nn)));
                             let v = self.global(m, n)?;
-                            self.push(v);
+                            self.push(v)?;
                         }
                         _ => return Err(self.bad("STACK_GLOBAL of non-strings")),
                     }
@@ -618,7 +652,7 @@ impl Reader<'_> {
                     let args = self.pop()?;
                     let f = self.pop()?;
                     let v = self.reduce(f, args)?;
-                    self.push(v);
+                    self.push(v)?;
                 }
                 b'b' => {
                     let state = self.pop()?;
@@ -635,9 +669,17 @@ impl Reader<'_> {
         }
     }
 
+    /// The items of an argument or state tuple: at most [`MAX_ARGS`] (none of the calls
+    /// read takes more), so no opcode copies more than a few values.
     fn args(&self, args: Value, what: &str) -> Result<Vec<Value>, PickleError> {
         match args {
-            Value::Tuple(i) => Ok(self.p.seqs.get(i).cloned().unwrap_or_default()),
+            Value::Tuple(i) => {
+                let items = self.p.seqs.get(i).map(Vec::as_slice).unwrap_or_default();
+                if items.len() > MAX_ARGS {
+                    return Err(self.bad(format!("{what} with {} arguments", items.len())));
+                }
+                Ok(items.to_vec())
+            }
             other => Err(self.bad(format!("{what} called with {}", other.what()))),
         }
     }
@@ -824,10 +866,36 @@ mod tests {
             parse(b"h\x05.").expect_err("memo"),
             PickleError::Malformed { offset: 0, .. }
         ));
+        // a long argument tuple is refused, not copied for every REDUCE
+        assert!(matches!(
+            parse(b"c_codecs\nencode\n(NNNNNNNNNtR.").expect_err("9 arguments"),
+            PickleError::Malformed { offset: 27, reason } if reason.contains("with 9 arguments")
+        ));
         assert!(matches!(
             parse(b"(.").expect_err("stop under a mark"),
             PickleError::Malformed { .. }
         ));
+    }
+
+    #[test]
+    fn values_are_budgeted_by_the_input_size() {
+        // 70 000 NONEs (one byte each) in a list: past 65 536 + 70 002 / 16 values
+        let mut p = b"](".to_vec();
+        p.extend(std::iter::repeat_n(b'N', 70_000));
+        p.extend_from_slice(b"e.");
+        assert!(matches!(
+            parse(&p).expect_err("budget"),
+            PickleError::Malformed { reason, .. } if reason.contains("more than 69911 values for a 70004-byte input")
+        ));
+        // MEMOIZE of the same value counts too
+        let mut p = b"N".to_vec();
+        p.extend(std::iter::repeat_n(0x94, 70_000));
+        p.push(b'.');
+        assert!(parse(&p).is_err());
+        let mut p = b"](".to_vec();
+        p.extend(std::iter::repeat_n(b'N', 60_000));
+        p.extend_from_slice(b"e.");
+        assert!(parse(&p).is_ok());
     }
 
     #[test]
