@@ -1,8 +1,8 @@
 //! Deterministic mutation fuzzing of every parser of untrusted bytes: the image decoders
 //! (JPEG, PNG, BMP, WebP), CIFAR records, CIFAR pickles (torchvision's layout) and pipeline
 //! files. Each mutant must give `Ok` or a typed error — never a panic, a hang or an
-//! unbounded allocation. (Coverage-guided fuzzing
-//! of the same entry points: `fuzz/`, with cargo-fuzz on a nightly toolchain.)
+//! unbounded allocation. (Coverage-guided fuzzing of the same entry points: `fuzz/`, with
+//! cargo-fuzz on a nightly toolchain.)
 
 use imgfeed::ops::decode::{Decode, Decoder, JpegBackend};
 use imgfeed::rng::SplitMix64;
