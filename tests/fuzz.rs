@@ -1,10 +1,12 @@
 //! Deterministic mutation fuzzing of every parser of untrusted bytes: the image decoders
-//! (JPEG, PNG, BMP, WebP), CIFAR records and pipeline files. Each mutant must give `Ok` or a
-//! typed error — never a panic, a hang or an unbounded allocation. (Coverage-guided fuzzing
-//! of the same entry points: `fuzz/`, with cargo-fuzz on a nightly toolchain.)
+//! (JPEG, PNG, BMP, WebP), CIFAR records, CIFAR pickles (torchvision's layout) and pipeline
+//! files. Each mutant must give `Ok` or a typed error — never a panic, a hang or an
+//! unbounded allocation. (Coverage-guided fuzzing of the same entry points: `fuzz/`, with
+//! cargo-fuzz on a nightly toolchain.)
 
 use imgfeed::ops::decode::{Decode, Decoder, JpegBackend};
 use imgfeed::rng::SplitMix64;
+use imgfeed::source::{parse_cifar_pickle, CifarKind, PIXELS_PER_RECORD};
 use imgfeed::{PipelineConfig, SampleErrorKind, SourceKind};
 use std::path::{Path, PathBuf};
 
@@ -136,6 +138,45 @@ fn mutated_cifar_files_give_errors_not_panics() {
         }
     }
     assert!(outcomes[0] > 0 && outcomes[1] > 0, "{outcomes:?}");
+}
+
+#[test]
+fn mutated_cifar_pickles_never_panic() {
+    let seeds = [
+        "cifar10_py/test_batch",
+        "cifar100_py/test",
+        "cifar_py_variants/cifar10/proto2_py3/test_batch",
+        "cifar_py_variants/cifar100/proto4/test",
+        "cifar_py_variants/cifar10/proto5/test_batch",
+    ];
+    let mut g = SplitMix64::new(11);
+    let (mut ok, mut errors) = (0, 0);
+    for f in seeds {
+        let seed = std::fs::read(fixtures().join(f)).expect("fixture");
+        for _ in 0..300 {
+            let m = mutate(&seed, &mut g);
+            for kind in [CifarKind::Cifar10, CifarKind::Cifar100] {
+                match parse_cifar_pickle(&m, kind) {
+                    Ok(p) => {
+                        ok += 1;
+                        for r in 0..p.len() {
+                            assert_eq!(
+                                p.record(&m, r).map(<[u8]>::len),
+                                Some(PIXELS_PER_RECORD),
+                                "{f}"
+                            );
+                        }
+                    }
+                    Err(e) => {
+                        errors += 1;
+                        assert!(!e.to_string().is_empty());
+                    }
+                }
+            }
+        }
+    }
+    // The mutations must exercise both outcomes, or the test proves nothing.
+    assert!(ok > 100 && errors > 100, "ok {ok}, errors {errors}");
 }
 
 #[test]

@@ -249,6 +249,21 @@ def test_cifar100_has_coarse_and_fine_label_columns(converted):
     assert np.array_equal(images, raw[:, 2:].reshape(-1, 3, 32, 32))
 
 
+def test_cifar_reads_torchvisions_pickle_layout_as_the_binary_records():
+    """cifar-10-batches-py / cifar-100-python folders (pickles, parsed by the engine, never
+    unpickled) give the rows of the binary files of the same records."""
+    def rows(cls, folder, **kw):
+        data = cls(str(FIXTURES / folder), shuffle=False, **kw)
+        return list(data.create_tuple_iterator(output_numpy=True, num_epochs=1))
+
+    for usage in ("train", "test", "all"):
+        for cls, folder in ((ds.Cifar10Dataset, "cifar10"), (ds.Cifar100Dataset, "cifar100")):
+            binary, pickled = rows(cls, folder, usage=usage), rows(cls, folder + "_py", usage=usage)
+            assert len(binary) == len(pickled) > 0
+            for a, b in zip(binary, pickled):
+                assert len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
 def test_facts_behave_as_mindspore():
     data = create_dataset(str(TREE), batch_size=4, do_train=True)
     assert data.get_dataset_size() == 3

@@ -1,8 +1,8 @@
 //! `imgfeed validate TARGET`: the dataset doctor. TARGET is a pipeline file (its source and
-//! its `decode` settings are used) or a dataset folder (CIFAR binary files are recognised by
-//! their names, anything else is read as an ImageFolder tree). Every sample is read and
-//! decoded once; the output is a table of bad files by error kind and a summary. Exit code
-//! 1 when a sample is bad, 130 when interrupted.
+//! its `decode` settings are used) or a dataset folder (CIFAR binary or pickle files are
+//! recognised by their names, anything else is read as an ImageFolder tree). Every sample
+//! is read and decoded once; the output is a table of bad files by error kind and a
+//! summary. Exit code 1 when a sample is bad, 130 when interrupted.
 
 use super::report::Reporter;
 use super::{interrupt, progress};
@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 /// Options of `imgfeed validate`.
 #[derive(clap::Args, Debug)]
 pub struct ValidateArgs {
-    /// A pipeline file, or a dataset folder (ImageFolder tree or CIFAR binary files).
+    /// A pipeline file, or a dataset folder (ImageFolder tree, CIFAR binary or pickle files).
     target: PathBuf,
     /// Dataset root, overriding the pipeline's `source.root`.
     #[arg(long)]
@@ -35,7 +35,9 @@ pub struct ValidateArgs {
     report: Option<PathBuf>,
 }
 
-/// A source configuration for a bare dataset folder.
+/// A source configuration for a bare dataset folder: CIFAR-10 / CIFAR-100 by their file
+/// names in the binary layout (`*.bin`) or torchvision's pickle layout (CIFAR-100's
+/// `train` / `test` only next to its `meta`), else an ImageFolder tree.
 fn folder_source(dir: &Path) -> SourceConfig {
     let has = |f: &str| dir.join(f).is_file();
     let (kind, train, test) = if has("data_batch_1.bin") || has("test_batch.bin") {
@@ -46,6 +48,10 @@ fn folder_source(dir: &Path) -> SourceConfig {
         )
     } else if has("train.bin") || has("test.bin") {
         (SourceKind::Cifar100, has("train.bin"), has("test.bin"))
+    } else if has("data_batch_1") || has("test_batch") {
+        (SourceKind::Cifar10, has("data_batch_1"), has("test_batch"))
+    } else if has("meta") && (has("train") || has("test")) {
+        (SourceKind::Cifar100, has("train"), has("test"))
     } else {
         return SourceConfig::new(SourceKind::ImageFolder, dir);
     };

@@ -4,7 +4,7 @@
 //! ```toml
 //! [source]
 //! kind = "cifar100"      # image_folder | cifar10 | cifar100 | shards
-//! root = "data/cifar-100-binary"
+//! root = "data/cifar-100-binary"   # or torchvision's data/cifar-100-python
 //! usage = "test"         # cifar10 and cifar100 only
 //! label = "both"         # cifar100 only
 //! shuffle = true         # sampling: any kind
@@ -31,9 +31,9 @@ use std::sync::Arc;
 pub enum SourceKind {
     /// `root/<class>/<image>`.
     ImageFolder,
-    /// CIFAR-10 binary files.
+    /// CIFAR-10: the binary files or torchvision's pickle files.
     Cifar10,
-    /// CIFAR-100 binary files.
+    /// CIFAR-100: the binary files or torchvision's pickle files.
     Cifar100,
     /// A dataset converted by `imgfeed convert --format shards` (a folder with a
     /// `manifest.json`). A root holding such a manifest is read as shards whatever the
@@ -90,12 +90,15 @@ impl ImageFolderConfig {
     }
 }
 
-/// `kind = "cifar10"` and `kind = "cifar100"`: the binary batches, memory-mapped.
+/// `kind = "cifar10"` and `kind = "cifar100"`: the batch files, memory-mapped, in the
+/// binary layout (`*.bin`) or torchvision's pickle layout (the same names without `.bin`),
+/// told apart by the files present.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct CifarConfig {
-    /// The folder holding the `.bin` files.
+    /// The folder holding `data_batch_1.bin` … `test_batch.bin` (binary layout) or
+    /// `data_batch_1` … `test_batch` (torchvision's `cifar-10-batches-py`).
     pub root: PathBuf,
     /// train, test or all (default train).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -123,7 +126,8 @@ impl CifarConfig {
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Cifar100Config {
-    /// The folder holding `train.bin` and `test.bin`.
+    /// The folder holding `train.bin` and `test.bin` (binary layout) or `train` and `test`
+    /// (torchvision's `cifar-100-python`).
     pub root: PathBuf,
     /// train, test or all (default train).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -179,9 +183,9 @@ impl ShardsConfig {
 pub enum Dataset {
     /// `root/<class>/<image>`.
     ImageFolder(ImageFolderConfig),
-    /// CIFAR-10 binary files.
+    /// CIFAR-10: binary or torchvision pickle files.
     Cifar10(CifarConfig),
-    /// CIFAR-100 binary files.
+    /// CIFAR-100: binary or torchvision pickle files.
     Cifar100(Cifar100Config),
     /// A converted dataset.
     Shards(ShardsConfig),

@@ -9,11 +9,14 @@ use crate::spec::{Layout, Spec};
 use std::path::Path;
 
 pub mod cifar;
+pub mod cifar_pickle;
 pub mod config;
 pub mod image_folder;
+mod pickle;
 
 pub use crate::shards::Shards;
 pub use cifar::{parse_record, Cifar, CifarKind, CifarLabel, Usage, PIXELS as PIXELS_PER_RECORD};
+pub use cifar_pickle::{parse_cifar_pickle, CifarPickle, PickleError, Pixels};
 pub use config::{
     Cifar100Config, CifarConfig, Dataset, ImageFolderConfig, ShardsConfig, SourceConfig, SourceKind,
 };

@@ -500,16 +500,19 @@ class _Cifar(Dataset):
 
 class Cifar10Dataset(_Cifar):
     """CIFAR-10's binary files (``data_batch_1.bin`` … ``data_batch_5.bin``,
-    ``test_batch.bin``), memory-mapped: columns ``image`` (``uint8`` 32×32×3) and ``label``
-    (``uint32``). ``usage``: ``"train"``, ``"test"`` or ``"all"`` (the default, MindSpore's)."""
+    ``test_batch.bin``) or torchvision's pickle files (``cifar-10-batches-py``:
+    ``data_batch_1`` … ``data_batch_5``, ``test_batch``; parsed, never unpickled),
+    memory-mapped: columns ``image`` (``uint8`` 32×32×3) and ``label`` (``uint32``).
+    ``usage``: ``"train"``, ``"test"`` or ``"all"`` (the default, MindSpore's)."""
 
     _kind = "cifar10"
     _classes = 10
 
 
 class Cifar100Dataset(_Cifar):
-    """CIFAR-100's binary files (``train.bin``, ``test.bin``): columns ``image``,
-    ``coarse_label`` and ``fine_label`` (``uint32``)."""
+    """CIFAR-100's binary files (``train.bin``, ``test.bin``) or torchvision's pickle files
+    (``cifar-100-python``: ``train``, ``test``): columns ``image``, ``coarse_label`` and
+    ``fine_label`` (``uint32``)."""
 
     _kind = "cifar100"
     _classes = 100
