@@ -10,8 +10,9 @@ Needs Pillow and numpy only (pip install pillow numpy). Two data sets:
       3:2, 1:1, 3:4, 2:3, 16:9, 5:4, so the shorter side is mostly 333-500 px; about 2.5%
       are large (long side 1000-2000 px). Baseline JPEG, quality 85-95, 4:2:0.
 
-  python3 benches/make_data.py cifar --out DIR
-      DIR/cifar-10-batches-bin/{data_batch_1..5,test_batch}.bin: 10 000 records each,
+  python3 benches/make_data.py cifar --out DIR [--per-file 10000]
+      DIR/cifar-10-batches-bin/{data_batch_1..5,test_batch}.bin: 10 000 records each
+      (CIFAR-10's size; --per-file makes smaller sets for quick checks),
       a record = 1 label byte + 1024 R + 1024 G + 1024 B bytes (row-major 32x32), plus
       batches.meta.txt; DIR/cifar-10-batches-py/{data_batch_1..5,test_batch,batches.meta}:
       the same records in the pickle layout torchvision reads (protocol 2, as the
@@ -62,7 +63,6 @@ GRAIN = (4.0, 11.0)
 
 CIFAR_CLASSES = ["airplane", "automobile", "bird", "cat", "deer",
                  "dog", "frog", "horse", "ship", "truck"]
-CIFAR_PER_FILE = 10_000
 
 
 def stream(seed, tag, index):
@@ -300,13 +300,14 @@ class Py2Pickle:
 
 
 def cmd_cifar(a):
-    n_train = 5 * CIFAR_PER_FILE
-    n = n_train + CIFAR_PER_FILE
+    per_file = a.per_file
+    n_train = 5 * per_file
+    n = n_train + per_file
     t0 = time.perf_counter()
     step = 500
     parts = run_jobs(a, make_cifar, [(a.seed, i, min(i + step, n)) for i in range(0, n, step)], chunk=1)
     pixels = np.frombuffer(b"".join(parts), np.uint8).reshape(n, 3072)
-    labels = cifar_labels(a.seed, n_train, CIFAR_PER_FILE)
+    labels = cifar_labels(a.seed, n_train, per_file)
     bin_dir = os.path.join(a.out, "cifar-10-batches-bin")
     py_dir = os.path.join(a.out, "cifar-10-batches-py")
     os.makedirs(bin_dir, exist_ok=True)
@@ -314,8 +315,8 @@ def cmd_cifar(a):
     files = [(f"data_batch_{k}", f"training batch {k} of 5") for k in range(1, 6)]
     files.append(("test_batch", "testing batch 1 of 1"))
     for k, (name, batch_label) in enumerate(files):
-        lo, hi = k * CIFAR_PER_FILE, (k + 1) * CIFAR_PER_FILE
-        records = np.empty((CIFAR_PER_FILE, 3073), np.uint8)
+        lo, hi = k * per_file, (k + 1) * per_file
+        records = np.empty((per_file, 3073), np.uint8)
         records[:, 0] = labels[lo:hi]
         records[:, 1:] = pixels[lo:hi]
         records.tofile(os.path.join(bin_dir, name + ".bin"))
@@ -327,10 +328,10 @@ def cmd_cifar(a):
         }, os.path.join(py_dir, name))
     with open(os.path.join(bin_dir, "batches.meta.txt"), "w") as f:
         f.write("".join(c + "\n" for c in CIFAR_CLASSES) + "\n")
-    Py2Pickle().dump({b"num_cases_per_batch": CIFAR_PER_FILE,
+    Py2Pickle().dump({b"num_cases_per_batch": per_file,
                       b"label_names": [c.encode() for c in CIFAR_CLASSES],
                       b"num_vis": 3072}, os.path.join(py_dir, "batches.meta"))
-    print(f"wrote {n_train} training + {CIFAR_PER_FILE} test records to {bin_dir} and {py_dir} "
+    print(f"wrote {n_train} training + {per_file} test records to {bin_dir} and {py_dir} "
           f"({time.perf_counter() - t0:.1f} s, {a.jobs} processes); "
           f"mean pixel {pixels.mean() / 255:.4f}")
 
@@ -356,9 +357,11 @@ def main():
                     help="worker processes (the output does not depend on it; default: %(default)s)")
     ap.add_argument("--num", type=int, default=4000, help="imagefolder: images (default: %(default)s)")
     ap.add_argument("--classes", type=int, default=20, help="imagefolder: classes (default: %(default)s)")
+    ap.add_argument("--per-file", type=int, default=10_000,
+                    help="cifar: records per batch file (default: %(default)s, as CIFAR-10)")
     a = ap.parse_args()
-    if a.num < 1 or a.classes < 1:
-        ap.error("--num and --classes must be positive")
+    if a.num < 1 or a.classes < 1 or a.per_file < 1:
+        ap.error("--num, --classes and --per-file must be positive")
     if a.what != "stats":
         photo_names(a.photos)  # fail early, before starting workers
     {"imagefolder": cmd_imagefolder, "cifar": cmd_cifar, "stats": cmd_stats}[a.what](a)
