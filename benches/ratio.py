@@ -3,13 +3,14 @@
 prints each pair's images/s and the median ratio (the machine is noisy: one run of each,
 interleaved, cancels slow drifts).
 
-  python3 benches/ratio.py imagefolder DATA_ROOT [--pairs 7] [--workers 2]
-  python3 benches/ratio.py cifar DATA_ROOT/cifar-10-batches-bin [--pairs 7]
+  python3 benches/ratio.py imagefolder DATA/imagenet_like [--pairs 7] [--workers 2]
+  python3 benches/ratio.py cifar DATA/cifar10/cifar-10-batches-bin [--pairs 7]
 
-imagefolder compares pipelines/resnet50_eval.toml with ../shared/bench/decode_limit.py
-(decode only, libjpeg-turbo through Pillow); cifar compares pipelines/cifar10_eval.toml
-(--usage train) with ../shared/bench/cifar_numpy.py. Build first:
-cargo build --release
+imagefolder compares pipelines/resnet50_eval.toml with benches/decode_limit.py (decode
+only, libjpeg-turbo through Pillow); cifar compares pipelines/cifar10_eval.toml (--usage
+train) with benches/cifar_numpy.py. The data: `python3 benches/make_data.py imagefolder
+--out DATA/imagenet_like` and `python3 benches/make_data.py cifar --out DATA/cifar10`.
+Build first: cargo build --release
 """
 import argparse
 import json
@@ -20,7 +21,6 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-SHARED = os.path.join(ROOT, "..", "shared", "bench")
 
 
 def run_json(cmd):
@@ -42,12 +42,12 @@ def main():
     if a.what == "imagefolder":
         pipelines = a.pipeline or [os.path.join(ROOT, "pipelines", "resnet50_eval.toml")]
         ours = [[a.binary, "bench", p, "--data", a.data, "--workers", str(a.workers), "--json"] for p in pipelines]
-        ref = [sys.executable, os.path.join(SHARED, "decode_limit.py"), a.data, "--workers", str(a.workers)]
+        ref = [sys.executable, os.path.join(HERE, "decode_limit.py"), a.data, "--workers", str(a.workers), "--json"]
     else:
         pipelines = [os.path.join(ROOT, "pipelines", "cifar10_eval.toml")]
         ours = [[a.binary, "bench", pipelines[0], "--data", a.data, "--usage", "train", "--workers", str(a.workers),
                  "--json", "--no-profile"]]
-        ref = [sys.executable, os.path.join(SHARED, "cifar_numpy.py"), a.data]
+        ref = [sys.executable, os.path.join(HERE, "cifar_numpy.py"), a.data, "--json"]
     ratios = [[] for _ in ours]
     run_json(ref)  # warm-up, not counted: the first run reads the files into the page cache
     for i in range(a.pairs):
