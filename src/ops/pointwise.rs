@@ -284,34 +284,13 @@ pub fn write_planes_streaming(
     #[cfg(target_arch = "x86_64")]
     {
         use crate::engine::fingerprint::{from_parts, start_lanes};
-        let Interleaved {
-            data: src,
-            stride,
-            height,
-            width,
-        } = src;
-        let hw = height * width;
-        if !std::arch::is_x86_feature_detected!("avx2")
-            || !std::arch::is_x86_feature_detected!("f16c")
-            || hw == 0
-            || !width.is_multiple_of(32)
-            || !(stride == 3 || stride == 4)
-            || src.len() < hw * stride
-            || dst.len() < hw * 3
-            || !(dst.as_ptr() as usize).is_multiple_of(16)
-        {
+        let a = affine.copied().unwrap_or_else(Affine::identity);
+        if !(dst.as_ptr() as usize).is_multiple_of(16) {
             return None;
         }
-        let a = affine.copied().unwrap_or_else(Affine::identity);
-        let (s, d) = (&src[..hw * stride], &mut dst[..hw * 3]);
+        let k = PlaneArgs::checked(src, &a, dst.as_mut_ptr().cast(), dst.len())?;
+        let (stride, hw) = (src.stride, k.h * k.w);
         let mut parts = [start_lanes(0), start_lanes(1), start_lanes(2)];
-        let k = PlaneArgs {
-            src: s,
-            h: height,
-            w: width,
-            a: &a,
-            dst: d.as_mut_ptr().cast(),
-        };
         // SAFETY: the CPU supports AVX2 (checked above); the kernel's preconditions
         // (lengths, width a multiple of 32, 16-byte aligned destination) are checked above.
         unsafe {
@@ -495,6 +474,35 @@ struct PlaneArgs<'a> {
     dst: *mut u8,
 }
 
+impl<'a> PlaneArgs<'a> {
+    /// The kernel's arguments for `src` into `dst` (`dst_len` elements), or `None` where
+    /// the kernel does not apply: no AVX2 or F16C, an empty image, a width that is not a
+    /// multiple of 32, a stride other than 3 or 4, or buffers too short.
+    #[cfg(target_arch = "x86_64")]
+    fn checked(
+        src: Interleaved<'a>,
+        a: &'a Affine,
+        dst: *mut u8,
+        dst_len: usize,
+    ) -> Option<PlaneArgs<'a>> {
+        let hw = src.height * src.width;
+        let applies = std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("f16c")
+            && hw > 0
+            && src.width.is_multiple_of(32)
+            && (src.stride == 3 || src.stride == 4)
+            && src.data.len() >= hw * src.stride
+            && dst_len >= hw * 3;
+        applies.then(|| PlaneArgs {
+            src: &src.data[..hw * src.stride],
+            h: src.height,
+            w: src.width,
+            a,
+            dst,
+        })
+    }
+}
+
 /// [`planes_avx2`] for the run-time `stride` (3 or 4) and `mirror`.
 ///
 /// # Safety
@@ -529,32 +537,14 @@ pub fn write_planes_narrow(
 ) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        let Interleaved {
-            data: src,
-            stride,
-            height,
-            width,
-        } = src;
-        let hw = height * width;
-        if !std::arch::is_x86_feature_detected!("avx2")
-            || !std::arch::is_x86_feature_detected!("f16c")
-            || hw == 0
-            || !width.is_multiple_of(32)
-            || !(stride == 3 || stride == 4)
-            || src.len() < hw * stride
-            || dst.len() < hw * 3
-            || !dtype.is_half()
-        {
+        if !dtype.is_half() {
             return false;
         }
         let a = affine.copied().unwrap_or_else(Affine::identity);
-        let k = PlaneArgs {
-            src: &src[..hw * stride],
-            h: height,
-            w: width,
-            a: &a,
-            dst: dst.as_mut_ptr().cast(),
+        let Some(k) = PlaneArgs::checked(src, &a, dst.as_mut_ptr().cast(), dst.len()) else {
+            return false;
         };
+        let stride = src.stride;
         let mut parts = [[0u32; 32]; 3];
         // SAFETY: AVX2 and F16C (checked above); `dst` holds `3 × h × w` u16s and `src`
         // `h × w` pixels of `stride` bytes; the width is a multiple of 32; no hash.
