@@ -578,6 +578,7 @@ fn work(sh: &Shared, worker: &mut Worker) {
     let bs = shape.batch_size;
     let unit = job.work_unit;
     let mut scratch = Vec::new();
+    let mut mixing = MixBuffers::default();
     loop {
         if sh.stop.load(Ordering::Relaxed) {
             return;
@@ -616,7 +617,7 @@ fn work(sh: &Shared, worker: &mut Worker) {
             }
             let n = run_end - p;
             if slot.remaining.fetch_sub(n, Ordering::AcqRel) == n {
-                sh.mix(slot, b);
+                sh.mix(slot, b, &mut mixing);
                 sh.complete(b);
             }
             p = run_end;
@@ -780,12 +781,20 @@ fn run_one(
     Ok(())
 }
 
+/// A worker's buffers for mixing the batches it completes, reused from batch to batch:
+/// the 16-bit images widened to float32, and the mixing ops' scratch rows.
+#[derive(Default)]
+struct MixBuffers {
+    wide: Vec<f32>,
+    rows: Vec<f32>,
+}
+
 impl Shared {
     /// Run the mixing batch ops on engine batch `b`, just completed in `slot`, by the
     /// worker that completed it and before `complete` sends it: outside the emit lock, so
     /// other workers keep completing and sending batches meanwhile. (Mixing is refused with
     /// `on_error = "skip"`, so no sample of the batch is left out later.)
-    fn mix(&self, slot: &Slot, b: usize) {
+    fn mix(&self, slot: &Slot, b: usize, bufs: &mut MixBuffers) {
         if self.job.batch_ops.is_empty() {
             return;
         }
@@ -804,13 +813,13 @@ impl Shared {
             return; // the spec checks made sure of float labels (a one_hot)
         };
         let labels = &mut labels[..n * classes];
-        let mut wide = Vec::new();
+        let MixBuffers { wide, rows } = bufs;
         let images = match &mut buf.images {
             ImageBuf::F32(v) => &mut v[..elems],
             // 16-bit images are mixed as torch mixes a half batch: each value computed in
             // float32 from the 16-bit samples, rounded once.
             ImageBuf::U16(v) => {
-                widen(&v[..elems], self.job.pool.shape.dtype, &mut wide);
+                widen(&v[..elems], self.job.pool.shape.dtype, wide);
                 &mut wide[..]
             }
             ImageBuf::U8(_) => return, // the spec checks made sure of float images
@@ -825,13 +834,12 @@ impl Shared {
         };
         let number = self.job.first_batch + b;
         let mut rng = batch_rng(self.job.seed, self.job.epoch, number);
-        let mut scratch = Vec::new();
         for op in self.job.batch_ops.iter() {
-            op.apply(&mut view, &mut rng, &mut scratch);
+            op.apply(&mut view, &mut rng, rows);
         }
         if let ImageBuf::U16(v) = &mut buf.images {
             // `wide` is the batch's images, widened above: the lengths agree.
-            let _ = narrow(&wide, self.job.pool.shape.dtype, &mut v[..elems]);
+            let _ = narrow(wide, self.job.pool.shape.dtype, &mut v[..elems]);
         }
     }
 
