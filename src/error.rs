@@ -269,6 +269,11 @@ impl std::error::Error for Fault {}
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// A kernel's internal inconsistency (a bug, not the sample's fault).
+pub(crate) fn bug(what: impl Into<String>) -> Fault {
+    Fault::new(SampleErrorKind::Internal, what)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -57,13 +57,18 @@
 
 #[macro_use]
 mod setters;
+mod value_name;
 
 pub mod batch_ops;
+pub mod codec;
 pub mod engine;
 pub mod error;
+#[macro_use]
+pub mod imgproc;
 pub mod ops;
 pub mod pipeline;
 pub mod plan;
+pub mod remote;
 pub mod rng;
 pub mod shards;
 pub mod sink;

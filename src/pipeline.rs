@@ -20,7 +20,7 @@
 //!
 //! Every table rejects unknown fields, and an unknown op is an error, with line and column.
 
-use crate::batch_ops::BatchOp;
+use crate::batch_ops::{BatchContext, BatchLowered, BatchOp};
 use crate::engine::batch::{BufShape, Pool};
 use crate::engine::program::Program;
 use crate::engine::{Epoch, Job, OnError, State};
@@ -71,7 +71,9 @@ impl Default for BatchConfig {
     }
 }
 
-fn default_workers() -> usize {
+/// The worker count when none is given (`engine.workers`, the CLI's `--workers`,
+/// `imgfeed validate`): one per core the process may use, 2 where that cannot be told.
+pub fn default_workers() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
@@ -178,6 +180,16 @@ pub struct PipelineConfig {
 }
 
 impl PipelineConfig {
+    /// The tables as JSON (what the Python package builds), checked table by table so that
+    /// a mistake is named by where it is — `source`, `ops[1] (resize)`, `batch`, `engine`
+    /// — and in the caller's words, not at a line and column of text nobody wrote.
+    pub fn from_json(text: &str) -> Result<PipelineConfig> {
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| Error::Invalid(format!("the pipeline is not JSON: {e}")))?;
+        serde_json::from_value::<PipelineConfig>(value.clone())
+            .map_err(|e| Error::Invalid(locate_json_error(&value, &e)))
+    }
+
     /// `source` through `ops` into `batch`, the engine at its defaults, no `[store]`.
     pub fn new(source: SourceConfig, ops: Vec<Op>, batch: BatchConfig) -> PipelineConfig {
         PipelineConfig {
@@ -237,7 +249,7 @@ impl PipelineConfig {
             });
         }
         let root = cfg.source.dataset.root_mut();
-        if root.is_relative() {
+        if root.is_relative() && !crate::remote::is_remote(root) {
             if let Some(dir) = path.parent() {
                 *root = dir.join(&*root);
             }
@@ -344,8 +356,14 @@ impl OpPlace {
             return self.of(Some(&field));
         }
         if let Some(variant) = quoted("unknown variant `") {
-            let value = format!("\"{variant}\"");
-            if let Some((_, p, _)) = self.keys.iter().find(|(.., v)| v.contains(&value)) {
+            // the value as written: a basic or a literal string, maybe with a comment after
+            let written = |v: &str| {
+                let v = v.trim();
+                [format!("\"{variant}\""), format!("'{variant}'")]
+                    .iter()
+                    .any(|q| v.starts_with(q.as_str()))
+            };
+            if let Some((_, p, _)) = self.keys.iter().find(|(.., v)| written(v)) {
                 return p.clone();
             }
         }
@@ -639,24 +657,12 @@ impl Pipeline {
         let mut spec = stages
             .last()
             .map_or_else(|| source.spec(), |(_, s)| s.clone());
-        let mut one_hot = false;
+        let mut at = BatchContext {
+            soft_labels: false,
+            on_error: config.engine.on_error,
+        };
         for (i, op) in config.batch_ops.iter().enumerate() {
-            let rule = match op {
-                BatchOp::OneHot(_) if one_hot => {
-                    Err(SpecError::input("the labels are already one-hot"))
-                }
-                BatchOp::OneHot(_) => Ok(()),
-                _ if !one_hot => Err(SpecError::input(
-                    "mixing needs soft labels: put a one_hot batch op before it",
-                )),
-                _ if config.engine.on_error == OnError::Skip => Err(SpecError::input(
-                    "mixing cannot run with on_error = \"skip\" (skipped samples re-cut the \
-                     batches after they are mixed): use \"replace\" or \"error\"",
-                )),
-                _ => Ok(()),
-            };
-            one_hot |= matches!(op, BatchOp::OneHot(_));
-            spec = rule.and_then(|()| op.output_spec(&spec)).map_err(|e| {
+            spec = op.def().output_spec(&spec, &at).map_err(|e| {
                 let key = match &e {
                     SpecError::Param { name, .. } => Some(*name),
                     _ => None,
@@ -665,6 +671,7 @@ impl Pipeline {
                 let at = at.map_or(String::new(), |p| format!("{p}: "));
                 Error::Invalid(format!("{at}batch_ops[{i}] ({}): {e}", op.name()))
             })?;
+            at.soft_labels |= matches!(op.def().lower(), BatchLowered::LabelRows { .. });
             stages.push((op.name().to_string(), spec.clone()));
         }
         if spec.encoded {
@@ -738,6 +745,19 @@ impl Pipeline {
     /// prints these; nothing is changed.
     pub fn warnings(&self) -> &[String] {
         &self.warnings
+    }
+
+    /// The warning for a pipeline whose epochs yield no batch (fewer samples than a batch
+    /// with `drop_remainder`), or `None`.
+    pub fn empty_epoch_warning(&self) -> Option<String> {
+        (self.batches_per_epoch() == 0).then(|| {
+            format!(
+                "{} an epoch, fewer than the batch size {} with drop_remainder: every epoch \
+                 yields no batch (lower the batch size, or set drop_remainder = false)",
+                crate::spec::count(self.samples_per_epoch() as u64, "sample", "samples"),
+                self.config.batch.size
+            )
+        })
     }
 
     /// The configuration it was built from.
@@ -866,19 +886,68 @@ impl Pipeline {
                 .work_unit
                 .unwrap_or_else(|| self.source.work_unit())
                 .max(1),
-            one_hot: self.config.batch_ops.iter().find_map(|op| match op {
-                BatchOp::OneHot(o) => Some(o.values()),
-                _ => None,
-            }),
-            batch_ops: self
+            label_rows: self
                 .config
                 .batch_ops
                 .iter()
-                .filter(|op| !matches!(op, BatchOp::OneHot(_)))
-                .cloned()
+                .find_map(|op| match op.def().lower() {
+                    BatchLowered::LabelRows { on, off, stage } => Some((on, off, stage)),
+                    BatchLowered::Batch(_) => None,
+                }),
+            batch_kernels: self
+                .config
+                .batch_ops
+                .iter()
+                .filter_map(|op| match op.def().lower() {
+                    BatchLowered::Batch(k) => Some(k),
+                    BatchLowered::LabelRows { .. } => None,
+                })
                 .collect(),
         })
     }
+}
+
+/// Where in the tables `value` the error `whole` (of the whole config's parse) is: the first
+/// table that does not parse on its own, with its error.
+fn locate_json_error(value: &serde_json::Value, whole: &serde_json::Error) -> String {
+    use serde::de::DeserializeOwned;
+    fn check<T: DeserializeOwned>(v: &serde_json::Value) -> Option<String> {
+        serde_json::from_value::<T>(v.clone())
+            .err()
+            .map(|e| e.to_string())
+    }
+    let Some(tables) = value.as_object() else {
+        return format!("the pipeline must be a table of tables: {whole}");
+    };
+    let listed = |key: &str| tables.get(key).and_then(|v| v.as_array()).cloned();
+    let named = |t: &serde_json::Value, key: &str| {
+        t.get(key)
+            .and_then(|v| v.as_str())
+            .map_or(String::new(), |n| format!(" ({n})"))
+    };
+    if let Some(e) = tables.get("source").and_then(check::<SourceConfig>) {
+        return format!("source: {e}");
+    }
+    for (i, op) in listed("ops").unwrap_or_default().iter().enumerate() {
+        if let Some(e) = check::<Op>(op) {
+            return format!("ops[{i}]{}: {e}", named(op, "op"));
+        }
+    }
+    for (i, op) in listed("batch_ops").unwrap_or_default().iter().enumerate() {
+        if let Some(e) = check::<BatchOp>(op) {
+            return format!("batch_ops[{i}]{}: {e}", named(op, "op"));
+        }
+    }
+    if let Some(e) = tables.get("batch").and_then(check::<BatchConfig>) {
+        return format!("batch: {e}");
+    }
+    if let Some(e) = tables.get("engine").and_then(check::<EngineConfig>) {
+        return format!("engine: {e}");
+    }
+    if let Some(e) = tables.get("store").and_then(check::<StoreConfig>) {
+        return format!("store: {e}");
+    }
+    whole.to_string()
 }
 
 #[cfg(test)]

@@ -10,10 +10,11 @@
 //! what each found; memory is one decode buffer per worker plus 8 bytes per sample for the
 //! size statistics.
 
+use crate::codec::decoder::Decoder;
+use crate::codec::inspect::{format_name, inspect, ColorModel};
 use crate::engine::ordered::{Ended, Ordered};
 use crate::error::{Error, SampleErrorKind};
-use crate::ops::decode::{Decode, Decoder};
-use crate::ops::inspect::{format_name, inspect, ColorModel};
+use crate::ops::decode::Decode;
 use crate::source::{Ignored, Raw, Source};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -207,7 +208,7 @@ impl Checker {
                     c.palette = usize::from(i.color == ColorModel::Palette);
                     c.alpha = usize::from(i.alpha);
                     c.sixteen_bit =
-                        usize::from(i.bits == 16 && i.format != crate::ops::decode::Format::Bmp);
+                        usize::from(i.bits == 16 && i.format != crate::codec::decoder::Format::Bmp);
                     c.progressive = usize::from(i.progressive);
                 }
                 match self.decoder.decode(bytes, &mut self.out) {

@@ -315,7 +315,7 @@ fn cifar10_without_ops_gives_every_pixel_hwc_with_labels_indices_and_names() {
     assert!(
         p.source()
             .describe()
-            .ends_with("(usage All): 19 samples in 6 file(s)"),
+            .ends_with("(usage all): 19 samples in 6 file(s)"),
         "{}",
         p.source().describe()
     );
@@ -1613,7 +1613,7 @@ fn run_prints_batches_and_samples_of_the_test_split() {
     assert_eq!(code(&o), 0, "stderr: {err}");
     assert!(out.starts_with("cifar10 "), "{out}");
     assert!(
-        out.contains("(usage Test): 4 samples in 1 file(s)"),
+        out.contains("(usage test): 4 samples in 1 file(s)"),
         "{out}"
     );
     assert!(out.contains("epoch 0: 2 batches, 4 samples"), "{out}");
@@ -1628,7 +1628,7 @@ fn check_prints_the_cifar100_batch_with_two_label_columns() {
     let o = imgfeed(&["check", "pipelines/cifar100_train.toml", "--usage", "all"]);
     let (out, err) = text(&o);
     assert_eq!(code(&o), 0, "stderr: {err}");
-    assert!(out.contains("(usage All): 8 samples in 2 file(s)"), "{out}");
+    assert!(out.contains("(usage all): 8 samples in 2 file(s)"), "{out}");
     assert!(
         out.contains("float32 [128, 3, 32, 32], labels int32 [128, 2]"),
         "{out}"

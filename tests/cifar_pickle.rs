@@ -206,7 +206,7 @@ fn raw_array_bytes_are_read_in_place_and_latin1_text_is_decoded() {
     assert_eq!(c.sample_name(3), "data_batch_2:0");
     assert!(
         c.describe()
-            .ends_with("(usage All, pickle layout): 19 samples in 6 file(s)"),
+            .ends_with("(usage all, pickle layout): 19 samples in 6 file(s)"),
         "{}",
         c.describe()
     );
@@ -494,7 +494,7 @@ fn run_and_validate_take_a_torchvision_folder() {
     let (out, err) = text(&o);
     assert_eq!(code(&o), 0, "stderr: {err}");
     assert!(
-        out.contains("(usage Test, pickle layout): 4 samples in 1 file(s)"),
+        out.contains("(usage test, pickle layout): 4 samples in 1 file(s)"),
         "{out}"
     );
     assert!(

@@ -518,6 +518,12 @@ fn ctrl_c_stops_run_bench_and_validate_promptly() {
         assert_eq!(code, 130, "{cmd}: stdout {out} stderr {err}");
         assert!(secs < 5.0, "{cmd}: took {secs:.1} s to stop");
         assert!(err.contains("interrupted"), "{cmd}: {err}");
+        if cmd == "bench" {
+            // what was measured is printed, marked as partial (issue 25, item 6)
+            assert!(err.contains("partial"), "{err}");
+            assert!(out.contains("PARTIAL"), "{out}");
+            assert!(out.contains("images/s"), "{out}");
+        }
     }
     // validate reads each sample once: a larger tree (hard links cost nothing), so that a
     // release build (~2500 JPEGs/s on 2 cores) is still at work after 1.5 s

@@ -7,7 +7,9 @@ Three ways in:
 * :mod:`imgfeed.dataset` — MindSpore's dataset API (``ImageFolderDataset``, ``map``,
   ``batch``, ``create_tuple_iterator``, ...): a MindSpore ``create_dataset`` runs by changing
   its imports;
-* :class:`imgfeed.Pipeline` — the pipeline description itself.
+* :class:`imgfeed.Pipeline` — the pipeline description itself;
+* :mod:`imgfeed.ray` (imported on its own, needs ``ray[data]``) — an epoch as a Ray Data
+  dataset read by tasks over a cluster, and conversions split into Ray tasks.
 
 Batches are numpy arrays viewing the engine's buffers (no copy); a bad sample raises
 :class:`imgfeed.SampleError`.

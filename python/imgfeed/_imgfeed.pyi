@@ -31,6 +31,9 @@ class Pipeline:
 
     def __init__(self, config_json: str, source: Optional[Source] = None) -> None: ...
     @staticmethod
+    def check_config(config_json: str) -> None:
+        """Check the tables without opening the dataset (``ValueError`` naming the table)."""
+    @staticmethod
     def load_config(path: str) -> str:
         """A pipeline file's tables as JSON, with ``root`` made absolute."""
     def config_json(self) -> str:
@@ -87,3 +90,9 @@ def fingerprint(data: bytes) -> int:
 
 def fold(h: int, value: int) -> int:
     """One FNV-1a 64 step of ``imgfeed run``'s digest."""
+
+def op_names() -> List[str]:
+    """Every per-sample op's name in pipeline files."""
+
+def batch_op_names() -> List[str]:
+    """Every batch op's name in pipeline files."""

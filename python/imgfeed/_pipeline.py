@@ -79,6 +79,12 @@ class Pipeline:
         }
         if engine:
             self._config["engine"] = dict(engine)
+        self._check()
+
+    def _check(self) -> None:
+        """Check the tables now, naming the one at fault (``ops[0] (decod): unknown variant
+        ...``); the dataset is opened only when the pipeline is built."""
+        _imgfeed.Pipeline.check_config(self.to_json())
 
     @classmethod
     def from_file(cls, path: PathLike) -> "Pipeline":
@@ -91,6 +97,7 @@ class Pipeline:
         """From the tables as a dict (``{"source": ..., "ops": [...], "batch": ..., "engine": ...}``)."""
         p = cls.__new__(cls)
         p._config = copy.deepcopy(dict(config))
+        p._check()
         return p
 
     @property
@@ -119,7 +126,9 @@ class Pipeline:
         batch = cfg.setdefault("batch", {"size": 1, "drop_remainder": False})
         engine = cfg.setdefault("engine", {})
         if data is not None:
-            src["root"] = os.path.abspath(os.fspath(data))
+            root = os.fspath(data)
+            # A dataset in object storage (s3://bucket/prefix) is passed as given.
+            src["root"] = root if "://" in str(root) else os.path.abspath(root)
         if batch_size is not None:
             batch["size"] = int(batch_size)
         if drop_remainder is not None:
@@ -151,7 +160,7 @@ class Pipeline:
         return json.dumps(self._config)
 
     def build(self) -> "_imgfeed.Pipeline":
-        """Open the dataset and check the whole pipeline (``ValueError`` naming the problem;
+        """Open the dataset and check the whole pipeline against it (``ValueError`` naming the problem;
         a ``UserWarning`` for what looks like a mistake but runs, such as normalize's units)."""
         return warn_about(_imgfeed.Pipeline(self.to_json()))
 

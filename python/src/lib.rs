@@ -67,6 +67,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A `UserWarning` with `message`, attributed to the Python line that asked for the batch.
+fn warn(py: Python<'_>, message: &str) -> PyResult<()> {
+    let text = std::ffi::CString::new(message.replace('\0', " "))
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+    PyErr::warn(py, category.as_any(), &text, 1)
+}
+
 fn parse_json<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> PyResult<T> {
     serde_json::from_str(text).map_err(|e| PyValueError::new_err(format!("{what}: {e}")))
 }
@@ -176,7 +184,7 @@ impl Pipeline {
     #[new]
     #[pyo3(signature = (config_json, source = None))]
     fn new(py: Python<'_>, config_json: &str, source: Option<&Source>) -> PyResult<Pipeline> {
-        let config: PipelineConfig = parse_json("pipeline", config_json)?;
+        let config = PipelineConfig::from_json(config_json).map_err(|e| to_py(py, &e))?;
         let reused = source
             .filter(|s| same_dataset(&s.config, &config.source))
             .map(|s| Arc::clone(&s.inner));
@@ -188,6 +196,15 @@ impl Pipeline {
         Ok(Pipeline {
             inner: Arc::new(inner),
         })
+    }
+
+    /// Check the pipeline's JSON tables without opening the dataset: `ValueError` naming
+    /// the table at fault (`ops[0] (decod): unknown variant ...`).
+    #[staticmethod]
+    fn check_config(py: Python<'_>, config_json: &str) -> PyResult<()> {
+        PipelineConfig::from_json(config_json)
+            .map(drop)
+            .map_err(|e| to_py(py, &e))
     }
 
     /// A pipeline file's tables as JSON, with `root` made absolute (relative to the file).
@@ -279,12 +296,22 @@ impl Pipeline {
             }
         });
         let started = started.map_err(|e| to_py(py, &e))?;
+        if let Some(w) = self.inner.empty_epoch_warning() {
+            warn(py, &format!("imgfeed: epoch {epoch}: {w}"))?;
+        }
         let spec = self.inner.output_spec();
+        let verb = match self.inner.config().engine.on_error {
+            imgfeed::OnError::Replace => "replaced",
+            _ => "skipped",
+        };
         Ok(Epoch {
             state: Mutex::new(started.state()),
             batches: started.batches(),
             inner: Mutex::new(Some(started)),
             tail: Mutex::new(Vec::new()),
+            bad: Mutex::new(Vec::new()),
+            verb,
+            epoch,
             label: spec.label,
             dtype: spec.dtype,
         })
@@ -301,6 +328,12 @@ struct Epoch {
     tail: Mutex<Vec<Error>>,
     /// Where the run stands (kept after the epoch ends or is closed).
     state: Mutex<State>,
+    /// The bad samples the yielded batches left out or replaced, as `FILE: STAGE: REASON`,
+    /// for the warning at the epoch's end.
+    bad: Mutex<Vec<String>>,
+    /// What the engine did with them: `skipped` or `replaced`.
+    verb: &'static str,
+    epoch: u64,
     batches: usize,
     label: LabelType,
     dtype: imgfeed::DType,
@@ -314,6 +347,32 @@ impl Epoch {
             lock(&self.tail).extend(epoch.dropped_tail_errors());
         }
         taken
+    }
+
+    /// At the end of the epoch, one `UserWarning` naming the bad samples that were skipped or
+    /// replaced (the CLI lists them on stderr; a Python loop would otherwise never know).
+    fn warn_bad(&self, py: Python<'_>) -> PyResult<()> {
+        let mut bad = std::mem::take(&mut *lock(&self.bad));
+        bad.extend(lock(&self.tail).iter().map(|e| e.to_string()));
+        if bad.is_empty() {
+            return Ok(());
+        }
+        const SHOWN: usize = 10;
+        let more = bad.len().saturating_sub(SHOWN);
+        let mut message = format!(
+            "imgfeed: epoch {}: {} bad sample{} {}: {}",
+            self.epoch,
+            bad.len(),
+            if bad.len() == 1 { "" } else { "s" },
+            self.verb,
+            bad[..bad.len().min(SHOWN)].join("; ")
+        );
+        if more > 0 {
+            message.push_str(&format!(
+                "; and {more} more (each batch's `skipped` lists them)"
+            ));
+        }
+        warn(py, &message)
     }
 
     /// Stop the engine, joining its threads without the GIL.
@@ -364,13 +423,17 @@ impl Epoch {
                 Ok((item, state)) => {
                     *lock(&self.state) = state;
                     return match item {
-                        Some(Ok(batch)) => Batch::new(py, batch, self.label, self.dtype).map(Some),
+                        Some(Ok(batch)) => {
+                            lock(&self.bad).extend(batch.skipped().iter().map(|e| e.to_string()));
+                            Batch::new(py, batch, self.label, self.dtype).map(Some)
+                        }
                         Some(Err(e)) => {
                             self.close_inner(py);
                             Err(to_py(py, &e))
                         }
                         None => {
                             self.close_inner(py);
+                            self.warn_bad(py)?;
                             Ok(None)
                         }
                     };
@@ -544,6 +607,18 @@ fn fold(h: u64, value: u64) -> u64 {
     fp::fold(h, value)
 }
 
+/// Every per-sample op's name in pipeline files (`decode`, `resize`, ...).
+#[pyfunction]
+fn op_names() -> Vec<&'static str> {
+    imgfeed::ops::Op::NAMES.to_vec()
+}
+
+/// Every batch op's name in pipeline files (`one_hot`, `mixup`, ...).
+#[pyfunction]
+fn batch_op_names() -> Vec<&'static str> {
+    imgfeed::batch_ops::BatchOp::NAMES.to_vec()
+}
+
 /// The native module.
 #[pymodule]
 fn _imgfeed(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -554,6 +629,8 @@ fn _imgfeed(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BatchMemory>()?;
     m.add_function(wrap_pyfunction!(fingerprint, m)?)?;
     m.add_function(wrap_pyfunction!(fold, m)?)?;
+    m.add_function(wrap_pyfunction!(op_names, m)?)?;
+    m.add_function(wrap_pyfunction!(batch_op_names, m)?)?;
     m.add("OFFSET64", fp::OFFSET64)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

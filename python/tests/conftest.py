@@ -19,6 +19,14 @@ PIPELINES = REPO / "pipelines"
 TREE = FIXTURES / "imagefolder"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Tests that need a training framework carry its marker; python/test.sh runs them
+    # (`-m NAME`) in the framework's cached environment (python/envs.sh NAME).
+    config.addinivalue_line("markers", "mindspore: needs the mindspore package (bash python/envs.sh mindspore)")
+    config.addinivalue_line("markers", "torch: needs the torch package (bash python/envs.sh torch)")
+    config.addinivalue_line("markers", "ray: needs Ray Data and a loopback-only network namespace (bash python/envs.sh ray)")
+
+
 def _binary() -> Path:
     env = os.environ.get("IMGFEED_BIN")
     if env:

@@ -467,3 +467,66 @@ def test_normalize_in_torchvision_units_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         create_dataset(str(TREE), batch_size=4, do_train=False).create_tuple_iterator(output_numpy=True)
+
+
+def test_mindspore_names_imgfeed_lacks_raise_not_implemented_naming_them():
+    with pytest.raises(NotImplementedError, match="mindspore.dataset.GeneratorDataset.*to_mindspore"):
+        ds.GeneratorDataset
+    with pytest.raises(NotImplementedError, match="mindspore.dataset.DistributedSampler.*num_shards"):
+        ds.DistributedSampler
+    with pytest.raises(NotImplementedError, match="set_prefetch_size"):
+        ds.config.set_prefetch_size
+    with pytest.raises(NotImplementedError, match="vision.Rotate"):
+        C.Rotate
+    with pytest.raises(NotImplementedError, match="transforms.OneHot"):
+        C2.OneHot
+    with pytest.raises(AttributeError):
+        ds.NoSuchThing
+
+
+def test_reset_between_epochs_and_set_init_step_resume(cli):
+    """MindSpore's Model calls reset() at every epoch's end: the iterator carries on with
+    the next epoch. set_init_step(k) starts new iterators at global step k."""
+    ds.config.set_seed(7)
+    data = create_dataset(str(TREE), batch_size=4, do_train=True)
+    it = data.create_tuple_iterator(output_numpy=True, num_epochs=3)
+    epochs = []
+    for _ in range(3):
+        epochs.append(collect(it))
+        data.reset()
+    want = run_digests(cli, "resnet50_eval.toml", "--batch-size", "4", "--shuffle", "--seed", "7", "--epochs", "3")
+    assert [digest_of(e) for e in epochs] == want
+    assert data.get_init_step() == 0
+    data.set_init_step(4)  # epoch 1's second batch
+    it = data.create_tuple_iterator(output_numpy=True, num_epochs=3)
+    rest = [collect(it), collect(it)]
+    assert collect(it) == []  # num_epochs counts from epoch 0: epochs 1 and 2 were left
+    assert len(rest[0]) == 2 and all(a[0].tobytes() == b[0].tobytes() for a, b in zip(rest[0], epochs[1][1:]))
+    assert digest_of(rest[1]) == want[2]
+    with pytest.raises(ValueError):
+        data.set_init_step(-1)
+
+
+def test_every_engine_op_is_exposed_or_listed_with_its_reason():
+    from imgfeed import _imgfeed
+    from imgfeed.dataset import _engine_ops
+    from imgfeed.dataset._op import Op
+
+    # one instance of every op class the layer exports
+    made = [
+        C.Decode(), C.Resize(256), C.CenterCrop(224), C.Normalize([0.0] * 3, [1.0] * 3), C.HWC2CHW(),
+        C.Rescale(1 / 255, 0.0), C.RandomCrop(32, padding=4), C.RandomHorizontalFlip(), C.RandomVerticalFlip(),
+        C.RandomColorAdjust(0.4, 0.4, 0.4), C.Pad(2), C.RandomErasing(), C.AutoAugment(), C.RandAugment(),
+        C.TrivialAugmentWide(), C.RandomResizedCrop(224), C.RandomCropDecodeResize(224),
+        C2.TypeCast(mstype.int32),
+    ]
+    classes = {getattr(module, name) for module in (C, C2) for name in module.__all__}
+    op_classes = {c for c in classes if isinstance(c, type) and issubclass(c, Op)}
+    assert op_classes == {type(o) for o in made}, "an exported op class is not made above"
+    exposed = {t["op"] for o in made for t in o._tables()}
+    engine = set(_imgfeed.op_names()) | set(_imgfeed.batch_op_names())
+    listed = set(_engine_ops.NOT_EXPOSED)
+    assert engine - exposed == listed, f"engine ops neither exposed nor listed: {engine - exposed - listed}"
+    assert not listed & exposed, f"listed as not exposed, yet exposed: {listed & exposed}"
+    assert exposed <= engine, f"tables of ops the engine lacks: {exposed - engine}"
+    assert all(len(why) > 20 for why in _engine_ops.NOT_EXPOSED.values())

@@ -8,10 +8,14 @@
 //! Draws, from the batch's stream ([`CutMix::draw`]): `unit()` for the probability, `lam`,
 //! then `r_x = below(W)`, `r_y = below(H)`.
 
-use super::{check_alpha, check_prob, mix_rolled, one, BatchView};
-use crate::ops::Rect;
+use super::{
+    check_alpha, check_prob, mix_rolled, mixable, one, BatchContext, BatchKernel, BatchLowered,
+    BatchOpDef, BatchView,
+};
+use crate::imgproc::Rect;
 use crate::rng::SplitMix64;
-use crate::spec::{Layout, SpecError};
+use crate::spec::{Layout, Spec, SpecError};
+use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 /// The `cutmix` batch op.
@@ -50,9 +54,25 @@ impl CutMix {
         Some(cut(rng.beta(self.alpha, self.alpha), rng, h, w))
     }
 
-    pub(crate) fn check(&self) -> Result<(), SpecError> {
+}
+
+impl BatchOpDef for CutMix {
+    fn output_spec(&self, input: &Spec, at: &BatchContext) -> Result<Spec, SpecError> {
         check_alpha("alpha", self.alpha)?;
-        check_prob("prob", self.prob)
+        check_prob("prob", self.prob)?;
+        mixable(input, at)
+    }
+
+    fn lower(&self) -> BatchLowered {
+        BatchLowered::Batch(Arc::new(self.clone()))
+    }
+}
+
+impl BatchKernel for CutMix {
+    fn apply(&self, b: &mut BatchView<'_>, rng: &mut SplitMix64, scratch: &mut Vec<f32>) {
+        if let Some(cut) = self.draw(rng, b.height(), b.width()) {
+            paste(b, cut, scratch)
+        }
     }
 }
 

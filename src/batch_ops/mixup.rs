@@ -5,9 +5,13 @@
 //! Draws, from the batch's stream ([`MixUp::draw`]): `unit()` for the probability, then
 //! `lam`.
 
-use super::{check_alpha, check_prob, mix_rolled, one, BatchView};
+use super::{
+    check_alpha, check_prob, mix_rolled, mixable, one, BatchContext, BatchKernel, BatchLowered,
+    BatchOpDef, BatchView,
+};
 use crate::rng::SplitMix64;
-use crate::spec::SpecError;
+use crate::spec::{Spec, SpecError};
+use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 /// The `mixup` batch op.
@@ -37,9 +41,25 @@ impl MixUp {
         Some(rng.beta(self.alpha, self.alpha))
     }
 
-    pub(crate) fn check(&self) -> Result<(), SpecError> {
+}
+
+impl BatchOpDef for MixUp {
+    fn output_spec(&self, input: &Spec, at: &BatchContext) -> Result<Spec, SpecError> {
         check_alpha("alpha", self.alpha)?;
-        check_prob("prob", self.prob)
+        check_prob("prob", self.prob)?;
+        mixable(input, at)
+    }
+
+    fn lower(&self) -> BatchLowered {
+        BatchLowered::Batch(Arc::new(self.clone()))
+    }
+}
+
+impl BatchKernel for MixUp {
+    fn apply(&self, b: &mut BatchView<'_>, rng: &mut SplitMix64, scratch: &mut Vec<f32>) {
+        if let Some(lam) = self.draw(rng) {
+            mix(b, lam, scratch)
+        }
     }
 }
 

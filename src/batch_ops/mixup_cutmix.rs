@@ -8,14 +8,15 @@
 
 use super::cutmix::{cut, paste};
 use super::mixup::mix;
-use super::{check_alpha, check_prob, one, BatchView};
+use super::{
+    check_alpha, check_prob, mixable, one, BatchContext, BatchKernel, BatchLowered, BatchOpDef,
+    BatchView,
+};
 use crate::rng::SplitMix64;
-use crate::spec::SpecError;
+use crate::spec::{Spec, SpecError};
+use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
-fn half() -> f64 {
-    0.5
-}
 
 /// The `mixup_cutmix` batch op.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -29,7 +30,7 @@ pub struct MixUpCutMix {
     #[serde(default = "one")]
     pub cutmix_alpha: f64,
     /// Probability of CutMix rather than MixUp (default 0.5).
-    #[serde(default = "half")]
+    #[serde(default = "crate::ops::half")]
     pub switch_prob: f64,
     /// Probability of mixing a batch (default 1).
     #[serde(default = "one")]
@@ -69,19 +70,24 @@ impl MixUpCutMix {
         }
     }
 
-    pub(crate) fn check(&self) -> Result<(), SpecError> {
+}
+
+impl BatchOpDef for MixUpCutMix {
+    fn output_spec(&self, input: &Spec, at: &BatchContext) -> Result<Spec, SpecError> {
         check_alpha("mixup_alpha", self.mixup_alpha)?;
         check_alpha("cutmix_alpha", self.cutmix_alpha)?;
         check_prob("switch_prob", self.switch_prob)?;
-        check_prob("prob", self.prob)
+        check_prob("prob", self.prob)?;
+        mixable(input, at)
     }
 
-    pub(crate) fn apply(
-        &self,
-        b: &mut BatchView<'_>,
-        rng: &mut SplitMix64,
-        scratch: &mut Vec<f32>,
-    ) {
+    fn lower(&self) -> BatchLowered {
+        BatchLowered::Batch(Arc::new(self.clone()))
+    }
+}
+
+impl BatchKernel for MixUpCutMix {
+    fn apply(&self, b: &mut BatchView<'_>, rng: &mut SplitMix64, scratch: &mut Vec<f32>) {
         match self.draw(rng, b.height(), b.width()) {
             Some(Mixed::MixUp(lam)) => mix(b, lam, scratch),
             Some(Mixed::CutMix(c)) => paste(b, c, scratch),

@@ -18,91 +18,118 @@
 //! drawing from the batch's own stream `(seed, epoch, batch)` — the same batches for any
 //! worker count, and on resume.
 
-pub mod cutmix;
-pub mod mixup;
-pub mod mixup_cutmix;
-pub mod one_hot;
-
+use crate::engine::OnError;
 use crate::rng::SplitMix64;
-use crate::spec::{DType, LabelType, Layout, Spec, SpecError};
+use crate::spec::{DType, Layout, Spec, SpecError};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
-pub use cutmix::CutMix;
-pub use mixup::MixUp;
-pub use mixup_cutmix::MixUpCutMix;
-pub use one_hot::OneHot;
+/// What a batch op is to the pipeline — the contract every batch op's file implements
+/// (the batch-op counterpart of [`crate::ops`]' `OpDef`): its spec rule and what it
+/// compiles to. The pipeline and the engine run these and name no batch op.
+pub(crate) trait BatchOpDef {
+    /// The spec of one sample after it, or why it cannot take `input` where it stands
+    /// (`at`: what the batch ops before it did, and the engine's error policy).
+    fn output_spec(&self, input: &Spec, at: &BatchContext) -> Result<Spec, SpecError>;
 
-/// One batch op, tagged by `op` in a pipeline file.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
-#[non_exhaustive]
-pub enum BatchOp {
+    /// What the engine runs for it.
+    fn lower(&self) -> BatchLowered;
+}
+
+/// Where a batch op stands in the pipeline, for its spec rule.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BatchContext {
+    /// A batch op before this one made the labels soft rows (lowered to label rows).
+    pub(crate) soft_labels: bool,
+    /// The engine's policy for bad samples.
+    pub(crate) on_error: OnError,
+}
+
+/// What a batch op compiles to.
+pub(crate) enum BatchLowered {
+    /// Label rows the worker writes with each sample, `on` at the sample's class and
+    /// `off` elsewhere (the row length is the spec's label columns); a class not below it
+    /// fails the sample in stage `stage`.
+    LabelRows {
+        on: f32,
+        off: f32,
+        stage: &'static str,
+    },
+    /// A kernel run on each complete batch, in place, by the worker that completes it.
+    Batch(Arc<dyn BatchKernel>),
+}
+
+/// A kernel on a complete batch: it reads and writes the float images and soft label rows
+/// of [`BatchView`] and draws from the batch's own stream `(seed, epoch, batch)`.
+pub(crate) trait BatchKernel: Send + Sync + std::fmt::Debug {
+    fn apply(&self, b: &mut BatchView<'_>, rng: &mut SplitMix64, scratch: &mut Vec<f32>);
+}
+
+/// Declares the batch ops: for each, its module (`pub mod`), its type (re-exported here)
+/// and its variant of [`BatchOp`], named in pipeline files as the module is (the variant's
+/// snake_case name, checked by a test).
+macro_rules! batch_ops {
+    ($($(#[$doc:meta])* $module:ident :: $ty:ident as $variant:ident,)*) => {
+        $(pub mod $module;)*
+        $(pub use $module::$ty;)*
+
+        /// One batch op, tagged by `op` in a pipeline file.
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+        #[non_exhaustive]
+        pub enum BatchOp {
+            $($(#[$doc])* $variant($ty),)*
+        }
+
+        impl BatchOp {
+            /// Every batch op's name in pipeline files.
+            pub const NAMES: &'static [&'static str] = &[$(stringify!($module)),*];
+
+            /// Its name in pipeline files.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(BatchOp::$variant(_) => stringify!($module),)*
+                }
+            }
+
+            pub(crate) fn def(&self) -> &dyn BatchOpDef {
+                match self {
+                    $(BatchOp::$variant(o) => o,)*
+                }
+            }
+        }
+    };
+}
+
+batch_ops! {
     /// Labels as float32 one-hot rows, optionally smoothed.
-    OneHot(OneHot),
+    one_hot::OneHot as OneHot,
     /// MixUp: every sample blended with the previous one.
-    Mixup(MixUp),
+    mixup::MixUp as Mixup,
     /// CutMix: a box of the previous sample pasted into every sample.
-    Cutmix(CutMix),
+    cutmix::CutMix as Cutmix,
     /// MixUp or CutMix, chosen per batch.
-    MixupCutmix(MixUpCutMix),
+    mixup_cutmix::MixUpCutMix as MixupCutmix,
 }
 
-impl BatchOp {
-    /// Its name in pipeline files.
-    pub fn name(&self) -> &'static str {
-        match self {
-            BatchOp::OneHot(_) => "one_hot",
-            BatchOp::Mixup(_) => "mixup",
-            BatchOp::Cutmix(_) => "cutmix",
-            BatchOp::MixupCutmix(_) => "mixup_cutmix",
-        }
-    }
-
-    /// The spec of one sample after it, or why it cannot take `input`.
-    pub fn output_spec(&self, input: &Spec) -> Result<Spec, SpecError> {
-        match self {
-            BatchOp::OneHot(o) => o.output_spec(input),
-            BatchOp::Mixup(m) => m.check().and_then(|()| mixable(input)),
-            BatchOp::Cutmix(c) => c.check().and_then(|()| mixable(input)),
-            BatchOp::MixupCutmix(m) => m.check().and_then(|()| mixable(input)),
-        }
-    }
-
-    /// Mix the batch `b` in place, drawing from `rng` (the batch's stream); `one_hot`
-    /// happens as samples are written, not here.
-    pub(crate) fn apply(
-        &self,
-        b: &mut BatchView<'_>,
-        rng: &mut SplitMix64,
-        scratch: &mut Vec<f32>,
-    ) {
-        match self {
-            BatchOp::OneHot(_) => {}
-            BatchOp::Mixup(m) => {
-                if let Some(lam) = m.draw(rng) {
-                    mixup::mix(b, lam, scratch)
-                }
-            }
-            BatchOp::Cutmix(c) => {
-                if let Some(cut) = c.draw(rng, b.height(), b.width()) {
-                    cutmix::paste(b, cut, scratch)
-                }
-            }
-            BatchOp::MixupCutmix(m) => m.apply(b, rng, scratch),
-        }
-    }
-}
-
-/// What the mixing ops need: float images (float32, float16 or bfloat16) and float32 label rows (after `one_hot`).
-fn mixable(input: &Spec) -> Result<Spec, SpecError> {
+/// What the mixing ops need: float images (float32, float16 or bfloat16), soft label rows
+/// (a batch op that writes them before), and batches that stay as cut (not `on_error =
+/// "skip"`, whose re-cutting would undo the mixing's pairing).
+fn mixable(input: &Spec, at: &BatchContext) -> Result<Spec, SpecError> {
     if input.dtype == DType::U8 {
         return Err(SpecError::input(
             "mixing needs float images: put normalize or rescale in the ops",
         ));
     }
-    if input.label != LabelType::F32 {
+    if !at.soft_labels {
         return Err(SpecError::input(
             "mixing needs soft labels: put a one_hot batch op before it",
+        ));
+    }
+    if at.on_error == OnError::Skip {
+        return Err(SpecError::input(
+            "mixing cannot run with on_error = \"skip\" (skipped samples re-cut the \
+             batches after they are mixed): use \"replace\" or \"error\"",
         ));
     }
     Ok(input.clone())
@@ -179,5 +206,27 @@ pub(crate) fn mix_rolled(rows: &mut [f32], len: usize, n: usize, lam: f64, last:
     }
     for (x, &p) in rows[..len].iter_mut().zip(last.iter()) {
         *x = p * take + *x * keep;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BatchOp;
+
+    #[test]
+    fn each_batch_op_is_named_in_pipeline_files_as_its_module() {
+        let tables = [
+            r#"{"op": "one_hot", "num_classes": 3}"#,
+            r#"{"op": "mixup"}"#,
+            r#"{"op": "cutmix"}"#,
+            r#"{"op": "mixup_cutmix"}"#,
+        ];
+        assert_eq!(tables.len(), BatchOp::NAMES.len());
+        for (t, name) in tables.iter().zip(BatchOp::NAMES) {
+            let op: BatchOp = serde_json::from_str(t).expect("parses");
+            assert_eq!(op.name(), *name);
+            let back = serde_json::to_value(&op).expect("serializes");
+            assert_eq!(back["op"], *name);
+        }
     }
 }

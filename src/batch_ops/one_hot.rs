@@ -3,6 +3,7 @@
 //! timm's smoothed targets, torchvision's `label_smoothing`). The worker writes each
 //! sample's row as it writes the sample; a label not below `num_classes` fails its sample.
 
+use super::{BatchContext, BatchLowered, BatchOpDef};
 use crate::spec::{LabelType, Spec, SpecError};
 use serde::{Deserialize, Serialize};
 
@@ -33,7 +34,13 @@ impl OneHot {
         ((1.0 - self.smoothing + off) as f32, off as f32)
     }
 
-    pub(crate) fn output_spec(&self, input: &Spec) -> Result<Spec, SpecError> {
+}
+
+impl BatchOpDef for OneHot {
+    fn output_spec(&self, input: &Spec, at: &BatchContext) -> Result<Spec, SpecError> {
+        if at.soft_labels {
+            return Err(SpecError::input("the labels are already one-hot"));
+        }
         if !(1..=1 << 20).contains(&self.num_classes) {
             return Err(SpecError::param(
                 "num_classes",
@@ -56,6 +63,16 @@ impl OneHot {
             label_columns: self.num_classes,
             ..input.clone()
         })
+    }
+
+    /// The worker writes each sample's row as it writes the sample.
+    fn lower(&self) -> BatchLowered {
+        let (on, off) = self.values();
+        BatchLowered::LabelRows {
+            on,
+            off,
+            stage: "one_hot",
+        }
     }
 }
 

@@ -53,6 +53,8 @@ struct Measured {
     wait: f64,
     /// Seconds the consumer spent in its stand-in step (`--step-ms`).
     step: f64,
+    /// Ctrl-C stopped the run: the figures cover the part that ran.
+    interrupted: bool,
 }
 
 impl Measured {
@@ -181,7 +183,8 @@ fn verdict(m: &Measured, cores: usize) -> Verdict {
 }
 
 /// Run the pipeline of `c` (with `workers` when given) for the epochs asked, timing the
-/// consumer's waits; `None` when interrupted.
+/// consumer's waits. Ctrl-C ends it early with the figures of what ran (marked
+/// `interrupted`); `None` when it came before the first batch.
 fn measure(
     c: &Common,
     workers: Option<usize>,
@@ -196,7 +199,7 @@ fn measure(
     }
     let p = Pipeline::new(cfg)?;
     super::warn(&p, false);
-    if let Some(w) = super::no_batch(&p) {
+    if let Some(w) = p.empty_epoch_warning() {
         return Err(imgfeed::Error::Invalid(format!("nothing to measure: {w}")).into());
     }
     if header {
@@ -211,8 +214,9 @@ fn measure(
     let (mut wait, mut stepped) = (Duration::ZERO, Duration::ZERO);
     let mut times = imgfeed::StageTimes::default();
     let range = epoch_range(c, &p, o.epochs)?;
+    let bar = progress(super::run_images(c, &p, &range), "images");
     for e in range.clone() {
-        let bar = progress(p.samples_per_epoch() as u64, "images", Some((e, range.end)));
+        bar.set_prefix(super::epoch_label(e, &range));
         let mut epoch = open_epoch(c, &p, e)?;
         loop {
             if interrupt::requested() {
@@ -238,17 +242,27 @@ fn measure(
         for err in epoch.dropped_tail_errors() {
             bar.suspend(|| bad.add(&err))?;
         }
-        bar.finish_and_clear();
         times.merge(&epoch.finish());
         if interrupt::requested() {
-            eprintln!(
-                "interrupted after {batches} batches ({images} images, {:.3} s): no figures",
-                t0.elapsed().as_secs_f64()
-            );
+            break;
+        }
+    }
+    bar.finish_and_clear();
+    let wall = t0.elapsed().as_secs_f64();
+    let interrupted = interrupt::requested();
+    if interrupted {
+        eprintln!(
+            "interrupted after {batches} batches ({images} images, {wall:.3} s){}",
+            if batches == 0 {
+                ": no figures"
+            } else {
+                ": the figures below are partial, of that part of the run"
+            }
+        );
+        if batches == 0 {
             return Ok((p, None));
         }
     }
-    let wall = t0.elapsed().as_secs_f64();
     let (cpu1, peak_rss) = rusage();
     let total_ns: u64 = times.stages.iter().map(|s| s.1).sum();
     let split = times
@@ -268,6 +282,7 @@ fn measure(
         split,
         wait: wait.as_secs_f64(),
         step: stepped.as_secs_f64(),
+        interrupted,
     };
     Ok((p, Some(m)))
 }
@@ -320,6 +335,8 @@ fn to_json(c: &Common, p: &Pipeline, m: &Measured, v: &Verdict) -> serde_json::V
         "consumer_step_s": round(m.step, 3),
         "stage_split": split,
         "verdict": {"bound": v.bound, "finding": v.finding, "advice": v.advice},
+        "partial": m.interrupted,
+        "caution": caution(m),
     })
 }
 
@@ -327,7 +344,26 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// Runs shorter than this, or with fewer images, measure start-up more than throughput.
+const MIN_WALL_S: f64 = 1.0;
+const MIN_IMAGES: usize = 500;
+
+/// A word of caution when the run was too short to measure throughput, else `None`.
+fn caution(m: &Measured) -> Option<String> {
+    (m.wall < MIN_WALL_S || m.images < MIN_IMAGES).then(|| {
+        format!(
+            "only {} images in {:.2} s: too little to measure (start-up and the last \
+             batches weigh on every figure); use at least {MIN_IMAGES} images and \
+             {MIN_WALL_S:.0} s (more data, or --epochs)",
+            m.images, m.wall
+        )
+    })
+}
+
 fn print_table(m: &Measured, v: &Verdict) {
+    if m.interrupted {
+        println!("PARTIAL      interrupted: these figures cover the part of the run that ran");
+    }
     println!("images       {} in {} batches", m.images, m.batches);
     println!("wall         {:.3} s", m.wall);
     println!(
@@ -343,6 +379,25 @@ fn print_table(m: &Measured, v: &Verdict) {
         m.mb_out_per_s()
     );
     println!("peak RSS     {:.1} MB", m.peak_rss as f64 / 1e6);
+    let store = imgfeed::remote::snapshot();
+    if !store.is_empty() {
+        println!(
+            "store        {} ({:.1} MB/s, {:.0} requests/s over the run)",
+            store,
+            store.bytes as f64 / 1e6 / m.wall.max(1e-9),
+            store.requests as f64 / m.wall.max(1e-9)
+        );
+        // Worker time spent waiting for shard files: the store's share of the run.
+        let share = store.waited_ns as f64 / 1e9 / (m.workers.max(1) as f64 * m.wall).max(1e-9);
+        if share > 0.1 {
+            println!(
+                "store        the store held the workers up {:.0}% of the time: a link faster \
+                 than {:.0} MB/s, a warm --cache-dir, or larger shards (fewer requests) would help",
+                share * 100.0,
+                store.bytes as f64 / 1e6 / m.wall.max(1e-9)
+            );
+        }
+    }
     if m.step > 0.0 {
         println!(
             "consumer     waited {:.3} s for batches, stepped {:.3} s",
@@ -357,6 +412,9 @@ fn print_table(m: &Measured, v: &Verdict) {
     }
     println!("verdict      {}", v.finding);
     println!("advice       {}", v.advice);
+    if let Some(c) = caution(m) {
+        println!("caution      {c}");
+    }
 }
 
 pub fn bench(c: &Common, o: &BenchOpts) -> Result<i32> {
@@ -383,12 +441,18 @@ pub fn bench(c: &Common, o: &BenchOpts) -> Result<i32> {
             return Ok(interrupt::EXIT);
         };
         let v = verdict(&m, cores());
-        if o.sweep.is_none() {
+        // A sweep prints its table at the end, or now if Ctrl-C cut it short.
+        if o.sweep.is_none() || m.interrupted {
             if o.json {
                 println!("{}", to_json(c, &p, &m, &v));
             } else {
                 print_table(&m, &v);
             }
+        }
+        if m.interrupted {
+            bad.finish()?;
+            bad.print(super::bad_verb(&p));
+            return Ok(interrupt::EXIT);
         }
         runs.push((p, m, v));
     }
@@ -430,7 +494,11 @@ pub fn bench(c: &Common, o: &BenchOpts) -> Result<i32> {
                     cpu_ms_per_image: m.cpu_ms_per_image(),
                 })
                 .collect();
-            let title = format!("imgfeed bench {}", c.pipeline.display());
+            let data = runs
+                .first()
+                .map(|(p, _, _)| p.config().source.root().display().to_string())
+                .unwrap_or_default();
+            let title = format!("imgfeed bench {} on {data}", c.pipeline.display());
             std::fs::write(path, plot::svg(&title, &points))
                 .map_err(|e| anyhow::anyhow!("--plot {}: {e}", path.display()))?;
             if !o.json {
@@ -459,6 +527,7 @@ mod tests {
             split: split.iter().map(|(s, f)| (s.to_string(), *f)).collect(),
             wait,
             step,
+            interrupted: false,
         }
     }
 

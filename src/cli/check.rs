@@ -37,7 +37,7 @@ pub fn check(c: &Common) -> Result<i32> {
     }
     let src = &cfg.source;
     println!(
-        "epoch: {} samples in {} batches, {} workers; shard {} of {} (uneven {:?}); shuffle {}, seed {}; {} epoch(s); on_error {:?}",
+        "epoch: {} samples in {} batches, {} workers; shard {} of {} (uneven {}); shuffle {}, seed {}; {} epoch(s); on_error {}",
         p.samples_per_epoch(),
         p.batches_per_epoch(),
         cfg.engine.workers,

@@ -31,7 +31,7 @@ pub fn convert(
         }
         None => (p.resume(c.start())?, p.samples_per_epoch()),
     };
-    let bar = progress(total as u64, "samples", None);
+    let bar = progress(total as u64, "samples");
     let mut report_err = Ok(());
     let report = write_npy_dir(
         epoch,
@@ -101,7 +101,7 @@ pub fn convert_shards(
         st.mode = m;
     }
     st.slice = slice;
-    let bar = progress(0, "samples", None);
+    let bar = progress(0, "samples");
     let mut bad = Reporter::new(report)?;
     let mut report_err = Ok(());
     let done = convert_to_shards_until(

@@ -38,13 +38,22 @@ struct Cli {
 }
 
 const EXIT_CODES: &str = "Exit codes: 0 every sample good; 1 a bad sample stopped the run, or \
-    bad samples were skipped or replaced (listed on stderr); 2 usage, pipeline or dataset \
-    errors; 70 a bug in imgfeed; 130 interrupted.";
+    bad samples were skipped or replaced (listed on stderr); 2 usage, pipeline, dataset or \
+    output errors (an output that cannot be created or written); 70 a bug in imgfeed; 130 \
+    interrupted.";
+
+/// `check` reads no sample: no bad-sample code.
+const CHECK_EXIT_CODES: &str = "Exit codes: 0 the pipeline checks out; 2 usage, pipeline or \
+    dataset errors; 70 a bug in imgfeed.";
+
+/// `merge-index` reads manifests only: no bad-sample code.
+const MERGE_EXIT_CODES: &str = "Exit codes: 0 merged; 2 usage errors, or slices that are \
+    missing, mismatched or unwritable; 70 a bug in imgfeed.";
 
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Check a pipeline and print the sample spec after each stage (reads no pixel).
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = CHECK_EXIT_CODES)]
     Check {
         #[command(flatten)]
         input: Input,
@@ -114,7 +123,7 @@ enum Command {
     },
     /// Join the slice manifests of a split shards conversion (`convert --format shards
     /// --slice I/K --out DIR`, one per slice) into DIR/manifest.json.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = MERGE_EXIT_CODES)]
     MergeIndex {
         /// The folder the slices were written to.
         dir: PathBuf,
@@ -203,12 +212,25 @@ fn parse_slice(s: &str) -> std::result::Result<(usize, usize), String> {
 struct Input {
     /// The pipeline file (TOML).
     pipeline: PathBuf,
-    /// Dataset root, overriding the pipeline's `source.root`.
+    /// Dataset root, overriding the pipeline's `source.root`: a folder, or a shards
+    /// dataset in object storage (s3://bucket/prefix).
     #[arg(long)]
     data: Option<PathBuf>,
     /// CIFAR split, overriding `source.usage` (default: train for cifar10/cifar100).
     #[arg(long, value_enum)]
     usage: Option<Usage>,
+    /// S3-compatible endpoint for an s3:// root, overriding `source.endpoint` and
+    /// AWS_ENDPOINT_URL (http:// for a loopback address only).
+    #[arg(long)]
+    endpoint: Option<String>,
+    /// Cache root for an s3:// root, overriding `source.cache_dir` (default
+    /// $XDG_CACHE_HOME/imgfeed, else ~/.cache/imgfeed).
+    #[arg(long)]
+    cache_dir: Option<PathBuf>,
+    /// Byte limit of the dataset's cache folder (20GB, 512MiB), overriding
+    /// `source.cache_size` (default 100GB).
+    #[arg(long)]
+    cache_size: Option<String>,
 }
 
 /// Threads and batches.
@@ -232,7 +254,8 @@ struct SamplingFlags {
     /// Seed of the shuffle and the random ops, overriding `source.seed` (default 0).
     #[arg(long)]
     seed: Option<u64>,
-    /// Shuffle every epoch, overriding `source.shuffle` (default: true).
+    /// Shuffle every epoch, overriding `source.shuffle` (default false: the file's order,
+    /// as `shuffle = false`; the Python dataset API shuffles by default, as MindSpore).
     #[arg(long, overrides_with = "no_shuffle")]
     shuffle: bool,
     /// Keep the source order, overriding `source.shuffle`.
@@ -282,6 +305,9 @@ struct Common {
     pipeline: PathBuf,
     data: Option<PathBuf>,
     usage: Option<Usage>,
+    endpoint: Option<String>,
+    cache_dir: Option<PathBuf>,
+    cache_size: Option<String>,
     workers: Option<usize>,
     batch_size: Option<usize>,
     work_unit: Option<usize>,
@@ -305,6 +331,9 @@ impl Common {
             pipeline: input.pipeline,
             data: input.data,
             usage: input.usage,
+            endpoint: input.endpoint,
+            cache_dir: input.cache_dir,
+            cache_size: input.cache_size,
             workers: engine.workers,
             batch_size: engine.batch_size,
             work_unit: engine.work_unit,
@@ -361,12 +390,80 @@ impl Common {
     }
 }
 
-/// A flag the command does not take with these others: a usage error (exit 2), saying why.
-fn refuse(why: String) -> ! {
+/// A flag the subcommand `sub` does not take with these others, or a bad value: a usage
+/// error (exit 2) saying why, followed by `sub`'s own usage line.
+fn refuse(sub: &str, why: String) -> ! {
     use clap::CommandFactory;
-    Cli::command()
-        .error(clap::error::ErrorKind::ArgumentConflict, why)
-        .exit()
+    let mut cli = Cli::command();
+    cli.build();
+    match cli.find_subcommand_mut(sub) {
+        Some(cmd) => cmd
+            .clone()
+            .error(clap::error::ErrorKind::ArgumentConflict, why)
+            .exit(),
+        None => cli
+            .error(clap::error::ErrorKind::ArgumentConflict, why)
+            .exit(),
+    }
+}
+
+/// Parse the command line. A flag that the subcommand does not take but another does
+/// (`run --json`) is answered with the commands that take it, not with clap's tip to pass
+/// it as a value (`-- --json`).
+fn parse() -> Cli {
+    use clap::CommandFactory;
+    use clap::FromArgMatches;
+    let mut cli = Cli::command();
+    let err = match cli.try_get_matches_from_mut(std::env::args_os()) {
+        Ok(m) => match Cli::from_arg_matches(&m) {
+            Ok(c) => return c,
+            Err(e) => e,
+        },
+        Err(e) => e,
+    };
+    if err.kind() == clap::error::ErrorKind::UnknownArgument {
+        if let Some(clap::error::ContextValue::String(flag)) =
+            err.get(clap::error::ContextKind::InvalidArg)
+        {
+            // args_os: a path that is not UTF-8 is a valid argument (`args` would panic)
+            let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+            let sub = args
+                .iter()
+                .skip(1)
+                .find_map(|a| a.to_str().and_then(|a| cli.find_subcommand(a)))
+                .map(|c| c.get_name().to_string());
+            let long = flag
+                .split('=')
+                .next()
+                .unwrap_or(flag)
+                .trim_start_matches('-');
+            let takers: Vec<String> = cli
+                .get_subcommands()
+                .filter(|c| c.get_arguments().any(|a| a.get_long() == Some(long)))
+                .map(|c| format!("`{}`", c.get_name()))
+                .collect();
+            if let (Some(sub), false) = (sub, takers.is_empty()) {
+                refuse(
+                    &sub,
+                    format!(
+                        "`{sub}` does not take --{long}: only {} {}",
+                        and_list(&takers),
+                        if takers.len() == 1 { "does" } else { "do" }
+                    ),
+                );
+            }
+        }
+    }
+    err.exit()
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 impl Common {
@@ -374,6 +471,16 @@ impl Common {
         let mut cfg = PipelineConfig::from_file(&self.pipeline)?;
         if let Some(d) = &self.data {
             *cfg.source.dataset.root_mut() = d.clone();
+        }
+        let remote = &mut cfg.source.remote;
+        if let Some(e) = &self.endpoint {
+            remote.endpoint = Some(e.clone());
+        }
+        if let Some(d) = &self.cache_dir {
+            remote.cache_dir = Some(d.clone());
+        }
+        if let Some(n) = &self.cache_size {
+            remote.cache_size = Some(n.clone());
         }
         if let Some(w) = self.workers {
             cfg.engine.workers = w;
@@ -468,34 +575,39 @@ fn open_epoch(c: &Common, p: &Pipeline, e: u64) -> imgfeed::Result<imgfeed::Epoc
     }
 }
 
-/// A progress bar on stderr (drawn only on a terminal): `epoch 3/20` when the run has
-/// epochs, the count of `what`, its rate rounded, and the ETA.
-fn progress(len: u64, what: &'static str, epoch: Option<(u64, u64)>) -> ProgressBar {
+/// A progress bar on stderr (drawn only on a terminal) over a whole run: its prefix (set
+/// per epoch, [`epoch_label`]), the count of `what`, its rate rounded, and the run's ETA.
+fn progress(len: u64, what: &'static str) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
-    let label = epoch.map_or_else(String::new, |(e, n)| format!("epoch {}/{n} ", e + 1));
     let rate = move |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
         let _ = write!(w, "{:.0} {what}/s", s.per_sec());
     };
     if let Ok(style) = ProgressStyle::with_template(&format!(
-        "{label}{{elapsed_precise}} [{{bar:30}}] {{pos}}/{{len}} {what} ({{rate}}, eta {{eta}})"
+        "{{prefix}}{{elapsed_precise}} [{{bar:30}}] {{pos}}/{{len}} {what} ({{rate}}, eta {{eta}})"
     )) {
         bar.set_style(style.with_key("rate", rate).progress_chars("=> "));
     }
     bar
 }
 
-/// The warning for a pipeline whose epochs yield no batch (fewer samples than a batch with
-/// `drop_remainder`), or `None`.
-fn no_batch(p: &Pipeline) -> Option<String> {
-    (p.batches_per_epoch() == 0).then(|| {
-        let cfg = p.config();
-        format!(
-            "{} an epoch, fewer than the batch size {} with drop_remainder: every epoch yields \
-             no batch (lower --batch-size, or set drop_remainder = false)",
-            imgfeed::spec::count(p.samples_per_epoch() as u64, "sample", "samples"),
-            cfg.batch.size
-        )
-    })
+/// The progress bar's prefix in epoch `e` of a run over `range`, counted as the summaries
+/// and `--start-epoch` count (from 0): `epoch 3 of 0-19 `.
+fn epoch_label(e: u64, range: &std::ops::Range<u64>) -> String {
+    format!(
+        "epoch {e} of {}-{} ",
+        range.start,
+        range.end.saturating_sub(1)
+    )
+}
+
+/// The images a run over `range` yields (barring skipped samples): each epoch's batches ×
+/// the batch size (the last one short unless dropped), less the batches `--start-batch`
+/// skips in the first.
+fn run_images(c: &Common, p: &Pipeline, range: &std::ops::Range<u64>) -> u64 {
+    let bs = p.config().batch.size as u64;
+    let per_epoch = (p.samples_per_epoch() as u64).min(p.batches_per_epoch() as u64 * bs);
+    let skipped = (c.start_batch as u64 * bs).min(per_epoch);
+    (per_epoch * (range.end - range.start)).saturating_sub(skipped)
 }
 
 /// The pipeline's own warnings (e.g. normalize's units), and for `run` and `check`
@@ -504,7 +616,7 @@ fn warn(p: &Pipeline, batches: bool) {
     for w in p.warnings() {
         eprintln!("warning: {w}");
     }
-    if let Some(w) = no_batch(p).filter(|_| batches) {
+    if let Some(w) = p.empty_epoch_warning().filter(|_| batches) {
         eprintln!("warning: {w}");
     }
 }
@@ -517,18 +629,20 @@ fn bad_verb(p: &Pipeline) -> &'static str {
     }
 }
 
-/// Exit code for an error: 2 for usage/pipeline errors, 70 for a bug in imgfeed
-/// (sysexits' EX_SOFTWARE), 1 for data and output errors.
+/// Exit code for an error: 2 for usage, pipeline, dataset and output errors (an output
+/// that cannot be created or written), 70 for a bug in imgfeed (sysexits' EX_SOFTWARE), 1
+/// for bad samples.
 fn exit_code(e: &anyhow::Error) -> i32 {
     match e.downcast_ref::<imgfeed::Error>() {
         Some(err) if err.is_usage() => 2,
+        Some(imgfeed::Error::Io { .. }) => 2,
         Some(imgfeed::Error::Internal(_)) => 70,
         _ => 1,
     }
 }
 
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    let cli = parse();
     interrupt::install();
     let r: Result<i32> = match cli.command {
         Command::Check {
@@ -572,13 +686,14 @@ pub fn main() -> i32 {
                         (shard_size.is_some(), "--shard-size"),
                     ] {
                         if given {
-                            refuse(format!(
+                            refuse("convert", format!(
                                 "{flag} applies to `convert --format shards` only (this is --format npy)"
                             ));
                         }
                     }
                     if slice.is_some() && c.resumes() {
                         refuse(
+                            "convert",
                             "--slice and --start-epoch/--start-batch/--start-sample do not go \
                              together: a slice job converts its whole slice"
                                 .into(),
@@ -588,15 +703,19 @@ pub fn main() -> i32 {
                 }
                 Format::Shards => {
                     if let Some(flag) = c.sampling_flags().first() {
-                        refuse(format!(
-                            "{flag} does not apply to `convert --format shards`: a shards \
+                        refuse(
+                            "convert",
+                            format!(
+                                "{flag} does not apply to `convert --format shards`: a shards \
                              dataset holds every sample in source order, and training shuffles \
                              and shards it as it would the original (split a conversion into \
                              jobs with --slice I/K)"
-                        ));
+                            ),
+                        );
                     }
                     if c.resumes() {
                         refuse(
+                            "convert",
                             "--start-epoch/--start-batch/--start-sample do not apply to \
                              `convert --format shards` (split a conversion into jobs with \
                              --slice I/K)"
@@ -626,10 +745,16 @@ pub fn main() -> i32 {
                 .as_ref()
                 .is_some_and(|w| w.is_empty() || w.contains(&0))
             {
-                refuse("--sweep-workers needs worker counts of at least 1 (e.g. 1,2,4)".into());
+                refuse(
+                    "bench",
+                    "--sweep-workers needs worker counts of at least 1 (e.g. 1,2,4)".into(),
+                );
             }
             if step_ms.is_some_and(|ms| !(ms >= 0.0 && ms.is_finite())) {
-                refuse("--step-ms must be a number of milliseconds, at least 0".into());
+                refuse(
+                    "bench",
+                    "--step-ms must be a number of milliseconds, at least 0".into(),
+                );
             }
             let c = Common::new(input, engine)
                 .sampling(sampling)
@@ -651,9 +776,13 @@ pub fn main() -> i32 {
     match r {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e}");
-            for cause in e.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
+            let message = e.to_string();
+            eprintln!("error: {message}");
+            for cause in e.chain().skip(1).map(|c| c.to_string()) {
+                // an error that already says its cause's words is not followed by them
+                if !message.contains(&cause) {
+                    eprintln!("  caused by: {cause}");
+                }
             }
             if matches!(
                 e.downcast_ref::<imgfeed::Error>(),
@@ -673,6 +802,32 @@ pub fn main() -> i32 {
 mod tests {
     use super::exit_code;
     use imgfeed::Error;
+
+    #[test]
+    fn the_progress_bar_counts_what_the_run_yields_and_epochs_from_0() {
+        let mut cfg =
+            imgfeed::PipelineConfig::from_file("pipelines/resnet50_eval.toml").expect("pipeline");
+        cfg.batch.size = 5; // 12 samples, drop_remainder: 10 an epoch
+        let p = imgfeed::Pipeline::new(cfg).expect("pipeline");
+        let c = super::Common::default();
+        assert_eq!(super::run_images(&c, &p, &(0..3)), 30);
+        let resumed = super::Common {
+            start_epoch: 1,
+            start_batch: 1,
+            ..super::Common::default()
+        };
+        assert_eq!(super::run_images(&resumed, &p, &(1..3)), 15);
+        assert_eq!(super::epoch_label(3, &(0..20)), "epoch 3 of 0-19 ");
+    }
+
+    #[test]
+    fn output_errors_exit_2() {
+        let e = Error::Io {
+            path: "out/afile".into(),
+            source: std::io::Error::other("cannot be created"),
+        };
+        assert_eq!(exit_code(&anyhow::Error::from(e)), 2);
+    }
 
     #[test]
     fn exit_codes_separate_usage_data_and_bugs() {

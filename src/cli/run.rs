@@ -6,7 +6,7 @@
 //! their cache) and then over the fingerprint of the batch's label bytes.
 
 use super::report::Reporter;
-use super::{epoch_range, interrupt, open_epoch, progress, Common};
+use super::{epoch_label, epoch_range, interrupt, open_epoch, progress, run_images, Common};
 use anyhow::Result;
 use imgfeed::engine::fingerprint::{fingerprint, fold, OFFSET64};
 use imgfeed::Pipeline;
@@ -28,9 +28,12 @@ pub fn run(
     let mut left = max_batches.unwrap_or(usize::MAX);
     let range = epoch_range(c, &p, epochs)?;
     let last = range.end - 1;
+    let bar = progress(run_images(c, &p, &range), "images");
+    // Opening a remote dataset fetched its manifest, index and names: counted in epoch 0.
+    let mut traffic = imgfeed::remote::Traffic::default();
     for e in range.clone() {
+        bar.set_prefix(epoch_label(e, &range));
         let t0 = Instant::now();
-        let bar = progress(p.samples_per_epoch() as u64, "images", Some((e, range.end)));
         let mut samples = 0usize;
         let mut batches = 0usize;
         let mut digest = OFFSET64;
@@ -61,15 +64,21 @@ pub fn run(
             batches += 1;
             bar.inc(batch.len() as u64);
         }
+        // Out of batches (--max-batches): where to resume, unless the epoch had no batch
+        // left (with skipped samples it may end before `batches_per_epoch`: only asking
+        // for the next batch tells).
+        let stopped = if left == 0 && !interrupt::requested() {
+            let s = epoch.state();
+            (s.batch < p.batches_per_epoch() && epoch.next().is_some()).then_some(s)
+        } else {
+            None
+        };
         for err in epoch.dropped_tail_errors() {
             bar.suspend(|| bad.add(&err))?;
         }
-        // Out of batches before the end of the epoch: where to resume.
-        let stopped =
-            (left == 0 && epoch.state().batch < p.batches_per_epoch()).then(|| epoch.state());
-        bar.finish_and_clear();
         let secs = t0.elapsed().as_secs_f64();
         if interrupt::requested() {
+            bar.finish_and_clear();
             bad.finish()?;
             bad.print(super::bad_verb(&p));
             let s = epoch.state();
@@ -86,30 +95,43 @@ pub fn run(
             imgfeed::LabelType::F32 => format!("{label_sum:.3}"),
             _ => format!("{}", label_sum as i64),
         };
-        println!(
+        let mut lines = vec![format!(
             "epoch {e}: {batches} batches, {samples} samples; images {} {:?}, labels {} (sum {label_sum}); digest {digest:016x}; {secs:.3} s, {:.1} images/s",
             spec.dtype.name(),
             shape,
             spec.label.name(),
             samples as f64 / secs.max(1e-9)
-        );
-        if let Some(s) = stopped {
-            println!(
+        )];
+        let now = imgfeed::remote::snapshot();
+        let moved = now.since(&traffic);
+        traffic = now;
+        if !moved.is_empty() {
+            lines.push(format!("epoch {e}: {moved}"));
+        }
+        let stop = if let Some(s) = stopped {
+            lines.push(format!(
                 "stopped at epoch {} batch {}: resume with {}",
                 s.epoch,
                 s.batch,
                 super::resume_flags(s, p.config().batch.size)
-            );
-            break;
-        }
-        if left == 0 && e < last {
-            println!(
-                "stopped after epoch {e}: resume with --start-epoch {}",
+            ));
+            true
+        } else if left == 0 && e < last {
+            lines.push(format!(
+                "stopped after epoch {e}: resume with --start-epoch {} --start-batch 0",
                 e + 1
-            );
+            ));
+            true
+        } else {
+            false
+        };
+        // the summary goes above the progress bar
+        bar.suspend(|| lines.iter().for_each(|l| println!("{l}")));
+        if stop {
             break;
         }
     }
+    bar.finish_and_clear();
     bad.finish()?;
     bad.print(super::bad_verb(&p));
     // One rule for every command: bad samples (skipped or replaced) exit 1.

@@ -87,9 +87,7 @@ pub fn run(a: &ValidateArgs) -> Result<i32> {
     if let Some(u) = a.usage {
         source.set_usage(u)?;
     }
-    let workers = a
-        .workers
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let workers = a.workers.unwrap_or_else(imgfeed::pipeline::default_workers);
     if workers == 0 {
         return Err(imgfeed::Error::Invalid("--workers must be at least 1".into()).into());
     }
@@ -100,7 +98,7 @@ pub fn run(a: &ValidateArgs) -> Result<i32> {
     let jpeg = decode.decoder.describe();
     let opened = source.open()?;
     let mut bad = Reporter::new(a.report.as_deref())?;
-    let bar = progress(opened.len() as u64, "samples", None);
+    let bar = progress(opened.len() as u64, "samples");
     let report = validate(
         opened.as_ref(),
         &ValidateOptions { decode, workers },

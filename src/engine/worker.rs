@@ -4,7 +4,7 @@
 
 use super::program::{Program, WritePath};
 use crate::error::{Fault, SampleErrorKind};
-use crate::ops::geometry::flip_horizontal;
+use crate::imgproc::geometry::flip_horizontal;
 use crate::ops::image::{bug, Elem, Held, Sample, Tools};
 use crate::ops::pointwise::{narrow, Dst, Pixels, View};
 use crate::ops::pointwise::{

@@ -15,8 +15,8 @@
 
 use super::image::Sample;
 use super::kernel::Kernel;
-use super::pil::{blend, grey_rgb, mean_grey, Degenerate};
 use crate::error::Fault;
+use crate::imgproc::pil::{blend, grey_rgb, mean_grey, Degenerate};
 use crate::rng::SplitMix64;
 use crate::spec::{DType, Layout, Spec, SpecError};
 use serde::{Deserialize, Serialize};

@@ -9,11 +9,11 @@
 //! writes pixels makes its result the held image.
 
 use super::decode::Decoder;
-use super::geometry::Rect;
-use super::geometry::{copy_window, copy_window_mode, flip_horizontal, PadMode};
 use super::resize::{ResizeOptions, Resizer};
 use super::Filter;
-use crate::error::{Fault, SampleErrorKind};
+use crate::error::Fault;
+use crate::imgproc::geometry::Rect;
+use crate::imgproc::geometry::{copy_window, copy_window_mode, flip_horizontal, PadMode};
 use crate::rng::SplitMix64;
 use crate::spec::Layout;
 
@@ -262,7 +262,4 @@ impl Held {
     }
 }
 
-/// A kernel's internal inconsistency (a bug, not the sample's fault).
-pub(crate) fn bug(what: impl Into<String>) -> Fault {
-    Fault::new(SampleErrorKind::Internal, what)
-}
+pub(crate) use crate::error::bug;

@@ -8,10 +8,10 @@
 //! one that reads only a rectangle of the image right after a decode says which
 //! ([`Kernel::region`]), and the compiler (`engine::program`) does the rest.
 
-use super::geometry::Rect;
 use super::image::Sample;
 use super::pointwise::Affine;
 use crate::error::Fault;
+use crate::imgproc::geometry::Rect;
 use crate::rng::SplitMix64;
 use crate::spec::{Layout, Spec, SpecError};
 use std::sync::Arc;

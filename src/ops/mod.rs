@@ -17,25 +17,16 @@ use crate::spec::{Spec, SpecError};
 use kernel::{Lowered, OpDef};
 use serde::{Deserialize, Serialize};
 
-#[macro_use]
-mod simd;
-
 pub mod augment;
-pub(crate) mod geometry;
 pub(crate) mod image;
-pub mod inspect;
 pub(crate) mod kernel;
-#[cfg(imgfeed_libjpeg)]
-pub(crate) mod libjpeg;
-pub(crate) mod pil;
-pub(crate) mod pillow_bilinear;
 pub mod pointwise;
-#[cfg(feature = "turbojpeg")]
-pub(crate) mod turbo;
 
-pub use decode::{jpeg_decoder, JpegBackend};
-pub use geometry::{PadMode, Rect};
-pub use resize::Filter;
+// The codecs and image kernels the ops call, at the paths they had when they lived here.
+pub use crate::codec::inspect;
+pub use crate::codec::{jpeg_decoder, JpegBackend};
+pub use crate::imgproc::geometry;
+pub use crate::imgproc::{Filter, PadMode, Rect};
 
 /// Declares the ops: for each, its module (`pub mod`), its type (re-exported here) and
 /// its variant of [`Op`], named in pipeline files as the module is.
@@ -47,6 +38,7 @@ macro_rules! ops {
         /// One per-sample stage.
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "op", rename_all = "snake_case")]
+        #[non_exhaustive]
         pub enum Op {
             $($(#[$doc])* $ty($ty),)*
         }
@@ -108,7 +100,7 @@ ops! {
     type_cast::TypeCast,
 }
 
-/// A random op's default probability.
+/// A random op's default probability (and any other default of one half).
 pub(crate) fn half() -> f64 {
     0.5
 }

@@ -4,7 +4,7 @@
 //! are `fill` (`constant`, the default) or copied from the image (`edge`, `reflect`,
 //! `symmetric`, as `np.pad`, which torchvision uses for those modes).
 
-use super::geometry::PadMode;
+use crate::imgproc::geometry::PadMode;
 use super::image::Sample;
 use super::kernel::{Kernel, Lowered, OpDef};
 use crate::error::Fault;

@@ -754,7 +754,7 @@ mod tests {
     /// RGB and RGBX pixels.
     #[test]
     fn mirrored_write_is_write_then_flip() {
-        use crate::ops::geometry::flip_horizontal;
+        use crate::imgproc::geometry::flip_horizontal;
         let (h, w) = (3, 37);
         let (rgb, rgbx) = rgb_and_rgbx(h, w);
         let a = Affine {
@@ -798,7 +798,7 @@ mod tests {
     #[test]
     fn streaming_write_matches_the_plain_one_and_fingerprints_it() {
         use crate::engine::fingerprint::fingerprint;
-        use crate::ops::geometry::flip_horizontal;
+        use crate::imgproc::geometry::flip_horizontal;
         let (h, w) = (5, 64);
         let (rgb, rgbx) = rgb_and_rgbx(h, w);
         let a = Affine {

@@ -18,7 +18,7 @@
 
 use super::image::Sample;
 use super::kernel::{Kernel, Lowered, OpDef};
-use super::pil::{blend, grey_rgb, mean_grey, shift_hue, Degenerate};
+use crate::imgproc::pil::{blend, grey_rgb, mean_grey, shift_hue, Degenerate};
 use crate::error::Fault;
 use crate::rng::SplitMix64;
 use crate::spec::{DType, Layout, Spec, SpecError};

@@ -3,7 +3,7 @@
 //! MindSpore's `RandomCrop(size, padding, padding_mode=Border...)` and torchvision's do.
 //! The offset comes from the sample's own random stream, so it does not depend on workers.
 
-use super::geometry::PadMode;
+use crate::imgproc::geometry::PadMode;
 use super::image::Sample;
 use super::kernel::{Kernel, Lowered, OpDef};
 use super::Size;

@@ -45,9 +45,6 @@ impl Default for EraseValue {
     }
 }
 
-fn half() -> f64 {
-    0.5
-}
 
 fn default_scale() -> [f64; 2] {
     [0.02, 0.33]
@@ -63,7 +60,7 @@ fn default_ratio() -> [f64; 2] {
 #[non_exhaustive]
 pub struct RandomErasing {
     /// Probability of erasing (default 0.5).
-    #[serde(default = "half")]
+    #[serde(default = "crate::ops::half")]
     pub prob: f64,
     /// Range of the box's area, as a fraction of the image (default [0.02, 0.33]).
     #[serde(default = "default_scale")]
@@ -79,7 +76,7 @@ pub struct RandomErasing {
 impl Default for RandomErasing {
     fn default() -> RandomErasing {
         RandomErasing {
-            prob: half(),
+            prob: super::half(),
             scale: default_scale(),
             ratio: default_ratio(),
             value: EraseValue::default(),

@@ -18,7 +18,7 @@
 //! columns of the box: the crop is drawn from the header's size before any pixel is
 //! decoded (MindSpore's `RandomCropDecodeResize`).
 
-use super::geometry::Rect;
+use crate::imgproc::geometry::Rect;
 use super::image::{bug, Elem, Sample};
 use super::kernel::{Kernel, Lowered, OpDef};
 use super::resize::pillow_arithmetic;

@@ -170,13 +170,19 @@ impl Manifest {
             return Err(bad(path, format!("manifest of {len} bytes is too large")));
         }
         let text = std::fs::read(path).map_err(io)?;
+        Manifest::parse(path, &text)
+    }
+
+    /// Parse and check a manifest's bytes (`path` names it in errors: a file, or an object
+    /// of a remote dataset).
+    pub fn parse(path: &Path, text: &[u8]) -> Result<Manifest> {
         // Read the version first, so a newer manifest with new fields says so.
         #[derive(Deserialize)]
         struct Head {
             format: Option<String>,
             version: Option<u32>,
         }
-        let head: Head = serde_json::from_slice(&text)
+        let head: Head = serde_json::from_slice(text)
             .map_err(|e| bad(path, format!("not a shards manifest: {e}")))?;
         if head.format.as_deref() != Some(FORMAT) {
             return Err(bad(
@@ -189,7 +195,7 @@ impl Manifest {
             Some(v) => return Err(version_error(path, v)),
             None => return Err(bad(path, "manifest has no version")),
         }
-        let m: Manifest = serde_json::from_slice(&text)
+        let m: Manifest = serde_json::from_slice(text)
             .map_err(|e| bad(path, format!("invalid manifest: {e}")))?;
         if m.label_columns == 0 || m.label_columns > crate::source::MAX_LABELS {
             return Err(bad(

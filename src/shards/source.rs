@@ -24,7 +24,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 /// Largest image a `raw` record may hold (decode's default pixel limit).
-const MAX_PIXELS: u64 = crate::ops::decode::DEFAULT_MAX_PIXELS;
+const MAX_PIXELS: u64 = crate::codec::decoder::DEFAULT_MAX_PIXELS;
 
 /// A shards dataset, opened.
 pub struct Shards {
@@ -32,7 +32,15 @@ pub struct Shards {
     manifest: Manifest,
     index: Mmap,
     names: Mmap,
-    shards: Vec<Mmap>,
+    files: Files,
+}
+
+/// Where the shard files' bytes are.
+enum Files {
+    /// Every shard mapped (a local dataset).
+    Mapped(Vec<Mmap>),
+    /// Fetched into a local cache and mapped when needed (a dataset in object storage).
+    Remote(crate::remote::RemoteFiles),
 }
 
 impl std::fmt::Debug for Shards {
@@ -55,11 +63,14 @@ fn bad(path: &Path, reason: impl Into<String>) -> Error {
 /// Map `dir/entry.file` after checking its size against the manifest.
 fn map_checked(dir: &Path, entry: &FileEntry) -> Result<(PathBuf, Mmap)> {
     let path = dir.join(&entry.file);
-    let file = File::open(&path).map_err(|e| bad(&path, e.to_string()))?;
-    let size = file
-        .metadata()
-        .map_err(|e| bad(&path, e.to_string()))?
-        .len();
+    let map = map_sized(&path, entry)?;
+    Ok((path, map))
+}
+
+/// Map `path` after checking that it has `entry`'s size.
+pub(crate) fn map_sized(path: &Path, entry: &FileEntry) -> Result<Mmap> {
+    let file = File::open(path).map_err(|e| bad(path, e.to_string()))?;
+    let size = file.metadata().map_err(|e| bad(path, e.to_string()))?.len();
     if size != entry.size {
         let what = if size < entry.size {
             "truncated"
@@ -67,7 +78,7 @@ fn map_checked(dir: &Path, entry: &FileEntry) -> Result<(PathBuf, Mmap)> {
             "longer than written"
         };
         return Err(bad(
-            &path,
+            path,
             format!(
                 "{size} bytes, but the manifest says {}: the file is {what} (damaged or replaced)",
                 entry.size
@@ -76,8 +87,7 @@ fn map_checked(dir: &Path, entry: &FileEntry) -> Result<(PathBuf, Mmap)> {
     }
     // SAFETY: the map is read-only; a file changed under it while mapped is outside what
     // any reader can defend against (every record read is still checksummed).
-    let map = unsafe { Mmap::map(&file) }.map_err(|e| bad(&path, e.to_string()))?;
-    Ok((path, map))
+    unsafe { Mmap::map(&file) }.map_err(|e| bad(path, e.to_string()))
 }
 
 fn check_crc(path: &Path, bytes: &[u8], want: u32) -> Result<()> {
@@ -108,9 +118,40 @@ impl Shards {
     /// Open the dataset that the manifest `root/name` describes (a slice's manifest reads
     /// as a dataset of that slice's samples).
     pub fn open_manifest(root: &Path, name: &str) -> Result<Shards> {
+        let manifest = Manifest::read(&root.join(name))?;
+        let index = map_checked(root, &manifest.index)?;
+        let names = map_checked(root, &manifest.names)?;
+        let mut shards = Vec::with_capacity(manifest.shards.len());
+        for entry in &manifest.shards {
+            let (spath, map) = map_checked(root, entry)?;
+            check_shard(&spath, &map, &manifest)?;
+            shards.push(map);
+        }
+        Shards::assemble(root, name, manifest, index, names, Files::Mapped(shards))
+    }
+
+    /// A dataset in object storage: the manifest as fetched, the index and the names
+    /// already in the local cache (`index`, `names`: their paths and maps), and the shard
+    /// files fetched when read. The same checks as a local dataset's.
+    pub(crate) fn remote(
+        root: &Path,
+        manifest: Manifest,
+        index: (PathBuf, Mmap),
+        names: (PathBuf, Mmap),
+        files: crate::remote::RemoteFiles,
+    ) -> Result<Shards> {
+        Shards::assemble(root, MANIFEST, manifest, index, names, Files::Remote(files))
+    }
+
+    fn assemble(
+        root: &Path,
+        name: &str,
+        manifest: Manifest,
+        (ipath, index): (PathBuf, Mmap),
+        (npath, names): (PathBuf, Mmap),
+        files: Files,
+    ) -> Result<Shards> {
         let mpath = root.join(name);
-        let manifest = Manifest::read(&mpath)?;
-        let (ipath, index) = map_checked(root, &manifest.index)?;
         check_crc(&ipath, &index, manifest.index.crc32)?;
         let (entry_len, count) = parse_header(&ipath, &index, INDEX_MAGIC, "index")?;
         if entry_len as usize != ENTRY_LEN {
@@ -138,29 +179,13 @@ impl Shards {
         if count == 0 {
             return Err(bad(&mpath, "the dataset has no samples"));
         }
-        let (npath, names) = map_checked(root, &manifest.names)?;
         check_crc(&npath, &names, manifest.names.crc32)?;
-        let mut shards = Vec::with_capacity(manifest.shards.len());
-        for entry in &manifest.shards {
-            let (spath, map) = map_checked(root, entry)?;
-            let (code, _) = parse_header(&spath, &map, SHARD_MAGIC, "shard")?;
-            if code != manifest.storage.code() {
-                return Err(bad(
-                    &spath,
-                    format!(
-                        "shard storage code {code}, but the manifest says {}",
-                        manifest.storage.name()
-                    ),
-                ));
-            }
-            shards.push(map);
-        }
         let s = Shards {
             root: root.to_path_buf(),
             manifest,
             index,
             names,
-            shards,
+            files,
         };
         s.check_entries(&ipath)?;
         Ok(s)
@@ -174,12 +199,14 @@ impl Shards {
         for i in 0..self.manifest.samples as usize {
             let e = Entry::at(body, i).ok_or_else(|| bad(ipath, "index ends early"))?;
             let fail = |why: String| bad(ipath, format!("entry {i}: {why}"));
-            let shard = self
+            let shard_len = self
+                .manifest
                 .shards
                 .get(e.shard as usize)
+                .map(|f| f.size)
                 .ok_or_else(|| fail(format!("shard {} does not exist", e.shard)))?;
             let end = e.offset.checked_add(e.length);
-            if e.offset < HEADER_LEN as u64 || end.is_none_or(|end| end > shard.len() as u64) {
+            if e.offset < HEADER_LEN as u64 || end.is_none_or(|end| end > shard_len) {
                 return Err(fail(format!(
                     "record at {}+{} lies outside shard {}",
                     e.offset, e.length, e.shard
@@ -216,41 +243,109 @@ impl Shards {
         Entry::at(self.index.get(HEADER_LEN..)?, index)
     }
 
-    /// The stored bytes of sample `index` (checksum verified).
+    /// The stored bytes of sample `index` (checksum verified), of a local dataset (a
+    /// remote one's records are copied out: [`Shards::record_into`]).
     pub fn record(&self, index: usize) -> Result<(Entry, &[u8])> {
+        let (e, bytes) = self.locate(index)?;
+        let Files::Mapped(maps) = &self.files else {
+            return Err(Error::Invalid(format!(
+                "{}: a dataset in object storage is read with record_into",
+                self.root.display()
+            )));
+        };
+        let bytes = maps
+            .get(e.shard as usize)
+            .and_then(|m| m.get(bytes))
+            .ok_or_else(|| self.corrupt(index, &e, "record out of bounds".into()))?;
+        self.checked(index, e, bytes)
+    }
+
+    /// The stored bytes of sample `index` (checksum verified), borrowed from a mapped
+    /// shard or, for a dataset in object storage, copied into `scratch` from the cached
+    /// shard (fetched first when it is not there).
+    pub fn record_into<'a>(
+        &'a self,
+        index: usize,
+        scratch: &'a mut Vec<u8>,
+    ) -> Result<(Entry, &'a [u8])> {
+        match &self.files {
+            Files::Mapped(_) => self.record(index),
+            Files::Remote(remote) => {
+                let (e, range) = self.locate(index)?;
+                remote.copy(e.shard as usize, range, index, scratch)?;
+                self.checked(index, e, scratch)
+            }
+        }
+    }
+
+    /// The entry of sample `index` and its record's byte range in its shard.
+    fn locate(&self, index: usize) -> Result<(Entry, std::ops::Range<usize>)> {
         let e = self
             .entry(index)
             .ok_or_else(|| Error::out_of_range(index, self.sample_name(index)))?;
+        // In bounds: check_entries saw every entry inside its shard's size.
+        Ok((e, e.offset as usize..(e.offset + e.length) as usize))
+    }
+
+    fn corrupt(&self, index: usize, e: &Entry, why: String) -> Error {
         let shard = self.manifest.shards.get(e.shard as usize);
-        let fail = |why: String| Error::Sample {
+        Error::Sample {
             index,
             file: self.sample_name(index),
             stage: "read",
             kind: SampleErrorKind::Corrupt,
             reason: format!("shard {}: {why}", shard.map_or("?", |s| s.file.as_str())),
-        };
-        let bytes = self
-            .shards
-            .get(e.shard as usize)
-            .and_then(|m| m.get(e.offset as usize..(e.offset + e.length) as usize))
-            .ok_or_else(|| fail("record out of bounds".into()))?;
+        }
+    }
+
+    /// `bytes` if they have the record's checksum.
+    fn checked<'a>(&self, index: usize, e: Entry, bytes: &'a [u8]) -> Result<(Entry, &'a [u8])> {
+        if bytes.len() as u64 != e.length {
+            return Err(self.corrupt(index, &e, "record out of bounds".into()));
+        }
         let got = crc32(bytes);
         if got != e.crc32 {
-            return Err(fail(format!(
-                "checksum mismatch in the record at offset {} ({} bytes): the shard is corrupted",
-                e.offset, e.length
-            )));
+            return Err(self.corrupt(
+                index,
+                &e,
+                format!(
+                    "checksum mismatch in the record at offset {} ({} bytes): the shard is \
+                     corrupted",
+                    e.offset, e.length
+                ),
+            ));
         }
         Ok((e, bytes))
     }
 
-    /// Check every shard's whole-file checksum (reads everything).
+    /// Check every shard's whole-file checksum (reads everything; a remote dataset's
+    /// shards are fetched, and checked as they arrive).
     pub fn verify(&self) -> Result<()> {
-        for (entry, map) in self.manifest.shards.iter().zip(&self.shards) {
-            check_crc(&self.root.join(&entry.file), map, entry.crc32)?;
+        match &self.files {
+            Files::Mapped(maps) => {
+                for (entry, map) in self.manifest.shards.iter().zip(maps) {
+                    check_crc(&self.root.join(&entry.file), map, entry.crc32)?;
+                }
+                Ok(())
+            }
+            Files::Remote(remote) => remote.verify_all(),
         }
-        Ok(())
     }
+}
+
+/// A shard's header must be a shard's, of the manifest's storage.
+pub(crate) fn check_shard(path: &Path, map: &[u8], manifest: &Manifest) -> Result<()> {
+    let (code, _) = parse_header(path, map, SHARD_MAGIC, "shard")?;
+    if code != manifest.storage.code() {
+        return Err(bad(
+            path,
+            format!(
+                "shard storage code {code}, but the manifest says {}",
+                manifest.storage.name()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 impl Source for Shards {
@@ -313,8 +408,8 @@ impl Source for Shards {
             .unwrap_or_else(|| format!("<sample {index} out of range>"))
     }
 
-    fn read<'a>(&'a self, index: usize, _scratch: &'a mut Vec<u8>) -> Result<RawSample<'a>> {
-        let (e, bytes) = self.record(index)?;
+    fn read<'a>(&'a self, index: usize, scratch: &'a mut Vec<u8>) -> Result<RawSample<'a>> {
+        let (e, bytes) = self.record_into(index, scratch)?;
         let raw = match self.manifest.storage {
             Storage::Raw => Raw::Pixels {
                 data: bytes,

@@ -110,7 +110,7 @@ impl ShardWriter {
     /// Start writing into `dir` (created if needed). Refuses a folder that already holds
     /// this output's manifest.
     pub fn create(dir: &Path, names: Names, storage: Storage, shard_size: u64) -> Result<Self> {
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        crate::sink::create_out_dir(dir)?;
         let manifest = dir.join(names.manifest());
         if manifest.exists() {
             return Err(Error::Dataset {

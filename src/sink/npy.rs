@@ -132,7 +132,7 @@ pub fn write_npy_dir(
     on_batch: impl FnMut(usize),
     on_skip: impl FnMut(&Error),
 ) -> Result<ConvertReport> {
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    crate::sink::create_out_dir(dir)?;
     let partial = |name: &str| dir.join(format!("{name}{PARTIAL}"));
     let r = write_partial(epoch, pipeline, dir, stop, on_batch, on_skip);
     let done = matches!(&r, Ok(report) if !report.interrupted);

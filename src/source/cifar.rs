@@ -340,7 +340,7 @@ impl Cifar {
                 return Err(Error::Dataset {
                     path,
                     reason: format!(
-                        "missing: {} usage {:?} needs this file{what}{hint}",
+                        "missing: {} usage {} needs this file{what}{hint}",
                         kind.name(),
                         usage
                     ),
@@ -418,7 +418,7 @@ impl Cifar {
 impl Source for Cifar {
     fn describe(&self) -> String {
         format!(
-            "{} {} (usage {:?}{}): {} samples in {} file(s)",
+            "{} {} (usage {}{}): {} samples in {} file(s)",
             self.kind.name(),
             self.root.display(),
             self.usage,

@@ -15,6 +15,7 @@
 use super::{Cifar, CifarKind, CifarLabel, ImageFolder, Source, Usage};
 use crate::error::{Error, Result};
 use crate::plan::{Sampling, SAMPLING_FIELDS};
+use crate::remote::{RemoteOptions, REMOTE_FIELDS};
 use crate::shards::Shards;
 use clap::ValueEnum;
 use serde::de::Error as _;
@@ -272,6 +273,8 @@ pub struct SourceConfig {
     pub dataset: Dataset,
     /// Which of its samples an epoch reads, in what order, and how many epochs.
     pub sampling: Sampling,
+    /// How a root in object storage (`s3://...`) is reached and cached.
+    pub remote: RemoteOptions,
 }
 
 impl From<Dataset> for SourceConfig {
@@ -279,6 +282,7 @@ impl From<Dataset> for SourceConfig {
         SourceConfig {
             dataset,
             sampling: Sampling::default(),
+            remote: RemoteOptions::default(),
         }
     }
 }
@@ -362,6 +366,11 @@ impl SourceConfig {
 
     /// Open the dataset (lists or maps files; reads no sample).
     pub fn open(&self) -> Result<Arc<dyn Source>> {
+        if crate::remote::is_remote(self.root()) {
+            let s =
+                crate::remote::open_remote(self.root(), self.kind(), &self.remote, &self.sampling)?;
+            return self.check_listing(s);
+        }
         if self.kind() == SourceKind::Shards || Shards::is_dataset(self.root()) {
             return self.open_shards();
         }
@@ -400,8 +409,12 @@ impl SourceConfig {
     /// was converted: `extensions` is ignored, and `class_indexing`, `usage` and `label`
     /// must say what the conversion used (labels are stored), or it is an error.
     fn open_shards(&self) -> Result<Arc<dyn Source>> {
+        self.check_listing(Shards::open(self.root())?)
+    }
+
+    /// `s` if it was converted with the listing options given.
+    fn check_listing(&self, s: Shards) -> Result<Arc<dyn Source>> {
         let root = self.root();
-        let s = Shards::open(root)?;
         let m = s.manifest();
         let differs = |field: &str, want: String, stored: String| {
             Err(Error::Invalid(format!(
@@ -455,6 +468,12 @@ impl<'de> Deserialize<'de> for SourceConfig {
                 sampling.insert(key.to_string(), v);
             }
         }
+        let mut remote = serde_json::Map::new();
+        for key in REMOTE_FIELDS {
+            if let Some(v) = rest.remove(*key) {
+                remote.insert(key.to_string(), v);
+            }
+        }
         let kind = rest
             .get("kind")
             .and_then(|k| k.as_str())
@@ -471,7 +490,13 @@ impl<'de> Deserialize<'de> for SourceConfig {
         })?;
         let sampling =
             Sampling::deserialize(serde_json::Value::Object(sampling)).map_err(D::Error::custom)?;
-        Ok(SourceConfig { dataset, sampling })
+        let remote = RemoteOptions::deserialize(serde_json::Value::Object(remote))
+            .map_err(D::Error::custom)?;
+        Ok(SourceConfig {
+            dataset,
+            sampling,
+            remote,
+        })
     }
 }
 
@@ -485,6 +510,7 @@ impl Serialize for SourceConfig {
         };
         let mut all = table(serde_json::to_value(&self.dataset))?;
         all.extend(table(serde_json::to_value(self.sampling))?);
+        all.extend(table(serde_json::to_value(&self.remote))?);
         all.serialize(s)
     }
 }
@@ -564,6 +590,35 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    #[test]
+    fn remote_fields_are_taken_by_any_kind_and_round_trip() {
+        let text =
+            "kind = \"image_folder\"\nroot = \"s3://b/ds\"\nendpoint = \"http://127.0.0.1:9000\"\n\
+                    cache_dir = \"/tmp/c\"\ncache_size = \"2GB\"\nshuffle = true\n";
+        let s: SourceConfig = toml::from_str(text).expect("parses");
+        assert_eq!(s.remote.endpoint.as_deref(), Some("http://127.0.0.1:9000"));
+        assert_eq!(s.remote.cache_dir.as_deref(), Some(Path::new("/tmp/c")));
+        assert_eq!(s.remote.cache_limit().ok(), Some(2_000_000_000));
+        assert!(s.sampling.shuffle);
+        let back: SourceConfig =
+            toml::from_str(&toml::to_string(&s).expect("serializes")).expect("parses back");
+        assert_eq!(back, s);
+        // Left out, nothing is written.
+        let plain: SourceConfig =
+            toml::from_str("kind = \"shards\"\nroot = \"d\"").expect("parses");
+        let t = toml::to_string(&plain).expect("serializes");
+        assert!(!t.contains("endpoint") && !t.contains("cache"), "{t}");
+        let bad: SourceConfig =
+            toml::from_str("kind = \"shards\"\nroot = \"d\"\ncache_size = \"lots\"")
+                .expect("parses");
+        let e = bad
+            .remote
+            .cache_limit()
+            .expect_err("not a size")
+            .to_string();
+        assert!(e.contains("source.cache_size"), "{e}");
     }
 
     #[test]

@@ -19,6 +19,12 @@ Output: ``create_tuple_iterator(output_numpy=True)`` and ``create_dict_iterator(
 yield numpy arrays that view the engine's batch buffers (no copy).
 ``output_numpy=False`` yields ``mindspore.Tensor`` s (``Tensor.from_numpy``, no copy) when
 MindSpore is installed, and is refused when it is not.
+
+MindSpore's ``Model`` (``train``, ``eval``, ``fit``) takes these datasets as they are:
+``reset()``, ``set_init_step`` / ``get_init_step``, ``initial_epoch`` and the iterator's
+``do_copy`` keep MindSpore's meaning. Its dataset sink mode needs one of MindSpore's own
+datasets: ``Dataset.to_mindspore()`` is a ``GeneratorDataset`` of imgfeed's batches. Any
+other name of ``mindspore.dataset`` raises ``NotImplementedError`` naming it.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import copy
 import json
 import math
 import os
+import sys
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -35,6 +42,7 @@ from .. import _imgfeed
 from . import config
 from . import transforms as transforms
 from . import vision as vision
+from ._mindspore_names import NAMES as _MINDSPORE_NAMES
 from ._op import Op
 
 __all__ = [
@@ -83,6 +91,10 @@ def _sampling_args(call: str, sampler: Any, cache: Any, num_samples: Optional[in
     _positive(call, "num_samples", num_samples)
 
 
+#: Attributes MindSpore's Model sets on the datasets it trains on.
+_MODEL_STATE = ("_dataset_helper", "_warmup_epoch")
+
+
 class Dataset:
     """A dataset pipeline: a source followed by map, batch, shuffle and repeat steps.
 
@@ -110,9 +122,14 @@ class Dataset:
         self._workers = _positive(call, "num_parallel_workers", workers)
         self._native_source = _imgfeed.Source(json.dumps(source))
         self._class_count = None
+        self._global_step = 0
 
     def _derive(self) -> "Dataset":
         d = copy.copy(self)
+        # What MindSpore's Model and DatasetHelper set on a dataset they use
+        # (__model_hash__, __transfer_dataset__, _dataset_helper, ...) is not the new one's.
+        for name in [n for n in vars(d) if (n.startswith("__") and n.endswith("__")) or n in _MODEL_STATE]:
+            delattr(d, name)
         d._ops = list(self._ops)
         d._source = dict(self._source)
         return d
@@ -370,8 +387,14 @@ class Dataset:
         do_copy: bool = True,
     ) -> "TupleIterator":
         """An iterator of rows as lists, one item per column (``columns`` picks and orders
-        them). Each pass over it is one epoch; ``num_epochs`` passes (-1: no limit)."""
-        return TupleIterator(self, columns, num_epochs, output_numpy)
+        them). Each pass over it is one epoch; ``num_epochs`` passes (-1: no limit).
+
+        ``output_numpy=False`` yields ``mindspore.Tensor`` s: ``do_copy=True`` copies each
+        column into a new tensor, ``do_copy=False`` shares the batch's memory
+        (``Tensor.from_numpy``). The first row is the dataset's init step
+        (:meth:`set_init_step`), or, for the iterator MindSpore's ``Model.train(...,
+        initial_epoch=k)`` creates, the first batch of epoch ``k``."""
+        return TupleIterator(self, columns, num_epochs, output_numpy, do_copy, _start_step(self))
 
     def create_dict_iterator(
         self,
@@ -379,24 +402,72 @@ class Dataset:
         output_numpy: bool = False,
         do_copy: bool = True,
     ) -> "DictIterator":
-        """An iterator of rows as ``{column: value}`` dicts."""
-        return DictIterator(self, None, num_epochs, output_numpy)
+        """An iterator of rows as ``{column: value}`` dicts (see :meth:`create_tuple_iterator`)."""
+        return DictIterator(self, None, num_epochs, output_numpy, do_copy, _start_step(self))
 
     def __iter__(self) -> Iterator[List[Any]]:
         return iter(self.create_tuple_iterator(num_epochs=1))
+
+    # --- MindSpore's Model ------------------------------------------------------------
+    def reset(self) -> None:
+        """The end of an epoch (MindSpore's ``Model`` calls it after every training epoch
+        and every evaluation). As in MindSpore, it changes nothing: the iterator the model
+        reads carries on with the next epoch, reshuffled (engine epoch ``e`` uses the seed
+        and ``e``, as ``imgfeed run --epochs N`` does)."""
+
+    def set_init_step(self, init_step: int) -> None:
+        """MindSpore's resume hook: iterators created after this call start at global step
+        ``init_step`` (the batch ``init_step % get_dataset_size()`` of epoch
+        ``init_step // get_dataset_size()``, reshuffled as that epoch), as if ``init_step``
+        rows had been read; ``num_epochs`` still counts from epoch 0."""
+        if isinstance(init_step, bool) or not isinstance(init_step, int) or init_step < 0:
+            raise ValueError(f"set_init_step: init_step must be a non-negative int, not {init_step!r}")
+        self._global_step = init_step
+
+    def get_init_step(self) -> int:
+        """The global step the next iterator starts at (0 unless :meth:`set_init_step`)."""
+        return self._global_step
+
+    def to_mindspore(self) -> Any:
+        """This dataset as a ``mindspore.dataset.GeneratorDataset``, for MindSpore's
+        dataset sink mode (``Model.train(..., dataset_sink_mode=True)``), which needs one of
+        MindSpore's own datasets.
+
+        One row is one of imgfeed's batches (already batched by the engine's native
+        workers: the GeneratorDataset neither batches nor shuffles again, and reads in the
+        calling process, ``python_multiprocessing=False``). Each complete pass is the next
+        epoch, reshuffled as :meth:`create_tuple_iterator`'s; a pass left unfinished (such as
+        MindSpore reading one row for the shapes) is read again from its start. Columns,
+        sizes and ``get_dataset_size()`` are this dataset's.
+
+        Resume: MindSpore's ``Model`` tells the GeneratorDataset nothing of ``initial_epoch``;
+        call :meth:`set_init_step` with ``initial_epoch * get_dataset_size()`` before
+        ``to_mindspore()`` and its first pass is epoch ``initial_epoch``.
+        """
+        from .._mindspore import generator_dataset
+
+        return generator_dataset(self)
 
     def __len__(self) -> int:
         return self.get_dataset_size()
 
     _MINDSPORE_METHODS = frozenset(
         "add_sampler apply bucket_batch_by_length build_sentencepiece_vocab build_vocab concat "
-        "device_que filter flat_map padded_batch project rename reset save skip split sync_update "
-        "sync_wait take to_device zip".split()
+        "filter flat_map padded_batch project rename save skip split sync_update "
+        "sync_wait take zip".split()
     )
+    #: What MindSpore's device queue (dataset sink mode on Ascend/GPU) reads or calls.
+    _SINK_METHODS = frozenset("device_que to_device send input_indexs".split())
 
     def __getattr__(self, name: str) -> Any:
         if name in Dataset._MINDSPORE_METHODS:
             raise NotImplementedError(f"Dataset.{name} is not supported by imgfeed's engine")
+        if name in Dataset._SINK_METHODS:
+            raise NotImplementedError(
+                f"Dataset.{name}: MindSpore's dataset sink mode (a device queue) needs one of MindSpore's own "
+                "datasets: pass dataset.to_mindspore() (a GeneratorDataset over imgfeed's batches) to "
+                "Model.train(..., dataset_sink_mode=True)"
+            )
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __repr__(self) -> str:
@@ -408,6 +479,49 @@ class Dataset:
         if self._repeat != 1:
             steps.append(f"repeat({self.get_repeat_count()})")
         return " -> ".join(steps)
+
+
+def _model_initial_epoch(dataset: "Dataset") -> int:
+    """``initial_epoch`` of the MindSpore ``Model.train`` / ``Model.fit`` that is creating an
+    iterator over ``dataset`` as its training set now (0 when no training loop of MindSpore's
+    ``Model`` is on the stack, or when it trains on another dataset: ``Model.fit``'s
+    evaluation set is read from inside the training loop).
+
+    MindSpore's ``Model`` tells a dataset nothing about ``initial_epoch``: its training loop
+    (``Model._train_process``) creates the iterator with ``num_epochs=epoch`` and reads
+    ``epoch - initial_epoch`` epochs from it, so MindSpore's own datasets restart at their
+    epoch 0 on resume. imgfeed starts the iterator at epoch ``initial_epoch``, so a resumed
+    run reads the batches the uninterrupted run would have read."""
+    f = sys._getframe(1)
+    while f is not None:
+        code = f.f_code
+        if code.co_name == "_train_process" and code.co_filename.replace("\\", "/").endswith("mindspore/train/model.py"):
+            local = f.f_locals
+            if "initial_epoch" not in local or "train_dataset" not in local:
+                raise NotImplementedError(
+                    "this MindSpore's Model._train_process has no initial_epoch or train_dataset: imgfeed cannot "
+                    "tell which epoch Model.train starts at (it knows MindSpore 2.10's)"
+                )
+            return int(local["initial_epoch"]) if local["train_dataset"] is dataset else 0
+        f = f.f_back
+    return 0
+
+
+def _start_step(dataset: Dataset) -> int:
+    """The global step (batches of ``dataset`` read before) a new iterator starts at."""
+    step = dataset.get_init_step()
+    epoch = _model_initial_epoch(dataset)
+    if epoch == 0:
+        return step
+    size = dataset.get_dataset_size()
+    if size < 0:
+        raise NotImplementedError("Model.train(initial_epoch=...) over a dataset repeated forever (it has no epochs)")
+    if step != 0 and step // size != epoch:
+        raise NotImplementedError(
+            f"Model.train(initial_epoch={epoch}) over a dataset whose set_init_step({step}) is in epoch "
+            f"{step // size}: imgfeed cannot tell which to start at"
+        )
+    return step if step != 0 else epoch * size
 
 
 class ImageFolderDataset(Dataset):
@@ -525,7 +639,15 @@ class TupleIterator:
 
     _as_dict = False
 
-    def __init__(self, dataset: Dataset, columns: Optional[Sequence[str]], num_epochs: int, output_numpy: bool) -> None:
+    def __init__(
+        self,
+        dataset: Dataset,
+        columns: Optional[Sequence[str]],
+        num_epochs: int,
+        output_numpy: bool,
+        do_copy: bool = True,
+        start_step: int = 0,
+    ) -> None:
         if isinstance(num_epochs, bool) or not isinstance(num_epochs, int) or (num_epochs < 1 and num_epochs != -1):
             raise ValueError(f"num_epochs must be a positive int or -1, not {num_epochs!r}")
         names = dataset.get_col_names()
@@ -547,7 +669,11 @@ class TupleIterator:
                 raise ValueError(
                     "output_numpy=False yields mindspore.Tensor, but mindspore is not installed: pass output_numpy=True"
                 ) from None
-            self._convert = mindspore.Tensor.from_numpy
+            from_numpy = mindspore.Tensor.from_numpy
+            if do_copy:
+                self._convert = lambda a: from_numpy(np.array(a, copy=True))
+            else:
+                self._convert = lambda a: from_numpy(np.ascontiguousarray(a))
         self._native = dataset._build()
         self._batched = dataset._batch is not None
         self._repeat = dataset._repeat
@@ -556,7 +682,19 @@ class TupleIterator:
         self._repeats_done = 0
         self._running: Any = None
         self._failed: Optional[BaseException] = None
-        self._empty = self._native.batches_per_epoch() == 0
+        per_engine_epoch = self._native.batches_per_epoch()
+        self._empty = per_engine_epoch == 0
+        self._start_batch = 0
+        if start_step and not self._empty:
+            # Global step -> (dataset epoch, repetition, batch): each repetition is an engine epoch.
+            if self._repeat is None:
+                self._engine_epoch, self._start_batch = divmod(start_step, per_engine_epoch)
+            else:
+                epoch, step = divmod(start_step, per_engine_epoch * self._repeat)
+                self._repeats_done, self._start_batch = divmod(step, per_engine_epoch)
+                self._engine_epoch = epoch * self._repeat + self._repeats_done
+                if num_epochs != -1:
+                    self._epochs_left = max(0, num_epochs - epoch)
 
     def __iter__(self) -> "TupleIterator":
         return self
@@ -571,7 +709,7 @@ class TupleIterator:
             cols = [c[0, ...] for c in cols]
         out = [cols[i] for i in self._picked]
         if self._convert is not None:
-            out = [self._convert(np.ascontiguousarray(c)) for c in out]
+            out = [self._convert(c) for c in out]
         if self._as_dict:
             return dict(zip(self._names, out))
         return out
@@ -583,7 +721,11 @@ class TupleIterator:
             if self._running is None:
                 if self._epochs_left == 0:
                     raise StopIteration
-                self._running = self._native.epoch(self._engine_epoch)
+                if self._start_batch:
+                    self._running = self._native.epoch(self._engine_epoch, self._start_batch, None)
+                    self._start_batch = 0
+                else:
+                    self._running = self._native.epoch(self._engine_epoch)
                 self._engine_epoch += 1
             try:
                 b = next(self._running, None)
@@ -621,3 +763,22 @@ class DictIterator(TupleIterator):
     """Rows as ``{column: value}`` dicts (see :class:`TupleIterator`)."""
 
     _as_dict = True
+
+
+_HINTS = {
+    "GeneratorDataset": "a Python source cannot run inside the native engine; to hand imgfeed's batches to "
+    "MindSpore as one of its datasets, use Dataset.to_mindspore()",
+    "NumpySlicesDataset": "a Python source cannot run inside the native engine",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # MindSpore's names that imgfeed.dataset does not implement (the list is generated from
+    # MindSpore's own: python/tools/mindspore_names.py).
+    if name in _MINDSPORE_NAMES["dataset"]:
+        if name.endswith("Sampler"):
+            why = "samplers are not supported: use the dataset's shuffle, num_samples, num_shards and shard_id"
+        else:
+            why = _HINTS.get(name, "imgfeed.dataset reads ImageFolderDataset, Cifar10Dataset and Cifar100Dataset")
+        raise NotImplementedError(f"mindspore.dataset.{name} is not supported by imgfeed.dataset ({why})")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import enum
 import os
+from typing import Any
+
+from ._mindspore_names import NAMES as _MINDSPORE_NAMES
 
 __all__ = [
     "ErrorSamplesMode",
@@ -88,3 +91,9 @@ def set_error_samples_mode(error_samples_mode: ErrorSamplesMode) -> None:
 def get_error_samples_mode() -> ErrorSamplesMode:
     """What a bad sample does (``ErrorSamplesMode.RETURN`` unless set)."""
     return _error_mode
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MINDSPORE_NAMES["config"]:
+        raise NotImplementedError(f"mindspore.dataset.config.{name} is not supported by imgfeed.dataset.config")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,6 +10,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 from ... import dtype as _dtype
+from .._mindspore_names import NAMES as _MINDSPORE_NAMES
 from .._op import Op, unsupported
 
 __all__ = ["TypeCast"]
@@ -72,6 +73,8 @@ _NOT_IN_ENGINE = frozenset(
 
 
 def __getattr__(name: str) -> Any:
-    if name in _NOT_IN_ENGINE:
+    # _NOT_IN_ENGINE, and every other public name of MindSpore's module (generated from
+    # MindSpore's own: python/tools/mindspore_names.py)
+    if name in _NOT_IN_ENGINE or name in _MINDSPORE_NAMES["transforms"]:
         raise NotImplementedError(f"transforms.{name} is a MindSpore transform that imgfeed's engine does not have")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

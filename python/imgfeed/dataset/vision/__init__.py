@@ -16,6 +16,7 @@ from __future__ import annotations
 import enum
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from .._mindspore_names import NAMES as _MINDSPORE_NAMES
 from .._op import Op, pair, size_value, unsupported
 
 __all__ = [
@@ -452,6 +453,8 @@ _NOT_IN_ENGINE = frozenset(
 
 
 def __getattr__(name: str) -> Any:
-    if name in _NOT_IN_ENGINE:
+    # _NOT_IN_ENGINE, and every other public name of MindSpore's module (generated from
+    # MindSpore's own: python/tools/mindspore_names.py)
+    if name in _NOT_IN_ENGINE or name in _MINDSPORE_NAMES["vision"]:
         raise NotImplementedError(f"vision.{name} is a MindSpore op that imgfeed's engine does not have")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

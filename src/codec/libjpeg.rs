@@ -10,8 +10,8 @@
 //! feature's path fails on every warning. CMYK/YCCK files decode whole and are converted
 //! to RGB as Pillow converts them (`decode_cmyk`), bit for bit.
 
-use super::decode::libjpeg_fault;
-use super::image::bug;
+use super::decoder::libjpeg_fault;
+use crate::error::bug;
 use crate::error::{Fault, SampleErrorKind};
 use std::ffi::{c_char, c_int, c_uint, CStr};
 
@@ -95,8 +95,8 @@ pub(crate) struct Libjpeg {
 // SAFETY: the handle is used by one thread at a time (each worker owns its decoder).
 unsafe impl Send for Libjpeg {}
 
-pub(crate) use super::decode::JpegHeader as Header;
-pub(crate) use super::geometry::Rect;
+pub(crate) use super::decoder::JpegHeader as Header;
+pub(crate) use crate::imgproc::geometry::Rect;
 
 impl Libjpeg {
     /// A new decompressor.

@@ -5,8 +5,8 @@
 //! WebP goes through the `image` crate's header parser. The result describes the file as
 //! stored: a palette PNG is `Palette` even though `decode` turns it into RGB.
 
+use super::decoder::{sniff, Format};
 use crate::error::{Fault, SampleErrorKind as Kind};
-use crate::ops::decode::{sniff, Format};
 
 /// The colour model of the stored pixels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -11,7 +11,7 @@
 //! here, like zune-jpeg's strict mode; those about metadata only are tolerated, as by the
 //! system library's shim. CMYK/YCCK files are left to zune-jpeg, which converts them to RGB.
 
-use super::decode::libjpeg_fault;
+use super::decoder::libjpeg_fault;
 use crate::error::{Fault, SampleErrorKind};
 use std::ffi::CStr;
 use turbojpeg_sys as tj;
@@ -24,8 +24,8 @@ pub(crate) struct Turbo {
 // SAFETY: a TurboJPEG handle is used by one thread at a time (each worker owns one).
 unsafe impl Send for Turbo {}
 
-pub(crate) use super::decode::JpegHeader as Header;
-pub(crate) use super::geometry::Rect;
+pub(crate) use super::decoder::JpegHeader as Header;
+pub(crate) use crate::imgproc::geometry::Rect;
 
 impl Turbo {
     /// A new handle.

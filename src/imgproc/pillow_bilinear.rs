@@ -9,7 +9,7 @@
 //! full resize computes them, so the window is exactly the crop of the full resize.
 
 use super::geometry::Rect;
-use super::image::bug;
+use crate::error::bug;
 use crate::error::Fault;
 
 /// Pillow's `PRECISION_BITS` for 8-bit images: 32 - 8 - 2.

@@ -1,0 +1,359 @@
+//! The local cache of a remote dataset's files: one folder per dataset under the cache
+//! root (`--cache-dir`, default `$XDG_CACHE_HOME/imgfeed` or `~/.cache/imgfeed`), a byte
+//! limit (`--cache-size`), and files named after their manifest checksum
+//! (`shard-00003.bin.1a2b3c4d`), so a dataset converted again never reads a stale copy.
+//!
+//! Several processes of one node may share it. A download is written under a temporary
+//! name (`.NAME.tmp.PID.N`) and renamed when complete and checked (size and CRC-32 against
+//! the manifest), so nobody sees half a file. Room is reserved under an exclusive lock on
+//! `.lock` in the dataset's folder: the sizes of every file there (temporary ones
+//! included, at their final size) are added up, the least recently used files that the
+//! caller does not need are removed until the new file fits, and the temporary file is
+//! created at its full size; then the lock is released for the download. So the files in
+//! the folder never add up to more than the limit. Temporary files of processes that died
+//! are removed when found.
+
+use super::{RemoteError, RemoteUrl};
+use crate::shards::format::FileEntry;
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Default byte limit of a dataset's cache folder.
+pub const DEFAULT_CACHE_SIZE: u64 = 100_000_000_000;
+
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A dataset's cache folder and its limit.
+#[derive(Debug)]
+pub struct Cache {
+    dir: PathBuf,
+    limit: u64,
+}
+
+/// The default cache root: `$XDG_CACHE_HOME/imgfeed`, else `$HOME/.cache/imgfeed`.
+pub fn default_root() -> Option<PathBuf> {
+    let non_empty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    non_empty("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| non_empty("HOME").map(|h| Path::new(&h).join(".cache")))
+        .map(|c| c.join("imgfeed"))
+}
+
+fn cache_err(path: &Path, reason: impl Into<String>) -> RemoteError {
+    RemoteError::Cache {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
+}
+
+/// An exclusive `flock` on a file, released on drop.
+struct Lock(File);
+
+impl Lock {
+    fn take(path: &Path) -> Result<Lock, RemoteError> {
+        let f = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .map_err(|e| cache_err(path, e.to_string()))?;
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock on a file descriptor this function owns.
+        let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+        if rc != 0 {
+            return Err(cache_err(path, std::io::Error::last_os_error().to_string()));
+        }
+        Ok(Lock(f))
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: unlocking the descriptor taken in `take`.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
+/// A temporary file's owner, when the name is one of ours: `.NAME.tmp.PID.N`.
+fn tmp_owner(name: &str) -> Option<i32> {
+    let (_, tail) = name.rsplit_once(".tmp.")?;
+    tail.split('.').next()?.parse().ok()
+}
+
+fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    pid > 0
+        && (unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+}
+
+/// A file being downloaded: its temporary path, removed on drop unless committed.
+#[derive(Debug)]
+pub struct Pending {
+    tmp: PathBuf,
+    dest: PathBuf,
+    file: Option<File>,
+}
+
+impl Pending {
+    /// The open temporary file, to write the download into (from its start).
+    pub fn file(&mut self) -> Option<&mut File> {
+        self.file.as_mut()
+    }
+
+    /// Check the download against `entry` and rename it to its final name.
+    pub fn commit(mut self, entry: &FileEntry, object: &str) -> Result<PathBuf, RemoteError> {
+        let file = self.file.take();
+        drop(file);
+        // Size and CRC-32, streamed (a shard may be larger than memory allows twice).
+        let mut f = File::open(&self.tmp).map_err(|e| cache_err(&self.tmp, e.to_string()))?;
+        let mut hasher = crc32fast::Hasher::new();
+        let mut len = 0u64;
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = std::io::Read::read(&mut f, &mut buf)
+                .map_err(|e| cache_err(&self.tmp, e.to_string()))?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+            len += n as u64;
+        }
+        if len != entry.size {
+            return Err(RemoteError::Changed {
+                object: object.to_string(),
+                reason: format!(
+                    "downloaded {len} bytes, but the manifest says {}",
+                    entry.size
+                ),
+            });
+        }
+        let crc = hasher.finalize();
+        if crc != entry.crc32 {
+            return Err(RemoteError::Changed {
+                object: object.to_string(),
+                reason: format!(
+                    "checksum mismatch (CRC-32 {crc:08x}, manifest says {:08x}): the object was \
+                     replaced or damaged on the store",
+                    entry.crc32
+                ),
+            });
+        }
+        std::fs::rename(&self.tmp, &self.dest).map_err(|e| cache_err(&self.dest, e.to_string()))?;
+        Ok(self.dest.clone())
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.tmp);
+    }
+}
+
+impl Cache {
+    /// The cache folder of the dataset at `url` (through `endpoint`) under `root`.
+    pub fn open(
+        root: Option<&Path>,
+        limit: u64,
+        url: &RemoteUrl,
+        endpoint: Option<&str>,
+    ) -> Result<Cache, RemoteError> {
+        let root = match root {
+            Some(r) => r.to_path_buf(),
+            None => default_root().ok_or_else(|| {
+                cache_err(
+                    Path::new("~/.cache/imgfeed"),
+                    "neither XDG_CACHE_HOME nor HOME is set: give --cache-dir",
+                )
+            })?,
+        };
+        let id = format!("{}|{url}", endpoint.unwrap_or(""));
+        let safe: String = url
+            .to_string()
+            .trim_start_matches("s3://")
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(60)
+            .collect();
+        let dir = root.join(format!(
+            "s3-{safe}-{:08x}",
+            crate::shards::format::crc32(id.as_bytes())
+        ));
+        std::fs::create_dir_all(&dir).map_err(|e| cache_err(&dir, e.to_string()))?;
+        Ok(Cache { dir, limit })
+    }
+
+    /// The dataset's cache folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The byte limit.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// Where `entry` lives once cached.
+    pub fn path_of(&self, entry: &FileEntry) -> PathBuf {
+        self.dir.join(format!("{}.{:08x}", entry.file, entry.crc32))
+    }
+
+    /// The cached copy of `entry` when it is complete (and marks it used now).
+    pub fn lookup(&self, entry: &FileEntry) -> Option<PathBuf> {
+        let path = self.path_of(entry);
+        let f = File::options().append(true).open(&path).ok()?;
+        if f.metadata().ok()?.len() != entry.size {
+            return None;
+        }
+        let _ = f.set_modified(std::time::SystemTime::now());
+        Some(path)
+    }
+
+    /// Bytes of the files in the folder now (temporary ones at their reserved size).
+    pub fn used(&self) -> Result<u64, RemoteError> {
+        Ok(self.scan()?.iter().map(|(_, size, _)| size).sum())
+    }
+
+    /// `(path, size, last use)` of every cache file, removing dead processes' temporary
+    /// files.
+    fn scan(&self) -> Result<Vec<(PathBuf, u64, std::time::SystemTime)>, RemoteError> {
+        let mut out = Vec::new();
+        let rd = std::fs::read_dir(&self.dir).map_err(|e| cache_err(&self.dir, e.to_string()))?;
+        for ent in rd.flatten() {
+            let name = ent.file_name().to_string_lossy().into_owned();
+            if name == ".lock" {
+                continue;
+            }
+            if let Some(pid) = tmp_owner(&name) {
+                if !alive(pid) {
+                    let _ = std::fs::remove_file(ent.path());
+                    continue;
+                }
+            }
+            if let Ok(meta) = ent.metadata() {
+                let used = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
+                out.push((ent.path(), meta.len(), used));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reserve room for `entry` and open its temporary file, evicting the least recently
+    /// used files not in `keep`. Returns `Ok(Err(path))` when another process finished the
+    /// file meanwhile, and the paths evicted.
+    #[allow(clippy::type_complexity)]
+    pub fn reserve(
+        &self,
+        entry: &FileEntry,
+        keep: &[PathBuf],
+    ) -> Result<(Result<Pending, PathBuf>, Vec<PathBuf>), RemoteError> {
+        let _lock = Lock::take(&self.dir.join(".lock"))?;
+        if let Some(done) = self.lookup(entry) {
+            return Ok((Err(done), Vec::new()));
+        }
+        let dest = self.path_of(entry);
+        let mut files = self.scan()?;
+        let mut used: u64 = files.iter().map(|(_, s, _)| s).sum();
+        let mut evicted = Vec::new();
+        if used.saturating_add(entry.size) > self.limit {
+            files.retain(|(p, _, _)| {
+                let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+                !keep.contains(p) && name.is_some_and(|n| tmp_owner(&n).is_none())
+            });
+            files.sort_by_key(|(_, _, t)| *t);
+            for (path, size, _) in files {
+                if used.saturating_add(entry.size) <= self.limit {
+                    break;
+                }
+                if std::fs::remove_file(&path).is_ok() {
+                    used = used.saturating_sub(size);
+                    evicted.push(path);
+                }
+            }
+        }
+        if used.saturating_add(entry.size) > self.limit {
+            return Err(RemoteError::CacheFull {
+                path: self.dir.clone(),
+                reason: format!(
+                    "the cache limit of {} bytes cannot hold {} ({} bytes) beside the {used} \
+                     bytes of files in use: raise --cache-size",
+                    self.limit, entry.file, entry.size
+                ),
+            });
+        }
+        let tmp = self.dir.join(format!(
+            ".{}.{:08x}.tmp.{}.{}",
+            entry.file,
+            entry.crc32,
+            std::process::id(),
+            TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let file = File::create(&tmp).map_err(|e| cache_err(&tmp, e.to_string()))?;
+        file.set_len(entry.size)
+            .map_err(|e| cache_err(&tmp, e.to_string()))?;
+        Ok((
+            Ok(Pending {
+                tmp,
+                dest,
+                file: Some(file),
+            }),
+            evicted,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(file: &str, size: u64) -> FileEntry {
+        FileEntry {
+            file: file.into(),
+            size,
+            crc32: crate::shards::format::crc32(&vec![7u8; size as usize]),
+            samples: None,
+        }
+    }
+
+    fn put(cache: &Cache, e: &FileEntry, keep: &[PathBuf]) -> Result<PathBuf, RemoteError> {
+        let (pending, _) = cache.reserve(e, keep)?;
+        let mut p = pending.expect("not cached yet");
+        std::io::Write::write_all(p.file().expect("open"), &vec![7u8; e.size as usize])
+            .expect("writes");
+        p.commit(e, "s3://b/x")
+    }
+
+    #[test]
+    fn the_limit_holds_by_evicting_the_least_recently_used_files_not_kept() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let url = RemoteUrl::parse("s3://b/p").expect("url");
+        let cache = Cache::open(Some(tmp.path()), 250, &url, None).expect("opens");
+        let a = put(&cache, &entry("a", 100), &[]).expect("a");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let b = put(&cache, &entry("b", 100), &[]).expect("b");
+        assert_eq!(cache.used().expect("scan"), 200);
+        // c needs room: a (least recently used) goes unless kept.
+        let c = put(&cache, &entry("c", 100), std::slice::from_ref(&a)).expect("c");
+        assert!(a.exists() && !b.exists() && c.exists());
+        assert!(cache.used().expect("scan") <= 250);
+        assert_eq!(cache.lookup(&entry("c", 100)), Some(c.clone()));
+        // Nothing can go: refused, naming the limit.
+        let e = put(&cache, &entry("d", 100), &[a, c]).expect_err("too small");
+        assert!(e.to_string().contains("raise --cache-size"), "{e}");
+        assert!(cache.used().expect("scan") <= 250);
+        // A download whose bytes differ from the manifest is not kept.
+        let mut bad = entry("e", 10);
+        bad.crc32 ^= 1;
+        let e = put(&cache, &bad, &[]).expect_err("checksum");
+        assert!(e.to_string().contains("checksum mismatch"), "{e}");
+        assert_eq!(cache.lookup(&bad), None);
+    }
+}

@@ -1,0 +1,124 @@
+//! Opening a shards dataset in object storage: the manifest first (always fetched, so a
+//! dataset converted again is noticed), then the index and the names into the cache
+//! (checked against the manifest's sizes and CRC-32s), then a [`Shards`] whose shard files
+//! are fetched when an epoch needs them ([`RemoteFiles`]): the same checks as a local
+//! dataset's, the same records, the same batches.
+
+use super::{Cache, RemoteError, RemoteFiles, RemoteOptions, RemoteUrl, S3Client};
+use crate::error::{Error, Result};
+use crate::plan::Sampling;
+use crate::shards::format::{Entry, FileEntry, Manifest, HEADER_LEN, MANIFEST, MAX_MANIFEST_BYTES};
+use crate::shards::Shards;
+use crate::source::SourceKind;
+use memmap2::Mmap;
+use std::path::{Path, PathBuf};
+
+/// Open the shards dataset at `root` (`s3://bucket/prefix`). `kind` is the pipeline's:
+/// a prefix without a manifest is an error saying what is and is not read from object
+/// storage.
+pub fn open_remote(
+    root: &Path,
+    kind: SourceKind,
+    options: &RemoteOptions,
+    sampling: &Sampling,
+) -> Result<Shards> {
+    let text = root.to_string_lossy();
+    let url = RemoteUrl::parse(&text)?;
+    let client = S3Client::new(&url, options.endpoint.as_deref())?;
+    let (bytes, _) = match client.get(MANIFEST, MAX_MANIFEST_BYTES) {
+        Ok(v) => v,
+        Err(RemoteError::NotFound { object, .. }) => {
+            let hint = if kind == SourceKind::Shards {
+                ": not a shards dataset (write one with `imgfeed convert PIPELINE --format \
+                 shards --out DIR` and upload DIR)"
+                    .to_string()
+            } else {
+                format!(
+                    ": image trees ({}) in object storage are not read yet; convert the tree \
+                     with `imgfeed convert PIPELINE --format shards --out DIR`, upload DIR, and \
+                     point --data at it",
+                    kind_name(kind)
+                )
+            };
+            return Err(RemoteError::NotFound { object, hint }.into());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let manifest = Manifest::parse(Path::new(&url.object(MANIFEST)), &bytes)?;
+    let cache = Cache::open(
+        options.cache_dir.as_deref(),
+        options.cache_limit()?,
+        &url,
+        options.endpoint.as_deref(),
+    )?;
+    let largest = manifest.shards.iter().map(|f| f.size).max().unwrap_or(0);
+    let least = manifest.index.size + manifest.names.size + largest;
+    if cache.limit() < least {
+        return Err(Error::Invalid(format!(
+            "--cache-size (source.cache_size) {} bytes cannot hold {url}'s index, names and \
+             largest shard ({least} bytes); give at least that, better a few shards more \
+             (shards are fetched ahead)",
+            cache.limit()
+        )));
+    }
+    let index = small_file(&client, &cache, &manifest.index, &[])?;
+    let names = small_file(
+        &client,
+        &cache,
+        &manifest.names,
+        std::slice::from_ref(&index.0),
+    )?;
+    let keep = vec![index.0.clone(), names.0.clone()];
+    let shard_of = shard_of(&index.1, manifest.samples);
+    let for_messages = |file: &str| PathBuf::from(url.object(file));
+    let (ipath, npath) = (
+        for_messages(&manifest.index.file),
+        for_messages(&manifest.names.file),
+    );
+    let files = RemoteFiles::new(client, cache, manifest.clone(), keep, shard_of, *sampling);
+    Shards::remote(root, manifest, (ipath, index.1), (npath, names.1), files)
+}
+
+fn kind_name(kind: SourceKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// The index or the names: from the cache, or downloaded into it.
+fn small_file(
+    client: &S3Client,
+    cache: &Cache,
+    entry: &FileEntry,
+    keep: &[PathBuf],
+) -> Result<(PathBuf, Mmap)> {
+    let path = match cache.lookup(entry) {
+        Some(p) => {
+            super::stats::cache_hit();
+            p
+        }
+        None => match cache.reserve(entry, keep)?.0 {
+            Err(done) => done,
+            Ok(mut pending) => {
+                let file = pending
+                    .file()
+                    .ok_or_else(|| Error::Internal("a pending download without its file".into()))?;
+                client.download(&entry.file, Some(entry.size), file)?;
+                super::stats::download();
+                pending.commit(entry, &client.url().object(&entry.file))?
+            }
+        },
+    };
+    let map = crate::shards::source::map_sized(&path, entry)?;
+    Ok((path, map))
+}
+
+/// The shard of each sample, read from the index (a prefetch hint: the index is checked
+/// after, and a sample it cannot place says shard `u32::MAX`).
+fn shard_of(index: &[u8], samples: u64) -> Vec<u32> {
+    let body = index.get(HEADER_LEN..).unwrap_or(&[]);
+    (0..samples as usize)
+        .map(|i| Entry::at(body, i).map_or(u32::MAX, |e| e.shard))
+        .collect()
+}

@@ -1,0 +1,100 @@
+//! Counters of the traffic with object storage in this process: requests, bytes and
+//! retries, shown by `run` and `bench` (and the library's [`snapshot`]).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static REQUESTS: AtomicU64 = AtomicU64::new(0);
+static BYTES: AtomicU64 = AtomicU64::new(0);
+static RETRIES: AtomicU64 = AtomicU64::new(0);
+static DOWNLOADS: AtomicU64 = AtomicU64::new(0);
+static CACHE_HITS: AtomicU64 = AtomicU64::new(0);
+static WAITED_NS: AtomicU64 = AtomicU64::new(0);
+
+/// The counters at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// Requests sent (retries included).
+    pub requests: u64,
+    /// Body bytes received.
+    pub bytes: u64,
+    /// Requests repeated after a timeout, a reset, a 5xx or throttling.
+    pub retries: u64,
+    /// Files downloaded whole into the cache.
+    pub downloads: u64,
+    /// Files found complete in the cache (no request).
+    pub cache_hits: u64,
+    /// Nanoseconds that reads spent waiting for shard files (all workers together): the
+    /// time the store held the pipeline up.
+    pub waited_ns: u64,
+}
+
+impl Traffic {
+    /// The traffic between `earlier` and this.
+    pub fn since(&self, earlier: &Traffic) -> Traffic {
+        Traffic {
+            requests: self.requests.saturating_sub(earlier.requests),
+            bytes: self.bytes.saturating_sub(earlier.bytes),
+            retries: self.retries.saturating_sub(earlier.retries),
+            downloads: self.downloads.saturating_sub(earlier.downloads),
+            cache_hits: self.cache_hits.saturating_sub(earlier.cache_hits),
+            waited_ns: self.waited_ns.saturating_sub(earlier.waited_ns),
+        }
+    }
+
+    /// True when nothing was asked of a store or its cache.
+    pub fn is_empty(&self) -> bool {
+        *self == Traffic::default()
+    }
+}
+
+impl std::fmt::Display for Traffic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "object store: {} requests, {:.1} MB received, {} retries, {} files downloaded, {} \
+             from the cache, reads waited {:.3} s for shard files",
+            self.requests,
+            self.bytes as f64 / 1e6,
+            self.retries,
+            self.downloads,
+            self.cache_hits,
+            self.waited_ns as f64 / 1e9
+        )
+    }
+}
+
+/// The counters now.
+pub fn snapshot() -> Traffic {
+    Traffic {
+        requests: REQUESTS.load(Ordering::Relaxed),
+        bytes: BYTES.load(Ordering::Relaxed),
+        retries: RETRIES.load(Ordering::Relaxed),
+        downloads: DOWNLOADS.load(Ordering::Relaxed),
+        cache_hits: CACHE_HITS.load(Ordering::Relaxed),
+        waited_ns: WAITED_NS.load(Ordering::Relaxed),
+    }
+}
+
+pub(crate) fn request() {
+    REQUESTS.fetch_add(1, Ordering::Relaxed);
+}
+
+pub(crate) fn bytes(n: u64) {
+    BYTES.fetch_add(n, Ordering::Relaxed);
+}
+
+pub(crate) fn retry() {
+    RETRIES.fetch_add(1, Ordering::Relaxed);
+}
+
+pub(crate) fn download() {
+    DOWNLOADS.fetch_add(1, Ordering::Relaxed);
+}
+
+pub(crate) fn cache_hit() {
+    CACHE_HITS.fetch_add(1, Ordering::Relaxed);
+}
+
+pub(crate) fn waited(d: std::time::Duration) {
+    WAITED_NS.fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
+}

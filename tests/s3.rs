@@ -1,0 +1,752 @@
+//! Shards datasets in object storage, against a real S3-compatible server (moto_server,
+//! from `python/envs.sh moto`) on the loopback interface, with `imgfeed` run as a user runs
+//! it: the same digests as the local copy (eval and train pipelines, cold and warm cache),
+//! ranks disjoint, the cache limit holding, faults (503s, connections dropped mid-body: a
+//! fault-injecting proxy of this file's own), a missing object, a truncated object, wrong
+//! credentials, and an image tree asked of object storage.
+//!
+//! Everything runs inside a network namespace holding only loopback, so no request can
+//! leave the machine: `.ci/run` runs this file as
+//! `unshare -n sh -c 'ip link set lo up && cargo test --test s3'` with
+//! `IMGFEED_S3_TESTS=required`. Elsewhere (a plain `cargo test`) each test says why it is
+//! skipped and passes, unless `IMGFEED_S3_TESTS=required`, which turns a skip into a
+//! failure. Every server, subprocess and loop here is bounded in time.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Longest any one `imgfeed` command may take here.
+const COMMAND_LIMIT: Duration = Duration::from_secs(180);
+
+/// Why this machine cannot run the tests, or `None` when it can.
+fn unavailable() -> Option<String> {
+    let dev = std::fs::read_to_string("/proc/net/dev").unwrap_or_default();
+    let ifaces: Vec<&str> = dev
+        .lines()
+        .skip(2)
+        .filter_map(|l| l.split(':').next().map(str::trim))
+        .collect();
+    if ifaces != ["lo"] {
+        return Some(format!(
+            "not in a network namespace holding only loopback (interfaces: {ifaces:?}); run \
+             `unshare -n sh -c 'ip link set lo up && cargo test --test s3'` as root"
+        ));
+    }
+    if TcpListener::bind("127.0.0.1:0").is_err() {
+        return Some("loopback is down (ip link set lo up)".into());
+    }
+    if moto_server().is_none() {
+        return Some(
+            "moto_server is not installed: bash python/envs.sh moto (or IMGFEED_MOTO_SERVER)"
+                .into(),
+        );
+    }
+    None
+}
+
+/// True when the test may run; otherwise prints why (and fails when they are required).
+fn ready(test: &str) -> bool {
+    match unavailable() {
+        None => true,
+        Some(why) => {
+            assert!(
+                std::env::var("IMGFEED_S3_TESTS").as_deref() != Ok("required"),
+                "{test}: IMGFEED_S3_TESTS=required, but {why}"
+            );
+            // Straight to stderr, past the test harness's capture: a skip must be seen.
+            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+            false
+        }
+    }
+}
+
+fn moto_server() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("IMGFEED_MOTO_SERVER") {
+        return Some(PathBuf::from(p));
+    }
+    let out = Command::new("bash")
+        .arg(common::repo().join("python/envs.sh"))
+        .args(["--path", "moto"])
+        .output()
+        .ok()?;
+    let env = String::from_utf8(out.stdout).ok()?;
+    let bin = Path::new(env.trim()).join("bin/moto_server");
+    (out.status.success() && bin.is_file()).then_some(bin)
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// A moto_server on loopback, killed on drop.
+struct Moto {
+    child: Child,
+    port: u16,
+}
+
+impl Moto {
+    /// Start it; `no_auth` requests are served before credentials are checked (None:
+    /// never checked).
+    fn start(no_auth: Option<usize>) -> Moto {
+        let bin = moto_server().expect("moto_server");
+        let port = free_port();
+        let mut cmd = Command::new(bin);
+        cmd.args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if let Some(n) = no_auth {
+            cmd.env("INITIAL_NO_AUTH_ACTION_COUNT", n.to_string());
+        }
+        let child = cmd.spawn().expect("moto_server starts");
+        let moto = Moto { child, port };
+        let t0 = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "moto_server did not listen within 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        moto
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One unsigned HTTP/1.1 request (moto takes them while it does not check credentials);
+/// returns the status.
+fn http(port: u16, method: &str, path: &str, body: &[u8]) -> u16 {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connects");
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).expect("writes");
+    s.write_all(body).expect("writes");
+    let mut resp = Vec::new();
+    let _ = s.read_to_end(&mut resp);
+    let text = String::from_utf8_lossy(&resp);
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Create `bucket` and put every file of `dir` under `prefix`, with `edit` changing a
+/// file's bytes (None: leave the file out).
+fn upload(
+    port: u16,
+    bucket: &str,
+    prefix: &str,
+    dir: &Path,
+    edit: impl Fn(&str, Vec<u8>) -> Option<Vec<u8>>,
+) -> usize {
+    let st = http(port, "PUT", &format!("/{bucket}"), b"");
+    assert_eq!(st, 200, "create bucket {bucket}");
+    let mut n = 1;
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .expect("dir")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    for f in files {
+        let name = f.file_name().and_then(|n| n.to_str()).expect("name");
+        let bytes = std::fs::read(&f).expect("reads");
+        if let Some(bytes) = edit(name, bytes) {
+            let st = http(port, "PUT", &format!("/{bucket}/{prefix}/{name}"), &bytes);
+            assert_eq!(st, 200, "put {name}");
+            n += 1;
+        }
+    }
+    n
+}
+
+/// The fixtures converted to jpeg shards of about 30 kB (several shards for 12 samples).
+fn local_shards() -> tempfile::TempDir {
+    let out = tempfile::tempdir().expect("tempdir");
+    let dir = out.path().join("ds");
+    let o = imgfeed(
+        &[
+            "convert",
+            "pipelines/convert_jpeg256.toml",
+            "--data",
+            "fixtures/imagefolder",
+            "--format",
+            "shards",
+            "--shard-size",
+            "30kB",
+            "--out",
+        ],
+        &[dir.to_str().expect("utf-8")],
+        &[],
+    );
+    assert!(o.status.success(), "convert: {}", text(&o.stderr));
+    out
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Run `imgfeed ARGS MORE` in the repository with S3 settings `env` (and dummy
+/// credentials, no instance metadata), killed after [`COMMAND_LIMIT`].
+fn imgfeed(args: &[&str], more: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_imgfeed"));
+    cmd.current_dir(common::repo())
+        .args(args)
+        .args(more)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, _) in std::env::vars() {
+        if k.starts_with("AWS_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_EC2_METADATA_DISABLED", "true");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("imgfeed starts");
+    let (mut out, mut err) = (child.stdout.take(), child.stderr.take());
+    let reader = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        if let Some(o) = out.as_mut() {
+            let _ = o.read_to_end(&mut b);
+        }
+        b
+    });
+    let ereader = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        if let Some(e) = err.as_mut() {
+            let _ = e.read_to_end(&mut b);
+        }
+        b
+    });
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("waits") {
+            break s;
+        }
+        if t0.elapsed() > COMMAND_LIMIT {
+            let _ = child.kill();
+            panic!("imgfeed {args:?} {more:?} ran past {COMMAND_LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: reader.join().unwrap_or_default(),
+        stderr: ereader.join().unwrap_or_default(),
+    }
+}
+
+/// The `digest` of every epoch line.
+fn digests(o: &Output) -> Vec<String> {
+    text(&o.stdout)
+        .lines()
+        .filter_map(|l| l.split("digest ").nth(1))
+        .map(|d| d.split(';').next().unwrap_or("").to_string())
+        .collect()
+}
+
+/// A count from the `object store:` lines (`N retries`, `N files downloaded`), summed.
+fn traffic(o: &Output, what: &str) -> u64 {
+    text(&o.stdout)
+        .lines()
+        .filter(|l| l.contains("object store:"))
+        .filter_map(|l| {
+            let at = l.find(what)?;
+            l[..at].split_whitespace().last()?.parse::<u64>().ok()
+        })
+        .sum()
+}
+
+const EVAL: &[&str] = &[
+    "run",
+    "pipelines/resnet50_eval.toml",
+    "--batch-size",
+    "4",
+    "--workers",
+    "2",
+];
+const TRAIN: &[&str] = &[
+    "run",
+    "pipelines/resnet50_train.toml",
+    "--batch-size",
+    "4",
+    "--workers",
+    "2",
+    "--epochs",
+    "2",
+];
+
+fn data(url: &str, cache: &Path) -> Vec<String> {
+    vec![
+        "--data".into(),
+        url.into(),
+        "--cache-dir".into(),
+        cache.to_string_lossy().into_owned(),
+    ]
+}
+
+fn run_remote(args: &[&str], url: &str, cache: &Path, env: &[(&str, &str)]) -> Output {
+    let d = data(url, cache);
+    let more: Vec<&str> = d.iter().map(String::as_str).collect();
+    imgfeed(args, &more, env)
+}
+
+#[test]
+fn remote_shards_give_the_local_digests_cold_and_warm() {
+    if !ready("remote_shards_give_the_local_digests_cold_and_warm") {
+        return;
+    }
+    let local = local_shards();
+    let dir = local.path().join("ds");
+    let moto = Moto::start(None);
+    upload(moto.port, "data", "jpeg256", &dir, |_, b| Some(b));
+    let ep = moto.endpoint();
+    let env = [("AWS_ENDPOINT_URL", ep.as_str())];
+    let cache = tempfile::tempdir().expect("tempdir");
+    let shards = std::fs::read_dir(&dir)
+        .expect("dir")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("shard-"))
+        .count() as u64;
+    assert!(shards >= 3, "{shards} shards");
+    for args in [EVAL, TRAIN] {
+        let want = imgfeed(args, &["--data", dir.to_str().expect("utf-8")], &[]);
+        assert!(want.status.success(), "{}", text(&want.stderr));
+        let want = digests(&want);
+        assert!(!want.is_empty());
+        let c = tempfile::tempdir().expect("tempdir");
+        let cold = run_remote(args, "s3://data/jpeg256", c.path(), &env);
+        assert!(cold.status.success(), "{}", text(&cold.stderr));
+        assert_eq!(digests(&cold), want, "{args:?} cold");
+        assert_eq!(
+            traffic(&cold, "files downloaded"),
+            shards + 2,
+            "{}",
+            text(&cold.stdout)
+        );
+        let warm = run_remote(args, "s3://data/jpeg256", c.path(), &env);
+        assert!(warm.status.success(), "{}", text(&warm.stderr));
+        assert_eq!(digests(&warm), want, "{args:?} warm");
+        assert_eq!(
+            traffic(&warm, "files downloaded"),
+            0,
+            "{}",
+            text(&warm.stdout)
+        );
+    }
+    // The endpoint as a flag instead of AWS_ENDPOINT_URL, and a prefix of one's own.
+    let flag = imgfeed(
+        EVAL,
+        &[
+            "--data",
+            "s3://data/jpeg256/",
+            "--endpoint",
+            &ep,
+            "--cache-dir",
+            cache.path().to_str().expect("utf-8"),
+        ],
+        &[],
+    );
+    assert!(flag.status.success(), "{}", text(&flag.stderr));
+}
+
+#[test]
+fn ranks_read_disjoint_samples_from_the_store() {
+    if !ready("ranks_read_disjoint_samples_from_the_store") {
+        return;
+    }
+    let local = local_shards();
+    let moto = Moto::start(None);
+    upload(moto.port, "data", "ds", &local.path().join("ds"), |_, b| {
+        Some(b)
+    });
+    let ep = moto.endpoint();
+    let env = [("AWS_ENDPOINT_URL", ep.as_str())];
+    let cache = tempfile::tempdir().expect("tempdir");
+    let mut seen: Vec<Vec<String>> = Vec::new();
+    for rank in ["0", "1"] {
+        let out = local.path().join(format!("rank{rank}"));
+        let d = data("s3://data/ds", cache.path());
+        let mut more: Vec<&str> = d.iter().map(String::as_str).collect();
+        more.extend([
+            "--format",
+            "npy",
+            "--shuffle",
+            "--num-shards",
+            "2",
+            "--shard-id",
+            rank,
+            "--out",
+            out.to_str().expect("utf-8"),
+        ]);
+        let o = imgfeed(&["convert", "pipelines/resnet50_eval.toml"], &more, &env);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let names = std::fs::read_to_string(out.join("samples.txt")).expect("samples.txt");
+        seen.push(names.lines().map(str::to_string).collect());
+    }
+    assert_eq!((seen[0].len(), seen[1].len()), (6, 6));
+    let mut all: Vec<&String> = seen.iter().flatten().collect();
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), 12, "ranks overlap: {seen:?}");
+}
+
+/// Bytes of the files under `dir` (recursively).
+fn bytes_under(dir: &Path) -> u64 {
+    let mut n = 0;
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            match e.metadata() {
+                Ok(m) if m.is_dir() => n += bytes_under(&e.path()),
+                Ok(m) => n += m.len(),
+                Err(_) => {}
+            }
+        }
+    }
+    n
+}
+
+#[test]
+fn the_cache_stays_within_its_limit() {
+    if !ready("the_cache_stays_within_its_limit") {
+        return;
+    }
+    let local = local_shards();
+    let dir = local.path().join("ds");
+    let moto = Moto::start(None);
+    upload(moto.port, "data", "ds", &dir, |_, b| Some(b));
+    let ep = moto.endpoint();
+    let env = [("AWS_ENDPOINT_URL", ep.as_str())];
+    let want = digests(&imgfeed(
+        TRAIN,
+        &["--data", dir.to_str().expect("utf-8")],
+        &[],
+    ));
+    let sizes: Vec<u64> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("shard-"))
+        .filter_map(|e| e.metadata().ok().map(|m| m.len()))
+        .collect();
+    let small = bytes_under(&dir) - sizes.iter().sum::<u64>();
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    // Room for the index, the names and three shards: less than the dataset.
+    let limit = small + 3 * largest;
+    assert!(limit < bytes_under(&dir));
+    let cache = tempfile::tempdir().expect("tempdir");
+    let stop = Arc::new(AtomicBool::new(false));
+    let most = Arc::new(AtomicUsize::new(0));
+    let watcher = {
+        let (stop, most, root) = (stop.clone(), most.clone(), cache.path().to_path_buf());
+        std::thread::spawn(move || {
+            let t0 = Instant::now();
+            while !stop.load(Ordering::Relaxed) && t0.elapsed() < COMMAND_LIMIT {
+                most.fetch_max(bytes_under(&root) as usize, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })
+    };
+    let d = data("s3://data/ds", cache.path());
+    let mut more: Vec<&str> = d.iter().map(String::as_str).collect();
+    let limit_s = limit.to_string();
+    more.extend(["--cache-size", &limit_s]);
+    let o = imgfeed(TRAIN, &more, &env);
+    stop.store(true, Ordering::Relaxed);
+    let _ = watcher.join();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(digests(&o), want);
+    let most = most.load(Ordering::Relaxed) as u64;
+    assert!(
+        most > 0 && most <= limit,
+        "{most} bytes on disk, limit {limit}"
+    );
+    // Two shuffled epochs through a cache smaller than the dataset: shards come again.
+    assert!(traffic(&o, "files downloaded") > sizes.len() as u64 + 2);
+    // A limit that cannot hold the largest shard is refused up front, naming the flag.
+    let tiny = (small + largest / 2).to_string();
+    let d = data("s3://data/ds", cache.path());
+    let mut more: Vec<&str> = d.iter().map(String::as_str).collect();
+    more.extend(["--cache-size", &tiny]);
+    let o = imgfeed(TRAIN, &more, &env);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("--cache-size"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// What the proxy does to the first `faults` connections.
+#[derive(Clone, Copy)]
+enum Fault {
+    /// Answer 503 SlowDown without asking the server.
+    Unavailable,
+    /// Forward, but close the connection after this many response bytes.
+    CutAfter(usize),
+}
+
+/// A fault-injecting TCP proxy on loopback in front of `upstream`; stops on drop.
+struct Proxy {
+    port: u16,
+    stop: Arc<AtomicBool>,
+}
+
+impl Proxy {
+    fn start(upstream: u16, fault: Fault, faults: usize) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("binds");
+        let port = listener.local_addr().expect("addr").port();
+        listener.set_nonblocking(true).expect("nonblocking");
+        let stop = Arc::new(AtomicBool::new(false));
+        let left = Arc::new(AtomicUsize::new(faults));
+        let st = stop.clone();
+        std::thread::spawn(move || {
+            let t0 = Instant::now();
+            while !st.load(Ordering::Relaxed) && t0.elapsed() < COMMAND_LIMIT * 2 {
+                match listener.accept() {
+                    Ok((client, _)) => {
+                        let left = left.clone();
+                        std::thread::spawn(move || serve(client, upstream, fault, &left));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        Proxy { port, stop }
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Take one of the faults left, if any.
+fn take(left: &AtomicUsize) -> bool {
+    left.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok()
+}
+
+/// One connection: a 503 (while faults are left), or forwarded, cut once it has carried
+/// more response bytes than the cut (while faults are left: only connections that reach
+/// the cut use one up).
+fn serve(mut client: TcpStream, upstream: u16, fault: Fault, left: &AtomicUsize) {
+    let _ = client.set_nonblocking(false);
+    let _ = client.set_read_timeout(Some(Duration::from_secs(30)));
+    if let Fault::Unavailable = fault {
+        if !take(left) {
+            return forward(client, upstream, usize::MAX, left);
+        }
+        // Read the request head (GETs carry no body), answer 503, close.
+        let mut head = Vec::new();
+        let mut b = [0u8; 4096];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 1 << 16 {
+            match client.read(&mut b) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => head.extend_from_slice(&b[..n]),
+            }
+        }
+        let body = "<?xml version=\"1.0\"?><Error><Code>SlowDown</Code>\
+                    <Message>Please reduce your request rate.</Message></Error>";
+        let _ = write!(
+            client,
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/xml\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        return;
+    }
+    let cut = match fault {
+        Fault::CutAfter(n) => n,
+        Fault::Unavailable => usize::MAX,
+    };
+    forward(client, upstream, cut, left);
+}
+
+fn forward(mut client: TcpStream, upstream: u16, cut: usize, left: &AtomicUsize) {
+    let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+        return;
+    };
+    let _ = server.set_read_timeout(Some(Duration::from_secs(30)));
+    let (Ok(mut c2), Ok(mut s2)) = (client.try_clone(), server.try_clone()) else {
+        return;
+    };
+    let up = std::thread::spawn(move || {
+        let _ = std::io::copy(&mut c2, &mut s2);
+        let _ = s2.shutdown(std::net::Shutdown::Write);
+    });
+    let mut server = server;
+    let mut cut = cut;
+    let mut sent = 0usize;
+    let mut b = [0u8; 8192];
+    loop {
+        match server.read(&mut b) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if sent + n > cut && !take(left) {
+                    cut = usize::MAX;
+                }
+                let n = n.min(cut - sent);
+                if client.write_all(&b[..n]).is_err() {
+                    break;
+                }
+                sent += n;
+                if sent >= cut {
+                    break;
+                }
+            }
+        }
+    }
+    let _ = client.shutdown(std::net::Shutdown::Both);
+    let _ = server.shutdown(std::net::Shutdown::Both);
+    let _ = up.join();
+}
+
+#[test]
+fn server_errors_and_connections_dropped_mid_body_are_retried_and_counted() {
+    if !ready("server_errors_and_connections_dropped_mid_body_are_retried_and_counted") {
+        return;
+    }
+    let local = local_shards();
+    let dir = local.path().join("ds");
+    let moto = Moto::start(None);
+    upload(moto.port, "data", "ds", &dir, |_, b| Some(b));
+    let want = digests(&imgfeed(
+        TRAIN,
+        &["--data", dir.to_str().expect("utf-8")],
+        &[],
+    ));
+    for (fault, faults) in [(Fault::Unavailable, 4), (Fault::CutAfter(3000), 3)] {
+        let proxy = Proxy::start(moto.port, fault, faults);
+        let ep = proxy.endpoint();
+        let cache = tempfile::tempdir().expect("tempdir");
+        let o = run_remote(
+            TRAIN,
+            "s3://data/ds",
+            cache.path(),
+            &[("AWS_ENDPOINT_URL", ep.as_str())],
+        );
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert_eq!(digests(&o), want, "nothing lost or repeated");
+        // Every fault cost one retry (a cut download resumes where it stopped).
+        let retries = traffic(&o, "retries");
+        assert!(retries >= faults as u64, "{}", text(&o.stdout));
+    }
+}
+
+#[test]
+fn missing_truncated_and_forbidden_objects_fail_naming_the_object() {
+    if !ready("missing_truncated_and_forbidden_objects_fail_naming_the_object") {
+        return;
+    }
+    let local = local_shards();
+    let dir = local.path().join("ds");
+    let moto = Moto::start(None);
+    let ep = moto.endpoint();
+    let env = [("AWS_ENDPOINT_URL", ep.as_str())];
+    upload(moto.port, "missing", "ds", &dir, |n, b| {
+        (n != "shard-00001.bin").then_some(b)
+    });
+    upload(moto.port, "truncated", "ds", &dir, |n, mut b| {
+        if n == "shard-00001.bin" {
+            b.truncate(b.len() - 100);
+        }
+        Some(b)
+    });
+    // Replaced by other bytes of the same size: the manifest's CRC-32 tells.
+    upload(moto.port, "changed", "ds", &dir, |n, mut b| {
+        if n == "shard-00001.bin" {
+            let last = b.len() - 1;
+            b[last] ^= 0xff;
+        }
+        Some(b)
+    });
+    let cache = tempfile::tempdir().expect("tempdir");
+    for (bucket, says) in [
+        ("missing", "no such object (404)"),
+        ("truncated", "the manifest says"),
+        ("changed", "checksum mismatch"),
+    ] {
+        let o = run_remote(EVAL, &format!("s3://{bucket}/ds"), cache.path(), &env);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{bucket}: {err}");
+        assert!(
+            err.contains(&format!("s3://{bucket}/ds/shard-00001.bin")) && err.contains(says),
+            "{bucket}: {err}"
+        );
+        assert!(
+            digests(&o).is_empty(),
+            "no epoch completes: {}",
+            text(&o.stdout)
+        );
+    }
+    // An image tree (no manifest) is not read from object storage yet: say what to do.
+    let o = run_remote(EVAL, "s3://missing/elsewhere", cache.path(), &env);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("s3://missing/elsewhere/manifest.json") && err.contains("--format shards"),
+        "{err}"
+    );
+    // Wrong credentials: a server that checks them after the uploads.
+    let n = {
+        let probe = Moto::start(None);
+        upload(probe.port, "data", "ds", &dir, |_, b| Some(b))
+    };
+    let strict = Moto::start(Some(n));
+    upload(strict.port, "data", "ds", &dir, |_, b| Some(b));
+    let sep = strict.endpoint();
+    let o = run_remote(
+        EVAL,
+        "s3://data/ds",
+        cache.path(),
+        &[
+            ("AWS_ENDPOINT_URL", sep.as_str()),
+            ("AWS_SECRET_ACCESS_KEY", "wrong-secret-1234"),
+        ],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("s3://data/ds/manifest.json") && err.contains("access denied"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("wrong-secret-1234"),
+        "a secret printed: {err}"
+    );
+}
