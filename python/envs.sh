@@ -19,18 +19,24 @@ if [[ "${1:-}" == "--path" ]]; then
   echo "$root/$2"
   exit 0
 fi
+mkdir -p "$root"
 for name in "$@"; do
   reqs="$here/envs/$name.txt"
   [[ -f "$reqs" ]] || { echo "envs.sh: no $reqs" >&2; exit 2; }
+  # One maker per environment at a time: a second caller (another checkout, a CI run beside a
+  # session) waits for the first instead of removing the folder it is filling.
+  exec {lock}>"$root/.$name.lock"
+  flock "$lock"
   if ready "$name"; then
+    exec {lock}>&-
     echo "envs.sh: $name ready in $root/$name (cached)"
     continue
   fi
   echo "envs.sh: making $root/$name from python/envs/$name.txt (minutes: a large download)"
   rm -rf "${root:?}/$name"
-  mkdir -p "$root"
   python3 -m venv "$root/$name"
   "$root/$name/bin/pip" install --quiet --upgrade pip
   "$root/$name/bin/pip" install --quiet -r "$reqs"
   stamp_of "$name" > "$root/$name/.imgfeed-stamp"
+  exec {lock}>&-
 done
