@@ -37,9 +37,9 @@ pub struct ObjectInfo {
 /// An S3 bucket and prefix, with the runtime that drives the requests.
 pub struct S3Client {
     url: RemoteUrl,
-    store: AmazonS3,
-    runtime: tokio::runtime::Runtime,
-    retry: RetryPolicy,
+    pub(super) store: AmazonS3,
+    pub(super) runtime: tokio::runtime::Runtime,
+    pub(super) retry: RetryPolicy,
 }
 
 impl std::fmt::Debug for S3Client {
@@ -137,7 +137,7 @@ impl S3Client {
         &self.url
     }
 
-    fn classify(&self, file: &str, e: object_store::Error) -> Failure {
+    pub(super) fn classify(&self, file: &str, e: object_store::Error) -> Failure {
         let object = self.url.object(file);
         match e {
             object_store::Error::NotFound { .. } => Failure::Fatal(RemoteError::NotFound {
