@@ -1153,3 +1153,118 @@ fn uploads_get_past_503s_and_a_refused_one_leaves_nothing_behind() {
         text(&uploads)
     );
 }
+
+/// The flags after `resume with ` in a run's output.
+fn resume_hint(o: &Output) -> Vec<String> {
+    let out = text(&o.stdout);
+    let line = out
+        .lines()
+        .find_map(|l| l.split("resume with ").nth(1))
+        .unwrap_or_else(|| panic!("no resume hint: {out}"));
+    line.split_whitespace().map(str::to_string).collect()
+}
+
+/// The shard of each sample name of the local dataset `dir` (from its index and names).
+fn shard_of_names(dir: &Path) -> std::collections::HashMap<String, u32> {
+    let index = std::fs::read(dir.join("index.bin")).expect("index");
+    let names = std::fs::read(dir.join("names.bin")).expect("names");
+    let u64_at =
+        |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+    let u32_at =
+        |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"));
+    index[32..]
+        .chunks_exact(56)
+        .map(|e| {
+            let (off, len) = (u64_at(e, 16) as usize, u32_at(e, 48) as usize);
+            (text(&names[off..off + len]), u32_at(e, 24))
+        })
+        .collect()
+}
+
+#[test]
+fn an_interrupted_run_resumes_from_the_store_like_a_local_one() {
+    if !ready("an_interrupted_run_resumes_from_the_store_like_a_local_one") {
+        return;
+    }
+    let local = local_shards();
+    let dir = local.path().join("ds");
+    let dir_s = dir.to_str().expect("utf-8");
+    let moto = Moto::start(None);
+    upload(moto.port, "data", "ds", &dir, |_, b| Some(b));
+    let ep = moto.endpoint();
+    let env = [("AWS_ENDPOINT_URL", ep.as_str())];
+    // Stopped in the middle of epoch 1 (3 batches an epoch), then resumed.
+    let stop = ["--max-batches", "5"];
+    let mut runs: Vec<Vec<String>> = Vec::new();
+    let mut resumed_remote = None;
+    for data in [dir_s, "s3://data/ds"] {
+        let cache = tempfile::tempdir().expect("tempdir");
+        let o = run_remote(&[TRAIN, &stop[..]].concat(), data, cache.path(), &env);
+        assert!(o.status.success(), "{data}: {}", text(&o.stderr));
+        let hint = resume_hint(&o);
+        assert_eq!(hint[..4], ["--start-epoch", "1", "--start-batch", "2"]);
+        let mut seen = digests(&o);
+        // A fresh cache: the resumed run fetches what its part of the epoch needs.
+        let cache = tempfile::tempdir().expect("tempdir");
+        let args: Vec<&str> = TRAIN
+            .iter()
+            .copied()
+            .chain(hint.iter().map(String::as_str))
+            .collect();
+        let r = run_remote(&args, data, cache.path(), &env);
+        assert!(r.status.success(), "{data}: {}", text(&r.stderr));
+        seen.extend(digests(&r));
+        assert_eq!(seen.len(), 3, "{}", text(&r.stdout));
+        if data.starts_with("s3://") {
+            resumed_remote = Some(r);
+        }
+        runs.push(seen);
+    }
+    assert_eq!(
+        runs[1], runs[0],
+        "the store's run resumes like the local one"
+    );
+    // Prefetching follows the resumed epoch's order: nothing is fetched that the rest of
+    // the epoch does not read (the index, the names, and the shards of its samples).
+    let out = tempfile::tempdir().expect("tempdir");
+    let o = imgfeed(
+        &[
+            "convert",
+            "pipelines/resnet50_train.toml",
+            "--data",
+            dir_s,
+            "--format",
+            "npy",
+            "--start-epoch",
+            "1",
+            "--start-batch",
+            "2",
+            "--batch-size",
+            "4",
+            "--out",
+        ],
+        &[out.path().to_str().expect("utf-8")],
+        &[],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let shard_of = shard_of_names(&dir);
+    let mut needed: Vec<u32> = std::fs::read_to_string(out.path().join("samples.txt"))
+        .expect("samples.txt")
+        .lines()
+        .map(|n| shard_of[n])
+        .collect();
+    needed.sort_unstable();
+    needed.dedup();
+    let shards = shard_of.values().max().map_or(0, |m| m + 1) as usize;
+    assert!(
+        needed.len() < shards,
+        "{needed:?} of {shards}: the test needs fewer"
+    );
+    let r = resumed_remote.expect("a remote run");
+    assert_eq!(
+        traffic(&r, "files downloaded"),
+        2 + needed.len() as u64,
+        "{}",
+        text(&r.stdout)
+    );
+}
