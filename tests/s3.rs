@@ -919,8 +919,23 @@ fn missing_truncated_and_forbidden_objects_fail_naming_the_object() {
             text(&o.stdout)
         );
     }
-    // An image tree (no manifest) is not read from object storage yet: say what to do.
-    let o = run_remote(EVAL, "s3://missing/elsewhere", cache.path(), &env);
+    // A shards pipeline on a prefix without a manifest: say what to do.
+    let pipeline = local.path().join("shards_eval.toml");
+    let toml = std::fs::read_to_string(common::repo().join("pipelines/resnet50_eval.toml"))
+        .expect("reads")
+        .replace("kind = \"image_folder\"", "kind = \"shards\"");
+    std::fs::write(&pipeline, toml).expect("writes");
+    let o = run_remote(
+        &[
+            "run",
+            pipeline.to_str().expect("utf-8"),
+            "--batch-size",
+            "4",
+        ],
+        "s3://missing/elsewhere",
+        cache.path(),
+        &env,
+    );
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
@@ -1266,5 +1281,179 @@ fn an_interrupted_run_resumes_from_the_store_like_a_local_one() {
         2 + needed.len() as u64,
         "{}",
         text(&r.stdout)
+    );
+}
+
+/// Put every file under `dir` (recursively) under `bucket/prefix`, keys `/`-separated.
+fn upload_tree(port: u16, bucket: &str, prefix: &str, dir: &Path) -> usize {
+    let mut n = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("dir").flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let rel = path.strip_prefix(dir).expect("under dir");
+            let key: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            let bytes = std::fs::read(&path).expect("reads");
+            let st = http(
+                port,
+                "PUT",
+                &format!("/{bucket}/{prefix}/{}", key.join("/")),
+                &bytes,
+            );
+            assert_eq!(st, 200, "put {rel:?}");
+            n += 1;
+        }
+    }
+    n
+}
+
+#[test]
+fn an_image_tree_in_the_store_reads_like_the_local_tree() {
+    if !ready("an_image_tree_in_the_store_reads_like_the_local_tree") {
+        return;
+    }
+    let tree = common::repo().join("fixtures/imagefolder");
+    // Listings of 5 keys a page: the 14 objects take several requests.
+    let moto = Moto::start_with(None, &[("MOTO_S3_DEFAULT_MAX_KEYS", "5")]);
+    assert_eq!(http(moto.port, "PUT", "/data", b""), 200);
+    assert_eq!(upload_tree(moto.port, "data", "tree", &tree), 14);
+    let ep = moto.endpoint();
+    let env = [("AWS_ENDPOINT_URL", ep.as_str())];
+    let local = tree.to_str().expect("utf-8");
+    for args in [EVAL, TRAIN] {
+        let cache = tempfile::tempdir().expect("tempdir");
+        let o = run_remote(args, "s3://data/tree", cache.path(), &env);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        // The same classes, labels and order: the same digests.
+        assert_eq!(digests(&o), digests_of(args, local, &[]), "{args:?}");
+        let out = text(&o.stdout);
+        assert!(
+            out.contains("image_folder s3://data/tree: 12 samples, 3 classes"),
+            "{out}"
+        );
+        // One GET per image and epoch (and the listing's pages, the manifest probe).
+        let epochs = digests(&o).len() as u64;
+        assert!(traffic(&o, "requests") >= 12 * epochs + 2, "{out}");
+    }
+    // A conversion of the tree in the store to shards: the local conversion's files.
+    let from_store = tempfile::tempdir().expect("tempdir");
+    let ds = from_store.path().join("ds");
+    let o = imgfeed(
+        &[
+            "convert",
+            "pipelines/convert_jpeg256.toml",
+            "--data",
+            "s3://data/tree",
+            "--format",
+            "shards",
+            "--shard-size",
+            "30kB",
+            "--out",
+        ],
+        &[ds.to_str().expect("utf-8")],
+        &env,
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let whole = local_shards();
+    let strip_root = |files: Vec<(String, Vec<u8>)>| -> Vec<(String, Vec<u8>)> {
+        // The manifest names the source's root: the only difference.
+        files
+            .into_iter()
+            .map(|(n, b)| {
+                let b = text(&b)
+                    .replace("s3://data/tree", "ROOT")
+                    .replace("fixtures/imagefolder", "ROOT");
+                (
+                    n.clone(),
+                    if n.ends_with(".json") {
+                        b.into_bytes()
+                    } else {
+                        Vec::new()
+                    },
+                )
+            })
+            .collect()
+    };
+    let (a, b) = (files_of(&ds), files_of(&whole.path().join("ds")));
+    assert_eq!(strip_root(a.clone()), strip_root(b.clone()));
+    for ((n, x), (_, y)) in a.iter().zip(&b) {
+        if !n.ends_with(".json") {
+            assert!(x == y, "{n} differs");
+        }
+    }
+    // bench says what an image tree in a store costs, and what to do.
+    let cache = tempfile::tempdir().expect("tempdir");
+    let o = run_remote(
+        &[
+            "bench",
+            "pipelines/resnet50_eval.toml",
+            "--workers",
+            "2",
+            "--batch-size",
+            "4",
+        ],
+        "s3://data/tree",
+        cache.path(),
+        &env,
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("one request per image")
+            && text(&o.stdout).contains("--format shards"),
+        "{}",
+        text(&o.stdout)
+    );
+}
+
+#[test]
+fn a_missing_or_forbidden_image_in_the_store_is_named() {
+    if !ready("a_missing_or_forbidden_image_in_the_store_is_named") {
+        return;
+    }
+    let tree = common::repo().join("fixtures/imagefolder");
+    let moto = Moto::start(None);
+    assert_eq!(http(moto.port, "PUT", "/data", b""), 200);
+    upload_tree(moto.port, "data", "tree", &tree);
+    for (status, says) in [(404, "no such object (404)"), (403, "access denied")] {
+        let proxy = Proxy::start(
+            moto.port,
+            Fault::Deny("GET /data/tree/cat/cat_002.jpg", status),
+            0,
+        );
+        let ep = proxy.endpoint();
+        let cache = tempfile::tempdir().expect("tempdir");
+        let o = run_remote(
+            EVAL,
+            "s3://data/tree",
+            cache.path(),
+            &[("AWS_ENDPOINT_URL", ep.as_str())],
+        );
+        let err = text(&o.stderr);
+        assert!(!o.status.success(), "{status}: {err}");
+        assert!(
+            err.contains("s3://data/tree/cat/cat_002.jpg") && err.contains(says),
+            "{status}: {err}"
+        );
+    }
+    // An empty prefix: neither a dataset nor a tree, said so.
+    let cache = tempfile::tempdir().expect("tempdir");
+    let o = run_remote(
+        EVAL,
+        "s3://data/nothing",
+        cache.path(),
+        &[("AWS_ENDPOINT_URL", moto.endpoint().as_str())],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("s3://data/nothing/") && err.contains("image tree"),
+        "{err}"
     );
 }

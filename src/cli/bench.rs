@@ -298,6 +298,15 @@ fn jpeg(p: &Pipeline) -> Option<String> {
 /// What is measured, printed before the run (and its progress bar).
 fn print_header(p: &Pipeline) {
     println!("{}", p.source().describe());
+    if imgfeed::remote::is_remote(p.source().root())
+        && p.config().source.kind() == imgfeed::source::SourceKind::ImageFolder
+    {
+        println!(
+            "store        an image tree in object storage: one request per image, slower by \
+             nature than shards (a few large files, fetched whole and cached); convert it once \
+             with `imgfeed convert PIPELINE --format shards --out s3://...` and read that"
+        );
+    }
     println!("workers      {}", p.config().engine.workers);
     if let Some(j) = jpeg(p) {
         println!("jpeg decoder {j}");

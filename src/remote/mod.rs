@@ -8,7 +8,8 @@
 //! Tokio runtime; the engine stays thread-based), [`retry`] bounds and counts retries,
 //! [`cache`] keeps the local copies within the limit, [`files`] fetches and prefetches
 //! shards, [`dataset`] opens a dataset, [`options`] is the `[source]` fields, [`stats`]
-//! counts the traffic, [`error`] says what went wrong, naming the object. Writing:
+//! counts the traffic, [`error`] says what went wrong, naming the object; [`tree`] reads
+//! an image tree (`class/image.jpg` objects, no manifest). Writing:
 //! [`write`] stores objects (multipart uploads streamed from files), [`upload`] is a
 //! conversion's output in object storage (the manifest last).
 
@@ -21,6 +22,7 @@ pub mod folder;
 pub mod options;
 pub mod retry;
 pub mod stats;
+pub mod tree;
 pub mod upload;
 pub mod url;
 pub mod write;
@@ -34,5 +36,6 @@ pub use folder::RemoteFolder;
 pub use options::{RemoteOptions, REMOTE_FIELDS};
 pub use retry::RetryPolicy;
 pub use stats::{snapshot, Traffic};
+pub use tree::{open_tree, RemoteTree};
 pub use upload::Uploader;
 pub use url::{is_remote, RemoteUrl};
