@@ -369,7 +369,7 @@ fn caution(m: &Measured) -> Option<String> {
     })
 }
 
-fn print_table(m: &Measured, v: &Verdict) {
+fn print_table(p: &Pipeline, m: &Measured, v: &Verdict) {
     if m.interrupted {
         println!("PARTIAL      interrupted: these figures cover the part of the run that ran");
     }
@@ -398,7 +398,15 @@ fn print_table(m: &Measured, v: &Verdict) {
         );
         // Worker time spent waiting for shard files: the store's share of the run.
         let share = store.waited_ns as f64 / 1e9 / (m.workers.max(1) as f64 * m.wall).max(1e-9);
-        if share > 0.1 {
+        let tree = p.config().source.kind() == imgfeed::source::SourceKind::ImageFolder;
+        if share > 0.1 && tree {
+            println!(
+                "store        the store held the workers up {:.0}% of the time: one request per \
+                 image ({:.0} requests/s); shards need a few",
+                share * 100.0,
+                store.requests as f64 / m.wall.max(1e-9)
+            );
+        } else if share > 0.1 {
             println!(
                 "store        the store held the workers up {:.0}% of the time: a link faster \
                  than {:.0} MB/s, a warm --cache-dir, or larger shards (fewer requests) would help",
@@ -455,7 +463,7 @@ pub fn bench(c: &Common, o: &BenchOpts) -> Result<i32> {
             if o.json {
                 println!("{}", to_json(c, &p, &m, &v));
             } else {
-                print_table(&m, &v);
+                print_table(&p, &m, &v);
             }
         }
         if m.interrupted {
