@@ -10,7 +10,7 @@
 //! shards, [`dataset`] opens a dataset, [`options`] is the `[source]` fields, [`stats`]
 //! counts the traffic, [`error`] says what went wrong, naming the object; [`tree`] reads
 //! an image tree (`class/image.jpg` objects, no manifest). Writing:
-//! [`write`] stores objects (multipart uploads streamed from files), [`upload`] is a
+//! [`write`](mod@write) stores objects (multipart uploads streamed from files), [`upload`] is a
 //! conversion's output in object storage (the manifest last).
 
 pub mod cache;
