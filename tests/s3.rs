@@ -1457,3 +1457,88 @@ fn a_missing_or_forbidden_image_in_the_store_is_named() {
         "{err}"
     );
 }
+
+/// `python3 -m http.server` serving `dir` on loopback, killed on drop.
+struct WebServer {
+    child: Child,
+    port: u16,
+}
+
+impl WebServer {
+    fn start(dir: &Path) -> WebServer {
+        let port = free_port();
+        let child = Command::new("python3")
+            .args([
+                "-m",
+                "http.server",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+            ])
+            .arg("--directory")
+            .arg(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 -m http.server starts");
+        let server = WebServer { child, port };
+        let t0 = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "http.server did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+}
+
+impl Drop for WebServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_shards_dataset_on_a_plain_http_server_reads_like_the_local_one() {
+    if !ready("a_shards_dataset_on_a_plain_http_server_reads_like_the_local_one") {
+        return;
+    }
+    let local = local_shards();
+    let dir = local.path().join("ds");
+    let web = WebServer::start(local.path());
+    let url = format!("http://127.0.0.1:{}/ds", web.port);
+    for args in [EVAL, TRAIN] {
+        let cache = tempfile::tempdir().expect("tempdir");
+        let cold = run_remote(args, &url, cache.path(), &[]);
+        assert!(cold.status.success(), "{}", text(&cold.stderr));
+        let want = digests_of(args, dir.to_str().expect("utf-8"), &[]);
+        assert_eq!(digests(&cold), want, "{args:?}");
+        assert!(
+            traffic(&cold, "files downloaded") >= 3,
+            "{}",
+            text(&cold.stdout)
+        );
+        let warm = run_remote(args, &url, cache.path(), &[]);
+        assert_eq!(digests(&warm), want, "{args:?} warm");
+        assert_eq!(
+            traffic(&warm, "files downloaded"),
+            0,
+            "{}",
+            text(&warm.stdout)
+        );
+    }
+    // A missing dataset names the object; the server is not written to.
+    let cache = tempfile::tempdir().expect("tempdir");
+    let missing = format!("http://127.0.0.1:{}/nothing", web.port);
+    let o = run_remote(EVAL, &missing, cache.path(), &[]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("{missing}/manifest.json")), "{err}");
+    let o = convert_to(&format!("http://127.0.0.1:{}/out", web.port), &[], &[]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("read-only"), "{err}");
+}

@@ -96,6 +96,9 @@ pub fn open_tree(
     options: &RemoteOptions,
 ) -> Result<Option<RemoteTree>> {
     let url = RemoteUrl::parse(&root.to_string_lossy())?;
+    if !url.is_s3() {
+        return Ok(None); // a plain HTTP server has no listing: shards only
+    }
     let client = S3Client::new(&url, options.endpoint.as_deref())?;
     if client.exists(crate::shards::format::MANIFEST)? {
         return Ok(None);

@@ -61,6 +61,13 @@ impl Uploader {
     /// prefix that already holds `manifest` (a dataset, or this slice of one).
     pub fn new(out: &Path, options: &RemoteOptions, manifest: &str) -> Result<Uploader> {
         let url = RemoteUrl::parse(&out.to_string_lossy())?;
+        if !url.is_s3() {
+            return Err(Error::Invalid(format!(
+                "--out {url}: datasets are written to s3:// locations (and local folders); \
+                 {}:// is read-only",
+                url.scheme
+            )));
+        }
         let client = S3Client::new(&url, options.endpoint.as_deref())?;
         if client.exists(manifest)? {
             return Err(Error::Dataset {

@@ -92,24 +92,27 @@ impl S3Client {
         }
         let object = self.url().object(file);
         let location = self.location(file);
+        let s3 = self.s3.as_ref().ok_or_else(|| RemoteError::Request {
+            object: object.clone(),
+            reason: "only s3:// locations are written to".into(),
+        })?;
         let id = self.retry.run(&object, |_| {
             stats::request();
             self.runtime
-                .block_on(self.store.create_multipart(&location))
+                .block_on(s3.create_multipart(&location))
                 .map_err(|e| self.classify(file, e))
         })?;
-        let parts = self.upload_parts(path, file, &location, &id, size, part);
+        let parts = self.upload_parts(s3, path, file, &location, &id, size, part);
         let done = parts.and_then(|parts| {
             let mut attempt_done = false;
             self.retry.run(&object, |_| {
                 stats::request();
                 let first = !attempt_done;
                 attempt_done = true;
-                match self.runtime.block_on(self.store.complete_multipart(
-                    &location,
-                    &id,
-                    parts.clone(),
-                )) {
+                match self
+                    .runtime
+                    .block_on(s3.complete_multipart(&location, &id, parts.clone()))
+                {
                     Ok(_) => Ok(()),
                     // A retried completion whose first attempt went through (its answer
                     // lost): the upload is gone, the object is there.
@@ -135,17 +138,17 @@ impl S3Client {
                 // Best effort: the parts stored so far are not left behind (a store also
                 // drops them after its own expiry rule, where one is set).
                 stats::request();
-                let _ = self
-                    .runtime
-                    .block_on(self.store.abort_multipart(&location, &id));
+                let _ = self.runtime.block_on(s3.abort_multipart(&location, &id));
                 Err(e)
             }
         }
     }
 
     /// The parts of a multipart upload, read from `path` into one buffer at a time.
+    #[allow(clippy::too_many_arguments)]
     fn upload_parts(
         &self,
+        s3: &object_store::aws::AmazonS3,
         path: &Path,
         file: &str,
         location: &ObjectPath,
@@ -169,7 +172,7 @@ impl S3Client {
             let got = self.retry.run(&object, |_| {
                 stats::request();
                 self.runtime
-                    .block_on(self.store.put_part(location, id, idx, payload.clone()))
+                    .block_on(s3.put_part(location, id, idx, payload.clone()))
                     .map_err(|e| self.classify(file, e))
             })?;
             stats::sent(n as u64);
