@@ -199,8 +199,8 @@ impl S3Client {
     }
 
     /// The keys under the prefix (relative to it, `/`-separated), at most `limit` of them:
-    /// more is an error naming the prefix. Each page of the listing is one request,
-    /// retried by restarting the listing (bounded by the retry policy).
+    /// more is an error naming the prefix. The store pages the listing (one request per
+    /// page, counted as one); a failure restarts it, within the retry policy's bounds.
     pub fn list(&self, limit: usize) -> Result<Vec<(String, u64)>, RemoteError> {
         let object = format!("{}/", self.url());
         let prefix = self.url().prefix.clone();
