@@ -865,6 +865,8 @@ impl Pipeline {
             (batch_count(order.len(), bs, drop) * bs).min(order.len())
         };
         let total = end.saturating_sub(start);
+        self.source
+            .epoch_starts(state.epoch, order.get(start..end).unwrap_or(&[]));
         Epoch::start(Job {
             source: Arc::clone(&self.source),
             program: Arc::clone(&self.program),

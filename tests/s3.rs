@@ -98,6 +98,11 @@ impl Moto {
     /// Start it; `no_auth` requests are served before credentials are checked (None:
     /// never checked).
     fn start(no_auth: Option<usize>) -> Moto {
+        Moto::start_with(no_auth, &[])
+    }
+
+    /// [`Moto::start`] with more environment (`S3_UPLOAD_PART_MIN_SIZE`, ...).
+    fn start_with(no_auth: Option<usize>, env: &[(&str, &str)]) -> Moto {
         let bin = moto_server().expect("moto_server");
         let port = free_port();
         let mut cmd = Command::new(bin);
@@ -106,6 +111,9 @@ impl Moto {
             .stderr(Stdio::null());
         if let Some(n) = no_auth {
             cmd.env("INITIAL_NO_AUTH_ACTION_COUNT", n.to_string());
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
         }
         let child = cmd.spawn().expect("moto_server starts");
         let moto = Moto { child, port };
@@ -135,6 +143,11 @@ impl Drop for Moto {
 /// One unsigned HTTP/1.1 request (moto takes them while it does not check credentials);
 /// returns the status.
 fn http(port: u16, method: &str, path: &str, body: &[u8]) -> u16 {
+    http_full(port, method, path, body).0
+}
+
+/// [`http`], returning the status and the response body (Content-Length or chunked).
+fn http_full(port: u16, method: &str, path: &str, body: &[u8]) -> (u16, Vec<u8>) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connects");
     s.set_read_timeout(Some(Duration::from_secs(30)))
         .expect("timeout");
@@ -147,11 +160,98 @@ fn http(port: u16, method: &str, path: &str, body: &[u8]) -> u16 {
     s.write_all(body).expect("writes");
     let mut resp = Vec::new();
     let _ = s.read_to_end(&mut resp);
-    let text = String::from_utf8_lossy(&resp);
-    text.split_whitespace()
+    let at = resp
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(resp.len(), |p| p + 4);
+    let head = String::from_utf8_lossy(&resp[..at]).to_ascii_lowercase();
+    let status = head
+        .split_whitespace()
         .nth(1)
         .and_then(|c| c.parse().ok())
-        .unwrap_or(0)
+        .unwrap_or(0);
+    let mut body = resp[at..].to_vec();
+    if head.contains("transfer-encoding: chunked") {
+        let (mut out, mut rest) = (Vec::new(), &body[..]);
+        while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
+            let n = usize::from_str_radix(String::from_utf8_lossy(&rest[..eol]).trim(), 16)
+                .unwrap_or(0);
+            if n == 0 || rest.len() < eol + 2 + n {
+                break;
+            }
+            out.extend_from_slice(&rest[eol + 2..eol + 2 + n]);
+            rest = &rest[(eol + 4 + n).min(rest.len())..];
+        }
+        body = out;
+    }
+    (status, body)
+}
+
+/// Create `bucket`, with a policy that lets this file's unsigned requests read the
+/// objects that `imgfeed` writes (signed, so private to it otherwise).
+fn public_bucket(port: u16, bucket: &str) {
+    assert_eq!(
+        http(port, "PUT", &format!("/{bucket}"), b""),
+        200,
+        "create {bucket}"
+    );
+    let policy = format!(
+        r#"{{"Version":"2012-10-17","Statement":[{{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::{bucket}/*"}}]}}"#
+    );
+    let st = http(port, "PUT", &format!("/{bucket}?policy"), policy.as_bytes());
+    assert!(st == 200 || st == 204, "policy of {bucket}: {st}");
+}
+
+/// The keys under `prefix` in `bucket` (one page: the tests hold few objects).
+fn keys(port: u16, bucket: &str, prefix: &str) -> Vec<String> {
+    let (st, body) = http_full(
+        port,
+        "GET",
+        &format!("/{bucket}?list-type=2&prefix={prefix}"),
+        b"",
+    );
+    assert_eq!(st, 200, "list {bucket}/{prefix}");
+    let text = text(&body);
+    let mut out: Vec<String> = text
+        .split("<Key>")
+        .skip(1)
+        .filter_map(|k| k.split("</Key>").next().map(str::to_string))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The bytes of object `bucket/key`.
+fn object(port: u16, bucket: &str, key: &str) -> Vec<u8> {
+    let (st, body) = http_full(port, "GET", &format!("/{bucket}/{key}"), b"");
+    assert_eq!(st, 200, "get {bucket}/{key}");
+    body
+}
+
+/// Every file of `dir`, sorted by name, with its bytes.
+fn files_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .expect("dir")
+        .flatten()
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, std::fs::read(e.path()).expect("reads"))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The objects under `bucket/prefix/`, as [`files_of`] gives a folder's files.
+fn objects_of(port: u16, bucket: &str, prefix: &str) -> Vec<(String, Vec<u8>)> {
+    keys(port, bucket, &format!("{prefix}/"))
+        .into_iter()
+        .map(|k| {
+            let bytes = object(port, bucket, &k);
+            let name = k.rsplit('/').next().unwrap_or("").to_string();
+            (name, bytes)
+        })
+        .collect()
 }
 
 /// Create `bucket` and put every file of `dir` under `prefix`, with `edit` changing a
@@ -513,6 +613,9 @@ enum Fault {
     Unavailable,
     /// Forward, but close the connection after this many response bytes.
     CutAfter(usize),
+    /// Answer this status (403 AccessDenied, 404 NoSuchKey) to every request whose head
+    /// holds this text (faults not counted); forward the others.
+    Deny(&'static str, u16),
 }
 
 /// A fault-injecting TCP proxy on loopback in front of `upstream`; stops on drop.
@@ -567,18 +670,16 @@ fn take(left: &AtomicUsize) -> bool {
 fn serve(mut client: TcpStream, upstream: u16, fault: Fault, left: &AtomicUsize) {
     let _ = client.set_nonblocking(false);
     let _ = client.set_read_timeout(Some(Duration::from_secs(30)));
+    if let Fault::Deny(what, status) = fault {
+        return deny(client, upstream, what, status);
+    }
     if let Fault::Unavailable = fault {
         if !take(left) {
-            return forward(client, upstream, usize::MAX, left);
+            return forward(client, upstream, usize::MAX, left, &[]);
         }
-        // Read the request head (GETs carry no body), answer 503, close.
-        let mut head = Vec::new();
-        let mut b = [0u8; 4096];
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 1 << 16 {
-            match client.read(&mut b) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => head.extend_from_slice(&b[..n]),
-            }
+        // Read the request head (a body, if any, is not read), answer 503, close.
+        if read_head(&mut client).is_empty() {
+            return;
         }
         let body = "<?xml version=\"1.0\"?><Error><Code>SlowDown</Code>\
                     <Message>Please reduce your request rate.</Message></Error>";
@@ -592,15 +693,120 @@ fn serve(mut client: TcpStream, upstream: u16, fault: Fault, left: &AtomicUsize)
     }
     let cut = match fault {
         Fault::CutAfter(n) => n,
-        Fault::Unavailable => usize::MAX,
+        Fault::Unavailable | Fault::Deny(..) => usize::MAX,
     };
-    forward(client, upstream, cut, left);
+    forward(client, upstream, cut, left, &[]);
 }
 
-fn forward(mut client: TcpStream, upstream: u16, cut: usize, left: &AtomicUsize) {
-    let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+/// The `Content-Length` of a message head (0 when absent).
+fn content_length(head: &[u8]) -> usize {
+    text(head)
+        .to_ascii_lowercase()
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// A whole message from `from`: its head (and the start of the body read with it), then
+/// the rest of a `Content-Length` body (none for the answer to a HEAD, a 204 or a 304).
+/// Empty when the peer went away first.
+fn read_message(from: &mut TcpStream, to_head: bool) -> Vec<u8> {
+    let mut msg = read_head(from);
+    let Some(end) = msg.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return Vec::new();
+    };
+    let head = text(&msg[..end]);
+    let bodiless = to_head || head.starts_with("HTTP/1.1 204") || head.starts_with("HTTP/1.1 304");
+    let want = end
+        + 4
+        + if bodiless {
+            0
+        } else {
+            content_length(&msg[..end])
+        };
+    let mut b = [0u8; 8192];
+    while msg.len() < want {
+        match from.read(&mut b) {
+            Ok(0) | Err(_) => return Vec::new(),
+            Ok(n) => msg.extend_from_slice(&b[..n]),
+        }
+    }
+    msg
+}
+
+/// [`Fault::Deny`]: every request of the connection on its own, each forwarded on a fresh
+/// server connection, or answered `status` (and the connection closed) when it holds
+/// `what`.
+fn deny(mut client: TcpStream, upstream: u16, what: &str, status: u16) {
+    loop {
+        let request = read_message(&mut client, false);
+        if request.is_empty() {
+            return;
+        }
+        let end = request
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .unwrap_or(0);
+        if text(&request[..end]).contains(what) {
+            let (code, reason) = match status {
+                404 => ("NoSuchKey", "Not Found"),
+                _ => ("AccessDenied", "Forbidden"),
+            };
+            let body = format!(
+                "<?xml version=\"1.0\"?><Error><Code>{code}</Code><Message>{reason}</Message>\
+                 </Error>"
+            );
+            let _ = write!(
+                client,
+                "HTTP/1.1 {status} {reason}\r\nContent-Type: application/xml\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            return;
+        }
+        let Ok(mut server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+            return;
+        };
+        let _ = server.set_read_timeout(Some(Duration::from_secs(30)));
+        if server.write_all(&request).is_err() {
+            return;
+        }
+        let response = read_message(&mut server, request.starts_with(b"HEAD "));
+        if response.is_empty() || client.write_all(&response).is_err() {
+            return;
+        }
+    }
+}
+
+/// The bytes of a request up to the end of its head (more may follow: the start of the
+/// body); empty when the client went away first.
+fn read_head(client: &mut TcpStream) -> Vec<u8> {
+    let mut head = Vec::new();
+    let mut b = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 1 << 16 {
+        match client.read(&mut b) {
+            Ok(0) | Err(_) => return Vec::new(),
+            Ok(n) => head.extend_from_slice(&b[..n]),
+        }
+    }
+    head
+}
+
+/// Forward the connection (after `sent_first`, bytes already read from the client).
+fn forward(
+    mut client: TcpStream,
+    upstream: u16,
+    cut: usize,
+    left: &AtomicUsize,
+    sent_first: &[u8],
+) {
+    let Ok(mut server) = TcpStream::connect(("127.0.0.1", upstream)) else {
         return;
     };
+    if server.write_all(sent_first).is_err() {
+        return;
+    }
     let _ = server.set_read_timeout(Some(Duration::from_secs(30)));
     let (Ok(mut c2), Ok(mut s2)) = (client.try_clone(), server.try_clone()) else {
         return;
@@ -609,7 +815,6 @@ fn forward(mut client: TcpStream, upstream: u16, cut: usize, left: &AtomicUsize)
         let _ = std::io::copy(&mut c2, &mut s2);
         let _ = s2.shutdown(std::net::Shutdown::Write);
     });
-    let mut server = server;
     let mut cut = cut;
     let mut sent = 0usize;
     let mut b = [0u8; 8192];
@@ -714,8 +919,23 @@ fn missing_truncated_and_forbidden_objects_fail_naming_the_object() {
             text(&o.stdout)
         );
     }
-    // An image tree (no manifest) is not read from object storage yet: say what to do.
-    let o = run_remote(EVAL, "s3://missing/elsewhere", cache.path(), &env);
+    // A shards pipeline on a prefix without a manifest: say what to do.
+    let pipeline = local.path().join("shards_eval.toml");
+    let toml = std::fs::read_to_string(common::repo().join("pipelines/resnet50_eval.toml"))
+        .expect("reads")
+        .replace("kind = \"image_folder\"", "kind = \"shards\"");
+    std::fs::write(&pipeline, toml).expect("writes");
+    let o = run_remote(
+        &[
+            "run",
+            pipeline.to_str().expect("utf-8"),
+            "--batch-size",
+            "4",
+        ],
+        "s3://missing/elsewhere",
+        cache.path(),
+        &env,
+    );
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
@@ -749,4 +969,576 @@ fn missing_truncated_and_forbidden_objects_fail_naming_the_object() {
         !err.contains("wrong-secret-1234"),
         "a secret printed: {err}"
     );
+}
+
+/// moto with its minimum part size lowered, so that shards of 30 kB go as multipart
+/// uploads of 8 KiB parts (`IMGFEED_S3_PART_SIZE`).
+const SMALL_PARTS: &[(&str, &str)] = &[("S3_UPLOAD_PART_MIN_SIZE", "1024")];
+const PART_SIZE: (&str, &str) = ("IMGFEED_S3_PART_SIZE", "8192");
+
+/// `convert --format shards` of the fixtures (30 kB shards, as [`local_shards`]) to `out`,
+/// with `more` flags.
+fn convert_to(out: &str, more: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut args = vec![
+        "convert",
+        "pipelines/convert_jpeg256.toml",
+        "--data",
+        "fixtures/imagefolder",
+        "--format",
+        "shards",
+        "--shard-size",
+        "30kB",
+    ];
+    args.extend_from_slice(more);
+    imgfeed(&args, &["--out", out], env)
+}
+
+/// The digests of `args` reading `data` (a folder, or a URL through `env`).
+fn digests_of(args: &[&str], data: &str, env: &[(&str, &str)]) -> Vec<String> {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let o = run_remote(args, data, cache.path(), env);
+    assert!(o.status.success(), "{data}: {}", text(&o.stderr));
+    let d = digests(&o);
+    assert!(!d.is_empty());
+    d
+}
+
+#[test]
+fn a_conversion_written_to_the_store_holds_the_local_files_and_reads_back_alike() {
+    if !ready("a_conversion_written_to_the_store_holds_the_local_files_and_reads_back_alike") {
+        return;
+    }
+    let local = local_shards();
+    let dir = local.path().join("ds");
+    let moto = Moto::start_with(None, SMALL_PARTS);
+    public_bucket(moto.port, "out");
+    let ep = moto.endpoint();
+    let env = [("AWS_ENDPOINT_URL", ep.as_str()), PART_SIZE];
+    let o = convert_to("s3://out/ds", &[], &env);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let files = files_of(&dir);
+    // Shards, index, names and manifest: the local conversion's bytes, nothing else.
+    assert_eq!(
+        traffic(&o, "objects written"),
+        files.len() as u64,
+        "{}",
+        text(&o.stdout)
+    );
+    let stored = objects_of(moto.port, "out", "ds");
+    let names = |v: &[(String, Vec<u8>)]| v.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&stored), names(&files));
+    assert!(stored == files, "the objects differ from the local files");
+    // Shards of 30 kB in parts of 8 KiB: several requests per shard.
+    let shards = files.iter().filter(|f| f.0.starts_with("shard-")).count() as u64;
+    assert!(traffic(&o, "requests") >= 4 * shards, "{}", text(&o.stdout));
+    let local_dir = dir.to_str().expect("utf-8");
+    for args in [EVAL, TRAIN] {
+        assert_eq!(
+            digests_of(args, "s3://out/ds", &env),
+            digests_of(args, local_dir, &[]),
+            "{args:?}"
+        );
+    }
+    // A prefix holding a dataset is not written over.
+    let again = convert_to("s3://out/ds", &[], &env);
+    let err = text(&again.stderr);
+    assert_eq!(again.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("s3://out/ds/manifest.json") && err.contains("already exists"),
+        "{err}"
+    );
+}
+
+#[test]
+fn sliced_conversions_merged_on_the_store_equal_the_local_ones() {
+    if !ready("sliced_conversions_merged_on_the_store_equal_the_local_ones") {
+        return;
+    }
+    let local = tempfile::tempdir().expect("tempdir");
+    let sliced = local.path().join("sliced");
+    let sliced_s = sliced.to_str().expect("utf-8");
+    let moto = Moto::start_with(None, SMALL_PARTS);
+    public_bucket(moto.port, "out");
+    let ep = moto.endpoint();
+    let env = [("AWS_ENDPOINT_URL", ep.as_str()), PART_SIZE];
+    for slice in ["0/2", "1/2"] {
+        let o = convert_to(sliced_s, &["--slice", slice], &[]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let o = convert_to("s3://out/sliced", &["--slice", slice], &env);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    // Before the merge there is no manifest: a reader fails, saying so.
+    let cache = tempfile::tempdir().expect("tempdir");
+    let o = run_remote(EVAL, "s3://out/sliced", cache.path(), &env);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("s3://out/sliced/manifest.json") && err.contains("no such object"),
+        "{err}"
+    );
+    let merged = imgfeed(&["merge-index", sliced_s], &[], &[]);
+    assert!(merged.status.success(), "{}", text(&merged.stderr));
+    let merged = imgfeed(
+        &["merge-index", "s3://out/sliced", "--endpoint", &ep],
+        &[],
+        &[],
+    );
+    assert!(merged.status.success(), "{}", text(&merged.stderr));
+    assert!(
+        objects_of(moto.port, "out", "sliced") == files_of(&sliced),
+        "the merged objects differ from the local merge"
+    );
+    // The same samples as one job's conversion.
+    let whole = local_shards();
+    let whole = whole.path().join("ds");
+    for args in [EVAL, TRAIN] {
+        assert_eq!(
+            digests_of(args, "s3://out/sliced", &env),
+            digests_of(args, whole.to_str().expect("utf-8"), &[]),
+            "{args:?}"
+        );
+    }
+    // Merging again is refused: the manifest is there.
+    let again = imgfeed(
+        &["merge-index", "s3://out/sliced", "--endpoint", &ep],
+        &[],
+        &[],
+    );
+    assert_eq!(again.status.code(), Some(2), "{}", text(&again.stderr));
+    assert!(
+        text(&again.stderr).contains("s3://out/sliced/manifest.json"),
+        "{}",
+        text(&again.stderr)
+    );
+}
+
+#[test]
+fn uploads_get_past_503s_and_a_refused_one_leaves_nothing_behind() {
+    if !ready("uploads_get_past_503s_and_a_refused_one_leaves_nothing_behind") {
+        return;
+    }
+    let local = local_shards();
+    let files = files_of(&local.path().join("ds"));
+    let moto = Moto::start_with(None, SMALL_PARTS);
+    public_bucket(moto.port, "out");
+    // A burst of 503s (a dropped request body on some): retried, the dataset whole.
+    let faults = 6;
+    let proxy = Proxy::start(moto.port, Fault::Unavailable, faults);
+    let ep = proxy.endpoint();
+    let o = convert_to(
+        "s3://out/ds",
+        &[],
+        &[("AWS_ENDPOINT_URL", ep.as_str()), PART_SIZE],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        traffic(&o, "retries") >= faults as u64,
+        "{}",
+        text(&o.stdout)
+    );
+    assert!(
+        objects_of(moto.port, "out", "ds") == files,
+        "the objects differ from the local files"
+    );
+    // A part refused (403) in the third shard, after two shards are stored: the upload is
+    // aborted, the stored objects removed, no manifest written, the object named.
+    let proxy = Proxy::start(
+        moto.port,
+        Fault::Deny("shard-00002.bin?partNumber=2", 403),
+        0,
+    );
+    let ep = proxy.endpoint();
+    let o = convert_to(
+        "s3://out/refused",
+        &[],
+        &[("AWS_ENDPOINT_URL", ep.as_str()), PART_SIZE],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("s3://out/refused/shard-00002.bin") && err.contains("access denied"),
+        "{err}"
+    );
+    assert_eq!(keys(moto.port, "out", "refused/"), Vec::<String>::new());
+    let (st, uploads) = http_full(moto.port, "GET", "/out?uploads", b"");
+    assert_eq!(st, 200);
+    assert!(
+        !text(&uploads).contains("<UploadId>"),
+        "a multipart upload left open: {}",
+        text(&uploads)
+    );
+}
+
+/// The flags after `resume with ` in a run's output.
+fn resume_hint(o: &Output) -> Vec<String> {
+    let out = text(&o.stdout);
+    let line = out
+        .lines()
+        .find_map(|l| l.split("resume with ").nth(1))
+        .unwrap_or_else(|| panic!("no resume hint: {out}"));
+    line.split_whitespace().map(str::to_string).collect()
+}
+
+/// The shard of each sample name of the local dataset `dir` (from its index and names).
+fn shard_of_names(dir: &Path) -> std::collections::HashMap<String, u32> {
+    let index = std::fs::read(dir.join("index.bin")).expect("index");
+    let names = std::fs::read(dir.join("names.bin")).expect("names");
+    let u64_at =
+        |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+    let u32_at =
+        |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"));
+    index[32..]
+        .chunks_exact(56)
+        .map(|e| {
+            let (off, len) = (u64_at(e, 16) as usize, u32_at(e, 48) as usize);
+            (text(&names[off..off + len]), u32_at(e, 24))
+        })
+        .collect()
+}
+
+#[test]
+fn an_interrupted_run_resumes_from_the_store_like_a_local_one() {
+    if !ready("an_interrupted_run_resumes_from_the_store_like_a_local_one") {
+        return;
+    }
+    let local = local_shards();
+    let dir = local.path().join("ds");
+    let dir_s = dir.to_str().expect("utf-8");
+    let moto = Moto::start(None);
+    upload(moto.port, "data", "ds", &dir, |_, b| Some(b));
+    let ep = moto.endpoint();
+    let env = [("AWS_ENDPOINT_URL", ep.as_str())];
+    // Stopped in the middle of epoch 1 (3 batches an epoch), then resumed.
+    let stop = ["--max-batches", "5"];
+    let mut runs: Vec<Vec<String>> = Vec::new();
+    let mut resumed_remote = None;
+    for data in [dir_s, "s3://data/ds"] {
+        let cache = tempfile::tempdir().expect("tempdir");
+        let o = run_remote(&[TRAIN, &stop[..]].concat(), data, cache.path(), &env);
+        assert!(o.status.success(), "{data}: {}", text(&o.stderr));
+        let hint = resume_hint(&o);
+        assert_eq!(hint[..4], ["--start-epoch", "1", "--start-batch", "2"]);
+        let mut seen = digests(&o);
+        // A fresh cache: the resumed run fetches what its part of the epoch needs.
+        let cache = tempfile::tempdir().expect("tempdir");
+        let args: Vec<&str> = TRAIN
+            .iter()
+            .copied()
+            .chain(hint.iter().map(String::as_str))
+            .collect();
+        let r = run_remote(&args, data, cache.path(), &env);
+        assert!(r.status.success(), "{data}: {}", text(&r.stderr));
+        seen.extend(digests(&r));
+        assert_eq!(seen.len(), 3, "{}", text(&r.stdout));
+        if data.starts_with("s3://") {
+            resumed_remote = Some(r);
+        }
+        runs.push(seen);
+    }
+    assert_eq!(
+        runs[1], runs[0],
+        "the store's run resumes like the local one"
+    );
+    // Prefetching follows the resumed epoch's order: nothing is fetched that the rest of
+    // the epoch does not read (the index, the names, and the shards of its samples).
+    let out = tempfile::tempdir().expect("tempdir");
+    let o = imgfeed(
+        &[
+            "convert",
+            "pipelines/resnet50_train.toml",
+            "--data",
+            dir_s,
+            "--format",
+            "npy",
+            "--start-epoch",
+            "1",
+            "--start-batch",
+            "2",
+            "--batch-size",
+            "4",
+            "--out",
+        ],
+        &[out.path().to_str().expect("utf-8")],
+        &[],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let shard_of = shard_of_names(&dir);
+    let mut needed: Vec<u32> = std::fs::read_to_string(out.path().join("samples.txt"))
+        .expect("samples.txt")
+        .lines()
+        .map(|n| shard_of[n])
+        .collect();
+    needed.sort_unstable();
+    needed.dedup();
+    let shards = shard_of.values().max().map_or(0, |m| m + 1) as usize;
+    assert!(
+        needed.len() < shards,
+        "{needed:?} of {shards}: the test needs fewer"
+    );
+    let r = resumed_remote.expect("a remote run");
+    assert_eq!(
+        traffic(&r, "files downloaded"),
+        2 + needed.len() as u64,
+        "{}",
+        text(&r.stdout)
+    );
+}
+
+/// Put every file under `dir` (recursively) under `bucket/prefix`, keys `/`-separated.
+fn upload_tree(port: u16, bucket: &str, prefix: &str, dir: &Path) -> usize {
+    let mut n = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("dir").flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let rel = path.strip_prefix(dir).expect("under dir");
+            let key: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            let bytes = std::fs::read(&path).expect("reads");
+            let st = http(
+                port,
+                "PUT",
+                &format!("/{bucket}/{prefix}/{}", key.join("/")),
+                &bytes,
+            );
+            assert_eq!(st, 200, "put {rel:?}");
+            n += 1;
+        }
+    }
+    n
+}
+
+#[test]
+fn an_image_tree_in_the_store_reads_like_the_local_tree() {
+    if !ready("an_image_tree_in_the_store_reads_like_the_local_tree") {
+        return;
+    }
+    let tree = common::repo().join("fixtures/imagefolder");
+    // Listings of 5 keys a page: the 14 objects take several requests.
+    let moto = Moto::start_with(None, &[("MOTO_S3_DEFAULT_MAX_KEYS", "5")]);
+    assert_eq!(http(moto.port, "PUT", "/data", b""), 200);
+    assert_eq!(upload_tree(moto.port, "data", "tree", &tree), 14);
+    let ep = moto.endpoint();
+    let env = [("AWS_ENDPOINT_URL", ep.as_str())];
+    let local = tree.to_str().expect("utf-8");
+    for args in [EVAL, TRAIN] {
+        let cache = tempfile::tempdir().expect("tempdir");
+        let o = run_remote(args, "s3://data/tree", cache.path(), &env);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        // The same classes, labels and order: the same digests.
+        assert_eq!(digests(&o), digests_of(args, local, &[]), "{args:?}");
+        let out = text(&o.stdout);
+        assert!(
+            out.contains("image_folder s3://data/tree: 12 samples, 3 classes"),
+            "{out}"
+        );
+        // One GET per image and epoch (and the listing's pages, the manifest probe).
+        let epochs = digests(&o).len() as u64;
+        assert!(traffic(&o, "requests") >= 12 * epochs + 2, "{out}");
+    }
+    // A conversion of the tree in the store to shards: the local conversion's files.
+    let from_store = tempfile::tempdir().expect("tempdir");
+    let ds = from_store.path().join("ds");
+    let o = imgfeed(
+        &[
+            "convert",
+            "pipelines/convert_jpeg256.toml",
+            "--data",
+            "s3://data/tree",
+            "--format",
+            "shards",
+            "--shard-size",
+            "30kB",
+            "--out",
+        ],
+        &[ds.to_str().expect("utf-8")],
+        &env,
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let whole = local_shards();
+    let strip_root = |files: Vec<(String, Vec<u8>)>| -> Vec<(String, Vec<u8>)> {
+        // The manifest names the source's root: the only difference.
+        files
+            .into_iter()
+            .map(|(n, b)| {
+                let b = text(&b)
+                    .replace("s3://data/tree", "ROOT")
+                    .replace("fixtures/imagefolder", "ROOT");
+                (
+                    n.clone(),
+                    if n.ends_with(".json") {
+                        b.into_bytes()
+                    } else {
+                        Vec::new()
+                    },
+                )
+            })
+            .collect()
+    };
+    let (a, b) = (files_of(&ds), files_of(&whole.path().join("ds")));
+    assert_eq!(strip_root(a.clone()), strip_root(b.clone()));
+    for ((n, x), (_, y)) in a.iter().zip(&b) {
+        if !n.ends_with(".json") {
+            assert!(x == y, "{n} differs");
+        }
+    }
+    // bench says what an image tree in a store costs, and what to do.
+    let cache = tempfile::tempdir().expect("tempdir");
+    let o = run_remote(
+        &[
+            "bench",
+            "pipelines/resnet50_eval.toml",
+            "--workers",
+            "2",
+            "--batch-size",
+            "4",
+        ],
+        "s3://data/tree",
+        cache.path(),
+        &env,
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("one request per image")
+            && text(&o.stdout).contains("--format shards"),
+        "{}",
+        text(&o.stdout)
+    );
+}
+
+#[test]
+fn a_missing_or_forbidden_image_in_the_store_is_named() {
+    if !ready("a_missing_or_forbidden_image_in_the_store_is_named") {
+        return;
+    }
+    let tree = common::repo().join("fixtures/imagefolder");
+    let moto = Moto::start(None);
+    assert_eq!(http(moto.port, "PUT", "/data", b""), 200);
+    upload_tree(moto.port, "data", "tree", &tree);
+    for (status, says) in [(404, "no such object (404)"), (403, "access denied")] {
+        let proxy = Proxy::start(
+            moto.port,
+            Fault::Deny("GET /data/tree/cat/cat_002.jpg", status),
+            0,
+        );
+        let ep = proxy.endpoint();
+        let cache = tempfile::tempdir().expect("tempdir");
+        let o = run_remote(
+            EVAL,
+            "s3://data/tree",
+            cache.path(),
+            &[("AWS_ENDPOINT_URL", ep.as_str())],
+        );
+        let err = text(&o.stderr);
+        assert!(!o.status.success(), "{status}: {err}");
+        assert!(
+            err.contains("s3://data/tree/cat/cat_002.jpg") && err.contains(says),
+            "{status}: {err}"
+        );
+    }
+    // An empty prefix: neither a dataset nor a tree, said so.
+    let cache = tempfile::tempdir().expect("tempdir");
+    let o = run_remote(
+        EVAL,
+        "s3://data/nothing",
+        cache.path(),
+        &[("AWS_ENDPOINT_URL", moto.endpoint().as_str())],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("s3://data/nothing/") && err.contains("image tree"),
+        "{err}"
+    );
+}
+
+/// `python3 -m http.server` serving `dir` on loopback, killed on drop.
+struct WebServer {
+    child: Child,
+    port: u16,
+}
+
+impl WebServer {
+    fn start(dir: &Path) -> WebServer {
+        let port = free_port();
+        let child = Command::new("python3")
+            .args([
+                "-m",
+                "http.server",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+            ])
+            .arg("--directory")
+            .arg(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 -m http.server starts");
+        let server = WebServer { child, port };
+        let t0 = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "http.server did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+}
+
+impl Drop for WebServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_shards_dataset_on_a_plain_http_server_reads_like_the_local_one() {
+    if !ready("a_shards_dataset_on_a_plain_http_server_reads_like_the_local_one") {
+        return;
+    }
+    let local = local_shards();
+    let dir = local.path().join("ds");
+    let web = WebServer::start(local.path());
+    let url = format!("http://127.0.0.1:{}/ds", web.port);
+    for args in [EVAL, TRAIN] {
+        let cache = tempfile::tempdir().expect("tempdir");
+        let cold = run_remote(args, &url, cache.path(), &[]);
+        assert!(cold.status.success(), "{}", text(&cold.stderr));
+        let want = digests_of(args, dir.to_str().expect("utf-8"), &[]);
+        assert_eq!(digests(&cold), want, "{args:?}");
+        assert!(
+            traffic(&cold, "files downloaded") >= 3,
+            "{}",
+            text(&cold.stdout)
+        );
+        let warm = run_remote(args, &url, cache.path(), &[]);
+        assert_eq!(digests(&warm), want, "{args:?} warm");
+        assert_eq!(
+            traffic(&warm, "files downloaded"),
+            0,
+            "{}",
+            text(&warm.stdout)
+        );
+    }
+    // A missing dataset names the object; the server is not written to.
+    let cache = tempfile::tempdir().expect("tempdir");
+    let missing = format!("http://127.0.0.1:{}/nothing", web.port);
+    let o = run_remote(EVAL, &missing, cache.path(), &[]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("{missing}/manifest.json")), "{err}");
+    let o = convert_to(&format!("http://127.0.0.1:{}/out", web.port), &[], &[]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("read-only"), "{err}");
 }

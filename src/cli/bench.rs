@@ -298,6 +298,15 @@ fn jpeg(p: &Pipeline) -> Option<String> {
 /// What is measured, printed before the run (and its progress bar).
 fn print_header(p: &Pipeline) {
     println!("{}", p.source().describe());
+    if imgfeed::remote::is_remote(p.source().root())
+        && p.config().source.kind() == imgfeed::source::SourceKind::ImageFolder
+    {
+        println!(
+            "store        an image tree in object storage: one request per image, slower by \
+             nature than shards (a few large files, fetched whole and cached); convert it once \
+             with `imgfeed convert PIPELINE --format shards --out s3://...` and read that"
+        );
+    }
     println!("workers      {}", p.config().engine.workers);
     if let Some(j) = jpeg(p) {
         println!("jpeg decoder {j}");
@@ -360,7 +369,7 @@ fn caution(m: &Measured) -> Option<String> {
     })
 }
 
-fn print_table(m: &Measured, v: &Verdict) {
+fn print_table(p: &Pipeline, m: &Measured, v: &Verdict) {
     if m.interrupted {
         println!("PARTIAL      interrupted: these figures cover the part of the run that ran");
     }
@@ -389,7 +398,15 @@ fn print_table(m: &Measured, v: &Verdict) {
         );
         // Worker time spent waiting for shard files: the store's share of the run.
         let share = store.waited_ns as f64 / 1e9 / (m.workers.max(1) as f64 * m.wall).max(1e-9);
-        if share > 0.1 {
+        let tree = p.config().source.kind() == imgfeed::source::SourceKind::ImageFolder;
+        if share > 0.1 && tree {
+            println!(
+                "store        the store held the workers up {:.0}% of the time: one request per \
+                 image ({:.0} requests/s); shards need a few",
+                share * 100.0,
+                store.requests as f64 / m.wall.max(1e-9)
+            );
+        } else if share > 0.1 {
             println!(
                 "store        the store held the workers up {:.0}% of the time: a link faster \
                  than {:.0} MB/s, a warm --cache-dir, or larger shards (fewer requests) would help",
@@ -446,7 +463,7 @@ pub fn bench(c: &Common, o: &BenchOpts) -> Result<i32> {
             if o.json {
                 println!("{}", to_json(c, &p, &m, &v));
             } else {
-                print_table(&m, &v);
+                print_table(&p, &m, &v);
             }
         }
         if m.interrupted {

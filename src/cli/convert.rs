@@ -150,5 +150,9 @@ pub fn convert_shards(
             String::new()
         }
     );
+    let traffic = imgfeed::remote::snapshot();
+    if !traffic.is_empty() {
+        println!("{traffic}");
+    }
     Ok(if report.skipped > 0 { 1 } else { 0 })
 }

@@ -1,15 +1,23 @@
-//! `imgfeed merge-index DIR`: join the slices of a split shards conversion.
+//! `imgfeed merge-index DIR`: join the slices of a split shards conversion (DIR may be
+//! `s3://bucket/prefix`).
 
 use anyhow::Result;
+use imgfeed::remote::RemoteOptions;
 use std::path::Path;
 
-pub fn merge_index(dir: &Path) -> Result<i32> {
-    let m = imgfeed::shards::merge_index(dir)?;
+pub fn merge_index(dir: &Path, endpoint: Option<String>) -> Result<i32> {
+    let mut options = RemoteOptions::default();
+    options.endpoint = endpoint;
+    let m = imgfeed::shards::merge_index_with(dir, &options)?;
     println!(
         "merged {} samples in {} shard(s) into {}",
         m.samples,
         m.shards.len(),
         dir.join(imgfeed::shards::format::MANIFEST).display()
     );
+    let traffic = imgfeed::remote::snapshot();
+    if !traffic.is_empty() {
+        println!("{traffic}");
+    }
     Ok(0)
 }

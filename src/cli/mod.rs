@@ -125,8 +125,11 @@ enum Command {
     /// --slice I/K --out DIR`, one per slice) into DIR/manifest.json.
     #[command(after_help = MERGE_EXIT_CODES)]
     MergeIndex {
-        /// The folder the slices were written to.
+        /// The folder the slices were written to (or `s3://bucket/prefix`).
         dir: PathBuf,
+        /// S3-compatible endpoint for an s3:// DIR, overriding `AWS_ENDPOINT_URL`.
+        #[arg(long, value_name = "URL")]
+        endpoint: Option<String>,
     },
     /// Measure throughput: images/s, MB/s, CPU time, peak RSS, time per stage.
     #[command(after_help = EXIT_CODES)]
@@ -726,7 +729,7 @@ pub fn main() -> i32 {
                 }
             }
         }
-        Command::MergeIndex { dir } => merge_index::merge_index(&dir),
+        Command::MergeIndex { dir, endpoint } => merge_index::merge_index(&dir, endpoint),
         Command::Bench {
             input,
             engine,

@@ -15,10 +15,12 @@ use super::retry::{Failure, RetryPolicy};
 use super::{stats, RemoteError, RemoteUrl};
 use futures_util::StreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::http::HttpBuilder;
 use object_store::path::Path as ObjectPath;
 use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, RetryConfig};
 use std::io::Write;
 use std::ops::Range;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Timeout of one request (headers and body), and of connecting.
@@ -34,12 +36,15 @@ pub struct ObjectInfo {
     pub e_tag: Option<String>,
 }
 
-/// An S3 bucket and prefix, with the runtime that drives the requests.
+/// An S3 bucket and prefix (or a plain HTTP server's folder, read-only), with the runtime
+/// that drives the requests.
 pub struct S3Client {
     url: RemoteUrl,
-    store: AmazonS3,
-    runtime: tokio::runtime::Runtime,
-    retry: RetryPolicy,
+    pub(super) store: Arc<dyn ObjectStore>,
+    /// The S3 store, for multipart uploads (`None` for HTTP).
+    pub(super) s3: Option<AmazonS3>,
+    pub(super) runtime: tokio::runtime::Runtime,
+    pub(super) retry: RetryPolicy,
 }
 
 impl std::fmt::Debug for S3Client {
@@ -72,6 +77,9 @@ impl S3Client {
             url: url.to_string(),
             reason,
         };
+        if !url.is_s3() {
+            return S3Client::http(url);
+        }
         let mut builder = AmazonS3Builder::from_env().with_bucket_name(&url.bucket);
         let endpoint = endpoint
             .map(str::to_string)
@@ -112,16 +120,51 @@ impl S3Client {
             })
             .build()
             .map_err(|e| setup(e.to_string()))?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("imgfeed-s3")
-            .enable_all()
-            .build()
-            .map_err(|e| setup(format!("cannot start the I/O runtime: {e}")))?;
         Ok(S3Client {
             url: url.clone(),
-            store,
-            runtime,
+            store: Arc::new(store.clone()),
+            s3: Some(store),
+            runtime: runtime(url)?,
+            retry: RetryPolicy::default(),
+        })
+    }
+
+    /// A client for a plain HTTP(S) server (`url.bucket` is its host and port): GET and
+    /// HEAD only. Plain `http://` for a loopback server only (elsewhere with
+    /// `AWS_ALLOW_HTTP=true`, as for S3 endpoints).
+    fn http(url: &RemoteUrl) -> Result<S3Client, RemoteError> {
+        let server = format!("{}://{}", url.scheme, url.bucket);
+        let mut options = ClientOptions::new()
+            .with_timeout(REQUEST_TIMEOUT)
+            .with_connect_timeout(CONNECT_TIMEOUT);
+        if url.scheme == "http" {
+            if !is_loopback(&server) && !env_true("AWS_ALLOW_HTTP") {
+                return Err(RemoteError::Setup {
+                    url: url.to_string(),
+                    reason: "plain http:// is accepted for a loopback server only (set \
+                             AWS_ALLOW_HTTP=true to allow it elsewhere)"
+                        .into(),
+                });
+            }
+            options = options.with_allow_http(true);
+        }
+        let store = HttpBuilder::new()
+            .with_url(server)
+            .with_client_options(options)
+            .with_retry(RetryConfig {
+                max_retries: 0,
+                ..RetryConfig::default()
+            })
+            .build()
+            .map_err(|e| RemoteError::Setup {
+                url: url.to_string(),
+                reason: e.to_string(),
+            })?;
+        Ok(S3Client {
+            url: url.clone(),
+            store: Arc::new(store),
+            s3: None,
+            runtime: runtime(url)?,
             retry: RetryPolicy::default(),
         })
     }
@@ -137,7 +180,7 @@ impl S3Client {
         &self.url
     }
 
-    fn classify(&self, file: &str, e: object_store::Error) -> Failure {
+    pub(super) fn classify(&self, file: &str, e: object_store::Error) -> Failure {
         let object = self.url.object(file);
         match e {
             object_store::Error::NotFound { .. } => Failure::Fatal(RemoteError::NotFound {
@@ -306,6 +349,19 @@ impl S3Client {
             })
         })
     }
+}
+
+/// The client's own small Tokio runtime (two threads).
+fn runtime(url: &RemoteUrl) -> Result<tokio::runtime::Runtime, RemoteError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("imgfeed-s3")
+        .enable_all()
+        .build()
+        .map_err(|e| RemoteError::Setup {
+            url: url.to_string(),
+            reason: format!("cannot start the I/O runtime: {e}"),
+        })
 }
 
 /// The HTTP status in an `object_store` message (`... status code: 503 ...`).

@@ -34,9 +34,9 @@ pub fn open_remote(
                     .to_string()
             } else {
                 format!(
-                    ": image trees ({}) in object storage are not read yet; convert the tree \
-                     with `imgfeed convert PIPELINE --format shards --out DIR`, upload DIR, and \
-                     point --data at it",
+                    ": {} datasets are read from object storage once converted to shards: \
+                     `imgfeed convert PIPELINE --format shards --out s3://...`, and point \
+                     --data at that prefix (image trees are read as they are)",
                     kind_name(kind)
                 )
             };

@@ -16,7 +16,7 @@ pub enum RemoteError {
         reason: String,
     },
     /// The store client could not be set up (endpoint, credentials in the environment).
-    #[error("{url}: cannot set up the S3 client: {reason}")]
+    #[error("{url}: cannot set up the object-store client: {reason}")]
     Setup {
         /// The dataset root.
         url: String,

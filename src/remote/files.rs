@@ -3,11 +3,14 @@
 //!
 //! A read of a record copies it out of its mapped shard (fetching the shard first when it
 //! is not cached: one download per shard, however many workers ask at once). Each read
-//! also moves a cursor along the epoch's order of first use of the shards (computed from
-//! the sampling: shuffle, seed, ranks), and a background thread fetches the next
-//! [`PREFETCH`] shards of that order, so workers do not wait for the network when it is
-//! fast enough. When the cache limit needs room, the least recently used shards that no
-//! worker is fetching are removed (their maps dropped first).
+//! also moves a cursor along the epoch's order of first use of the shards, and a
+//! background thread fetches the next [`PREFETCH`] shards of that order, so workers do not
+//! wait for the network when it is fast enough. The order is the one the pipeline
+//! announces when it starts an epoch ([`crate::source::Source::epoch_starts`]: the
+//! samples it will read, from where a resumed epoch starts); without one (a reader that is
+//! not an epoch) it is computed from the sampling, the epoch guessed from the reads'
+//! count. When the cache limit needs room, the least recently used shards that no worker
+//! is fetching are removed (their maps dropped first).
 
 use super::{Cache, RemoteError, S3Client};
 use crate::error::{Error, Result};
@@ -63,6 +66,8 @@ struct State {
     /// Shards for the prefetcher to fetch, first first.
     queue: std::collections::VecDeque<usize>,
     stop: bool,
+    /// The order was announced by [`RemoteFiles::start_epoch`] (not guessed from reads).
+    announced: bool,
 }
 
 /// The shard files of a remote dataset (see the module).
@@ -135,6 +140,33 @@ impl RemoteFiles {
         RemoteFiles { inner }
     }
 
+    /// Epoch `epoch` reads the samples `order` (indices, in order; a resumed epoch's from
+    /// where it resumes): prefetching follows the shards' order of first use in it, and
+    /// starts with its first shards now.
+    pub(crate) fn start_epoch(&self, epoch: u64, order: &[usize]) {
+        let order = self.inner.shard_order_of(order.iter().copied());
+        let mut position = vec![usize::MAX; self.inner.manifest.shards.len()];
+        for (k, &s) in order.iter().enumerate() {
+            if let Some(p) = position.get_mut(s) {
+                *p = k;
+            }
+        }
+        let mut st = lock(&self.inner.state);
+        st.announced = true;
+        st.epoch = Some(epoch);
+        st.queue.clear();
+        for &s in order.iter().take(PREFETCH) {
+            let have = st.maps.get(s).is_some_and(Option::is_some);
+            if !have && !st.fetching.contains(&s) {
+                st.queue.push_back(s);
+            }
+        }
+        st.order = order;
+        st.position = position;
+        drop(st);
+        self.inner.changed.notify_all();
+    }
+
     /// Copy bytes `range` of `shard` into `scratch` (the read of sample `index`).
     pub(crate) fn copy(
         &self,
@@ -189,7 +221,7 @@ impl Inner {
         let per_epoch = self.sampling.len(n).max(1) as u64;
         let epoch = self.reads.fetch_add(1, Ordering::Relaxed) / per_epoch;
         let mut st = lock(&self.state);
-        if st.epoch != Some(epoch) {
+        if !st.announced && st.epoch != Some(epoch) {
             drop(st);
             let order = self.shard_order(epoch);
             let mut position = vec![usize::MAX; self.manifest.shards.len()];
@@ -233,9 +265,14 @@ impl Inner {
     /// The shards of `epoch` in their order of first use.
     fn shard_order(&self, epoch: u64) -> Vec<usize> {
         let n = self.manifest.samples as usize;
+        self.shard_order_of(self.sampling.order(n, epoch))
+    }
+
+    /// The shards of the samples `order` in their order of first use.
+    fn shard_order_of(&self, order: impl IntoIterator<Item = usize>) -> Vec<usize> {
         let mut seen = vec![false; self.manifest.shards.len()];
         let mut out = Vec::new();
-        for i in self.sampling.order(n, epoch) {
+        for i in order {
             let Some(s) = self.shard_of.get(i).map(|&s| s as usize) else {
                 continue;
             };

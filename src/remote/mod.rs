@@ -8,24 +8,34 @@
 //! Tokio runtime; the engine stays thread-based), [`retry`] bounds and counts retries,
 //! [`cache`] keeps the local copies within the limit, [`files`] fetches and prefetches
 //! shards, [`dataset`] opens a dataset, [`options`] is the `[source]` fields, [`stats`]
-//! counts the traffic, [`error`] says what went wrong, naming the object.
+//! counts the traffic, [`error`] says what went wrong, naming the object; [`tree`] reads
+//! an image tree (`class/image.jpg` objects, no manifest). Writing:
+//! [`write`](mod@write) stores objects (multipart uploads streamed from files), [`upload`] is a
+//! conversion's output in object storage (the manifest last).
 
 pub mod cache;
 pub mod client;
 pub mod dataset;
 pub mod error;
 pub mod files;
+pub mod folder;
 pub mod options;
 pub mod retry;
 pub mod stats;
+pub mod tree;
+pub mod upload;
 pub mod url;
+pub mod write;
 
 pub use cache::Cache;
 pub use client::S3Client;
 pub use dataset::open_remote;
 pub use error::RemoteError;
 pub use files::RemoteFiles;
+pub use folder::RemoteFolder;
 pub use options::{RemoteOptions, REMOTE_FIELDS};
 pub use retry::RetryPolicy;
 pub use stats::{snapshot, Traffic};
+pub use tree::{open_tree, RemoteTree};
+pub use upload::Uploader;
 pub use url::{is_remote, RemoteUrl};

@@ -9,6 +9,8 @@ static RETRIES: AtomicU64 = AtomicU64::new(0);
 static DOWNLOADS: AtomicU64 = AtomicU64::new(0);
 static CACHE_HITS: AtomicU64 = AtomicU64::new(0);
 static WAITED_NS: AtomicU64 = AtomicU64::new(0);
+static SENT: AtomicU64 = AtomicU64::new(0);
+static UPLOADS: AtomicU64 = AtomicU64::new(0);
 
 /// The counters at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -26,6 +28,10 @@ pub struct Traffic {
     /// Nanoseconds that reads spent waiting for shard files (all workers together): the
     /// time the store held the pipeline up.
     pub waited_ns: u64,
+    /// Body bytes sent (uploads).
+    pub sent: u64,
+    /// Objects written (files uploaded, manifests).
+    pub uploads: u64,
 }
 
 impl Traffic {
@@ -38,6 +44,8 @@ impl Traffic {
             downloads: self.downloads.saturating_sub(earlier.downloads),
             cache_hits: self.cache_hits.saturating_sub(earlier.cache_hits),
             waited_ns: self.waited_ns.saturating_sub(earlier.waited_ns),
+            sent: self.sent.saturating_sub(earlier.sent),
+            uploads: self.uploads.saturating_sub(earlier.uploads),
         }
     }
 
@@ -59,7 +67,16 @@ impl std::fmt::Display for Traffic {
             self.downloads,
             self.cache_hits,
             self.waited_ns as f64 / 1e9
-        )
+        )?;
+        if self.uploads > 0 {
+            write!(
+                f,
+                ", {} objects written ({:.1} MB sent)",
+                self.uploads,
+                self.sent as f64 / 1e6
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -72,6 +89,8 @@ pub fn snapshot() -> Traffic {
         downloads: DOWNLOADS.load(Ordering::Relaxed),
         cache_hits: CACHE_HITS.load(Ordering::Relaxed),
         waited_ns: WAITED_NS.load(Ordering::Relaxed),
+        sent: SENT.load(Ordering::Relaxed),
+        uploads: UPLOADS.load(Ordering::Relaxed),
     }
 }
 
@@ -97,4 +116,12 @@ pub(crate) fn cache_hit() {
 
 pub(crate) fn waited(d: std::time::Duration) {
     WAITED_NS.fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
+}
+
+pub(crate) fn sent(n: u64) {
+    SENT.fetch_add(n, Ordering::Relaxed);
+}
+
+pub(crate) fn upload() {
+    UPLOADS.fetch_add(1, Ordering::Relaxed);
 }

@@ -1,4 +1,5 @@
-//! Object-storage locations: `s3://bucket/prefix` as a dataset root.
+//! Object-storage locations: `s3://bucket/prefix` (or a plain HTTP server's
+//! `http(s)://host/path`, read-only) as a dataset root.
 //!
 //! A root is remote when it starts with a scheme this build reads (`s3://`); it stays a
 //! [`Path`] everywhere else in the library (configs, `--data`), so a local path and a URL
@@ -8,15 +9,18 @@ use super::RemoteError;
 use std::path::Path;
 
 /// Schemes read from object storage.
-pub const SCHEMES: &[&str] = &["s3://"];
+pub const SCHEMES: &[&str] = &["s3://", "http://", "https://"];
 
 /// Schemes of stores that a later version may read (named in errors).
-const LATER: &[&str] = &["gs://", "az://", "abfs://", "http://", "https://"];
+const LATER: &[&str] = &["gs://", "az://", "abfs://"];
 
-/// `s3://bucket/prefix`: a bucket and a key prefix (no leading or trailing `/`).
+/// `s3://bucket/prefix`: a bucket and a key prefix (no leading or trailing `/`); or
+/// `http(s)://host[:port]/path`: the server in `bucket`, the path in `prefix`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RemoteUrl {
-    /// The bucket.
+    /// `s3`, `http` or `https`.
+    pub scheme: String,
+    /// The bucket (for HTTP, the server's host and port).
     pub bucket: String,
     /// The key prefix of the dataset's objects, without a trailing `/` (may be empty).
     pub prefix: String,
@@ -36,16 +40,28 @@ impl RemoteUrl {
             url: text.to_string(),
             reason: why.to_string(),
         };
-        let Some(rest) = text.strip_prefix("s3://") else {
-            return Err(bad(
-                "only s3:// (and S3-compatible stores through AWS_ENDPOINT_URL) is read so far",
-            ));
+        let (scheme, rest) = match text.split_once("://") {
+            Some((s @ ("s3" | "http" | "https"), rest)) => (s, rest),
+            _ => {
+                return Err(bad(
+                    "only s3:// (and S3-compatible stores through AWS_ENDPOINT_URL) and \
+                     http(s):// (read-only) are read so far",
+                ))
+            }
         };
         let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
         if bucket.is_empty() {
-            return Err(bad("no bucket name"));
+            return Err(bad(if scheme == "s3" {
+                "no bucket name"
+            } else {
+                "no host"
+            }));
         }
-        if !bucket
+        if scheme != "s3" {
+            if bucket.contains(['@', '?', '#']) {
+                return Err(bad("a host[:port] without user, query or fragment"));
+            }
+        } else if !bucket
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
         {
@@ -58,6 +74,7 @@ impl RemoteUrl {
             return Err(bad("'.' and '..' are not key segments"));
         }
         Ok(RemoteUrl {
+            scheme: scheme.to_string(),
             bucket: bucket.to_string(),
             prefix: prefix.to_string(),
         })
@@ -74,16 +91,21 @@ impl RemoteUrl {
 
     /// `s3://bucket/key` of `file`, for messages.
     pub fn object(&self, file: &str) -> String {
-        format!("s3://{}/{}", self.bucket, self.key(file))
+        format!("{}://{}/{}", self.scheme, self.bucket, self.key(file))
+    }
+
+    /// Whether this is an S3 location (the stores written to).
+    pub fn is_s3(&self) -> bool {
+        self.scheme == "s3"
     }
 }
 
 impl std::fmt::Display for RemoteUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.prefix.is_empty() {
-            write!(f, "s3://{}", self.bucket)
+            write!(f, "{}://{}", self.scheme, self.bucket)
         } else {
-            write!(f, "s3://{}/{}", self.bucket, self.prefix)
+            write!(f, "{}://{}/{}", self.scheme, self.bucket, self.prefix)
         }
     }
 }
@@ -107,7 +129,19 @@ mod tests {
         let top = RemoteUrl::parse("s3://data").expect("parses");
         assert_eq!(top.key("manifest.json"), "manifest.json");
         assert_eq!(top.to_string(), "s3://data");
-        for bad in ["s3://", "s3:///x", "s3://Big/x", "gs://b/x", "s3://b/../x"] {
+        let web = RemoteUrl::parse("http://127.0.0.1:8000/data/ds").expect("parses");
+        assert_eq!(
+            web.object("manifest.json"),
+            "http://127.0.0.1:8000/data/ds/manifest.json"
+        );
+        for bad in [
+            "s3://",
+            "s3:///x",
+            "s3://Big/x",
+            "gs://b/x",
+            "s3://b/../x",
+            "http:///x",
+        ] {
             assert!(RemoteUrl::parse(bad).is_err(), "{bad}");
         }
         assert!(is_remote(Path::new("s3://b/x")) && is_remote(Path::new("gs://b")));

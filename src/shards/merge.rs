@@ -3,10 +3,13 @@
 //! manifests, checks that they come from the same source and conversion and cover it
 //! exactly (slices `0..K`, contiguous, nothing missing or repeated), and writes one index,
 //! one names file and `manifest.json` that list every slice's shards. Shard files are not
-//! copied or renamed.
+//! copied or renamed. The folder may be a prefix in object storage ([`Folder`]): the
+//! merged manifest is written last there too.
 
+use super::folder::{Folder, LocalFolder};
 use super::format::{
     header, parse_header, Entry, FileEntry, Manifest, ENTRY_LEN, HEADER_LEN, INDEX_MAGIC, MANIFEST,
+    MAX_MANIFEST_BYTES,
 };
 use super::writer::Names;
 use crate::error::{Error, Result};
@@ -48,9 +51,9 @@ fn bad(path: &Path, reason: impl Into<String>) -> Error {
 }
 
 /// Read a slice file listed by `entry`, checking size and checksum.
-fn read_checked(dir: &Path, entry: &FileEntry) -> Result<Vec<u8>> {
-    let path = dir.join(&entry.file);
-    let bytes = std::fs::read(&path).map_err(|e| bad(&path, e.to_string()))?;
+fn read_checked(dir: &dyn Folder, entry: &FileEntry) -> Result<Vec<u8>> {
+    let path = dir.path(&entry.file);
+    let bytes = dir.read(&entry.file, entry.size)?;
     if bytes.len() as u64 != entry.size {
         return Err(bad(
             &path,
@@ -68,23 +71,37 @@ fn read_checked(dir: &Path, entry: &FileEntry) -> Result<Vec<u8>> {
 }
 
 /// Merge the slice manifests in `dir` into `dir/manifest.json`; returns the manifest.
+/// `dir` may be `s3://bucket/prefix` (reached through `AWS_ENDPOINT_URL` or the store's
+/// default endpoint; [`merge_index_with`] takes the options).
 pub fn merge_index(dir: &Path) -> Result<Manifest> {
-    let target = dir.join(MANIFEST);
-    if target.exists() {
+    merge_index_with(dir, &crate::remote::RemoteOptions::default())
+}
+
+/// [`merge_index`], reaching a dataset in object storage as `options` say.
+pub fn merge_index_with(dir: &Path, options: &crate::remote::RemoteOptions) -> Result<Manifest> {
+    if crate::remote::is_remote(dir) {
+        merge_in(&crate::remote::RemoteFolder::open(dir, options)?)
+    } else {
+        merge_in(&LocalFolder(dir.to_path_buf()))
+    }
+}
+
+/// Merge the slice manifests in `folder` into its `manifest.json`.
+pub fn merge_in(folder: &dyn Folder) -> Result<Manifest> {
+    let target = folder.path(MANIFEST);
+    let dir = folder.root();
+    let dir = dir.as_path();
+    if folder.exists(MANIFEST)? {
         return Err(bad(
             &target,
             "already exists: the slices were merged before",
         ));
     }
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(|e| bad(dir, e.to_string()))? {
-        let entry = entry.map_err(|e| bad(dir, e.to_string()))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with("slice-") && name.ends_with(".json") {
-            found.push(name);
-        }
-    }
-    found.sort();
+    let found: Vec<String> = folder
+        .names_starting("slice-")?
+        .into_iter()
+        .filter(|n| n.ends_with(".json"))
+        .collect();
     let Some(first_name) = found.first() else {
         return Err(bad(
             dir,
@@ -92,15 +109,17 @@ pub fn merge_index(dir: &Path) -> Result<Manifest> {
              --out this folder first",
         ));
     };
-    let first = Manifest::read(&dir.join(first_name))?;
+    let read_manifest =
+        |name: &str| Manifest::parse(&folder.path(name), &folder.read(name, MAX_MANIFEST_BYTES)?);
+    let first = read_manifest(first_name)?;
     let Some(s0) = first.slice else {
-        return Err(bad(&dir.join(first_name), "not a slice manifest"));
+        return Err(bad(&folder.path(first_name), "not a slice manifest"));
     };
     let count = s0.count;
     let mut slices: Vec<Option<Manifest>> = vec![None; count];
     for name in &found {
-        let path = dir.join(name);
-        let m = Manifest::read(&path)?;
+        let path = folder.path(name);
+        let m = read_manifest(name)?;
         let s = m
             .slice
             .ok_or_else(|| bad(&path, "not a slice manifest (no `slice`)"))?;
@@ -175,10 +194,10 @@ pub fn merge_index(dir: &Path) -> Result<Manifest> {
     let mut fixed = slices.first().and_then(|m| m.fixed_size);
     let mut samples = 0u64;
     for m in &slices {
-        let ipath = dir.join(&m.index.file);
-        let idx = read_checked(dir, &m.index)?;
+        let ipath = folder.path(&m.index.file);
+        let idx = read_checked(folder, &m.index)?;
         let (_, n) = parse_header(&ipath, &idx, INDEX_MAGIC, "index")?;
-        let nm = read_checked(dir, &m.names)?;
+        let nm = read_checked(folder, &m.names)?;
         let body = idx.get(HEADER_LEN..).unwrap_or_default();
         if n != m.samples || body.len() as u64 != n * ENTRY_LEN as u64 {
             return Err(bad(&ipath, "entry count does not match its manifest"));
@@ -214,8 +233,8 @@ pub fn merge_index(dir: &Path) -> Result<Manifest> {
         crc32: super::format::crc32(&names),
         samples: None,
     };
-    super::format::write_atomic(&dir.join(&index_entry.file), &head)?;
-    super::format::write_atomic(&dir.join(&names_entry.file), &names)?;
+    folder.write(&index_entry.file, head)?;
+    folder.write(&names_entry.file, names)?;
     let manifest = Manifest {
         samples,
         fixed_size: fixed,
@@ -225,7 +244,11 @@ pub fn merge_index(dir: &Path) -> Result<Manifest> {
         slice: None,
         ..first
     };
-    manifest.write(&target)?;
+    let text = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Io {
+        path: target.clone(),
+        source: std::io::Error::other(e),
+    })?;
+    folder.write(MANIFEST, text)?;
     Ok(manifest)
 }
 

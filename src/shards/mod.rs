@@ -19,19 +19,22 @@
 //!
 //! The flow, one file each: [`convert`] runs a conversion (the `[store]` pipeline table is
 //! [`store`]), [`writer`] appends samples to shards in the layout of
-//! [`format`](mod@format), [`merge`] joins the slices of a split conversion, and
-//! [`source`] reads a dataset back, memory-mapped.
+//! [`format`](mod@format), [`publish`] hands finished files to object storage, [`merge`]
+//! joins the slices of a split conversion, and [`source`] reads a dataset back,
+//! memory-mapped.
 
 pub mod convert;
+pub mod folder;
 pub mod format;
 pub mod merge;
+pub mod publish;
 pub mod source;
 pub mod store;
 pub mod writer;
 
 pub use convert::{convert_to_shards, convert_to_shards_until, slice_range};
 pub use format::{Manifest, Storage, VERSION};
-pub use merge::merge_index;
+pub use merge::{merge_index, merge_index_with};
 pub use source::Shards;
 pub use store::StoreConfig;
 pub use writer::ShardWriter;

@@ -396,6 +396,12 @@ impl Source for Shards {
         &self.manifest.classes
     }
 
+    fn epoch_starts(&self, epoch: u64, order: &[usize]) {
+        if let Files::Remote(remote) = &self.files {
+            remote.start_epoch(epoch, order);
+        }
+    }
+
     fn sample_name(&self, index: usize) -> String {
         self.entry(index)
             .and_then(|e| {

@@ -2,12 +2,15 @@
 //! index, the names and the manifest at the end. Every file is written under a temporary
 //! name (`NAME.tmp`) and renamed when all are complete, the manifest last: a folder with a
 //! manifest holds a whole dataset, and an interrupted conversion leaves no manifest (its
-//! temporary files are removed when the writer is dropped unfinished).
+//! temporary files are removed when the writer is dropped unfinished). With a
+//! [`Publish`] (object storage), each finished file is handed to it instead of renamed, and
+//! the manifest goes last through it.
 
 use super::format::{
     crc32, header, tmp_name, Entry, FileEntry, Manifest, Slice, Storage, FORMAT, HEADER_LEN,
     INDEX_MAGIC, MANIFEST, SHARD_MAGIC, VERSION,
 };
+use super::publish::Publish;
 use crate::error::{Error, Result};
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -97,6 +100,8 @@ pub struct ShardWriter {
     /// `None` before the first sample; then the common size, or `Some(None)` once sizes differ.
     size: Option<Option<[usize; 2]>>,
     finished: bool,
+    /// Where finished files go, when not renamed in place.
+    publish: Option<Box<dyn Publish>>,
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
@@ -110,9 +115,21 @@ impl ShardWriter {
     /// Start writing into `dir` (created if needed). Refuses a folder that already holds
     /// this output's manifest.
     pub fn create(dir: &Path, names: Names, storage: Storage, shard_size: u64) -> Result<Self> {
+        Self::create_with(dir, names, storage, shard_size, None)
+    }
+
+    /// [`ShardWriter::create`], handing every finished file to `publish` when given (`dir`
+    /// is then a staging folder, and `publish` checks its own target for a manifest).
+    pub fn create_with(
+        dir: &Path,
+        names: Names,
+        storage: Storage,
+        shard_size: u64,
+        publish: Option<Box<dyn Publish>>,
+    ) -> Result<Self> {
         crate::sink::create_out_dir(dir)?;
         let manifest = dir.join(names.manifest());
-        if manifest.exists() {
+        if publish.is_none() && manifest.exists() {
             return Err(Error::Dataset {
                 path: manifest,
                 reason: "already exists: this folder holds a converted dataset (remove it or \
@@ -133,6 +150,7 @@ impl ShardWriter {
             count: 0,
             size: None,
             finished: false,
+            publish,
         })
     }
 
@@ -155,10 +173,21 @@ impl ShardWriter {
                 crc32: s.crc.finalize(),
                 samples: Some(s.samples),
             });
-            let path = self.dir.join(&s.name);
-            self.done.push((s.tmp, path));
+            drop(s.out);
+            self.finished_file(s.tmp, &s.name)?;
         }
         Ok(())
+    }
+
+    /// A complete temporary file: to the publisher, or kept for the final rename.
+    fn finished_file(&mut self, tmp: PathBuf, name: &str) -> Result<()> {
+        match self.publish.as_mut() {
+            Some(p) => p.file(tmp, name),
+            None => {
+                self.done.push((tmp, self.dir.join(name)));
+                Ok(())
+            }
+        }
     }
 
     fn open_shard(&mut self) -> Result<()> {
@@ -233,8 +262,7 @@ impl ShardWriter {
     }
 
     fn write_file(&mut self, name: &str, head: Option<[u8; HEADER_LEN]>) -> Result<FileEntry> {
-        let path = self.dir.join(name);
-        let tmp = tmp_name(&path);
+        let tmp = tmp_name(&self.dir.join(name));
         let body = if head.is_some() {
             &self.index
         } else {
@@ -252,7 +280,8 @@ impl ShardWriter {
         crc.update(body);
         size += body.len() as u64;
         out.flush().map_err(io(&tmp))?;
-        self.done.push((tmp, path));
+        drop(out);
+        self.finished_file(tmp, name)?;
         Ok(FileEntry {
             file: name.to_string(),
             size,
@@ -292,7 +321,17 @@ impl ShardWriter {
             shards: std::mem::take(&mut self.shards),
             slice: meta.slice,
         };
-        manifest.write(&self.dir.join(self.names_of.manifest()))?;
+        let name = self.names_of.manifest();
+        match self.publish.as_mut() {
+            Some(p) => {
+                let text = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Io {
+                    path: self.dir.join(&name),
+                    source: std::io::Error::other(e),
+                })?;
+                p.finish(&name, text)?;
+            }
+            None => manifest.write(&self.dir.join(name))?,
+        }
         self.finished = true;
         Ok(manifest)
     }

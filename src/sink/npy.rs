@@ -132,6 +132,13 @@ pub fn write_npy_dir(
     on_batch: impl FnMut(usize),
     on_skip: impl FnMut(&Error),
 ) -> Result<ConvertReport> {
+    if crate::remote::is_remote(dir) {
+        return Err(Error::Invalid(format!(
+            "--out {}: npy files are written to a local folder only (`convert --format shards` \
+             writes to object storage)",
+            dir.display()
+        )));
+    }
     crate::sink::create_out_dir(dir)?;
     let partial = |name: &str| dir.join(format!("{name}{PARTIAL}"));
     let r = write_partial(epoch, pipeline, dir, stop, on_batch, on_skip);

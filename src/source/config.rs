@@ -367,6 +367,19 @@ impl SourceConfig {
     /// Open the dataset (lists or maps files; reads no sample).
     pub fn open(&self) -> Result<Arc<dyn Source>> {
         if crate::remote::is_remote(self.root()) {
+            if let Dataset::ImageFolder(c) = &self.dataset {
+                let (exts, classes) = (c.extensions.as_deref(), c.class_indexing.as_ref());
+                let tree = crate::remote::open_tree(
+                    &c.root,
+                    exts,
+                    classes,
+                    c.max_file_bytes,
+                    &self.remote,
+                )?;
+                if let Some(tree) = tree {
+                    return Ok(Arc::new(tree));
+                }
+            }
             let s =
                 crate::remote::open_remote(self.root(), self.kind(), &self.remote, &self.sampling)?;
             return self.check_listing(s);

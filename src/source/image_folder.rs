@@ -9,6 +9,9 @@
 //! * Samples are ordered by class folder name, then by path (with `class_indexing` too, as
 //!   MindSpore does): the same order for every run.
 //! * An empty root, or a root with no image, is an error.
+//! * The same rules apply to a prefix in object storage ([`ImageFolder::from_keys`]: keys
+//!   `class/image.jpg`; a folder is a key's `/`-separated segment), so both give the same
+//!   classes, labels and order.
 //! * What was left out while listing, and why, is kept ([`ImageFolder::ignored`]): hidden
 //!   entries, files with other extensions, files outside any class folder, folders
 //!   `class_indexing` does not name (`imgfeed validate` prints them).
@@ -94,18 +97,7 @@ impl ImageFolder {
         extensions: Option<&[String]>,
         class_indexing: Option<&BTreeMap<String, u32>>,
     ) -> Result<ImageFolder> {
-        let exts: Vec<String> = match extensions {
-            Some(list) => list
-                .iter()
-                .map(|e| e.trim_start_matches('.').to_ascii_lowercase())
-                .collect(),
-            None => DEFAULT_EXTENSIONS.iter().map(|s| s.to_string()).collect(),
-        };
-        if exts.is_empty() || exts.iter().any(|e| e.is_empty()) {
-            return Err(Error::Invalid(
-                "image_folder: `extensions` must list non-empty extensions".into(),
-            ));
-        }
+        let exts = parse_extensions(extensions)?;
         let meta = fs::metadata(root).map_err(|e| io_err(root, e))?;
         if !meta.is_dir() {
             return Err(Error::Dataset {
@@ -131,6 +123,93 @@ impl ImageFolder {
             }
         }
         folders.sort();
+        let collect = |name: &str, files: &mut Vec<PathBuf>, ignored: &mut Vec<_>| {
+            collect_files(root, Path::new(name), &exts, files, ignored)
+        };
+        ImageFolder::assemble(root, folders, class_indexing, &exts, ignored, collect)
+    }
+
+    /// The dataset whose files are `keys` (`/`-separated paths relative to `root`, a
+    /// prefix in object storage), by the rules of a local tree: a class is a key's first
+    /// segment, its images the keys under it with one of `extensions`, hidden segments
+    /// left out. A key ending in `/` (a folder marker) makes a folder without a file.
+    pub fn from_keys<'k>(
+        root: &Path,
+        keys: impl IntoIterator<Item = &'k str>,
+        extensions: Option<&[String]>,
+        class_indexing: Option<&BTreeMap<String, u32>>,
+    ) -> Result<ImageFolder> {
+        let exts = parse_extensions(extensions)?;
+        let mut ignored = Vec::new();
+        // A class's images, and what was left out inside it (reported only for the
+        // classes read, as a local tree's unread folders are not walked).
+        type Class = (Vec<PathBuf>, Vec<(PathBuf, Ignored)>);
+        let mut by_class: BTreeMap<String, Class> = BTreeMap::new();
+        let mut hidden = std::collections::BTreeSet::new();
+        for key in keys {
+            let parts: Vec<&str> = key.split('/').collect();
+            let Some((last, folders)) = parts.split_last() else {
+                continue;
+            };
+            // The first hidden segment hides what is under it, reported once.
+            if let Some(h) = parts.iter().position(|p| p.starts_with('.')) {
+                hidden.insert((parts[0].to_string(), h, parts[..=h].join("/")));
+                continue;
+            }
+            let Some((class, _)) = folders.split_first() else {
+                if !last.is_empty() {
+                    ignored.push((PathBuf::from(last), Ignored::OutsideClass));
+                }
+                continue;
+            };
+            let (files, left_out) = by_class.entry((*class).to_string()).or_default();
+            if last.is_empty() {
+                continue; // a folder marker
+            }
+            let rel: PathBuf = parts.iter().collect();
+            let ext_ok = Path::new(last)
+                .extension()
+                .map(|e| e.to_string_lossy().to_ascii_lowercase())
+                .is_some_and(|e| exts.contains(&e));
+            if ext_ok {
+                files.push(rel);
+            } else {
+                left_out.push((rel, Ignored::Extension));
+            }
+        }
+        for (class, at, path) in hidden {
+            let entry = (PathBuf::from(path), Ignored::Hidden);
+            match by_class.get_mut(&class) {
+                Some((_, left_out)) if at > 0 => left_out.push(entry),
+                None if at > 0 => {
+                    // Only hidden entries under it: still a class folder.
+                    by_class.insert(class, (Vec::new(), vec![entry]));
+                }
+                _ => ignored.push(entry),
+            }
+        }
+        let folders: Vec<String> = by_class.keys().cloned().collect();
+        let collect = |name: &str, files: &mut Vec<PathBuf>, left: &mut Vec<_>| {
+            if let Some((f, l)) = by_class.get(name) {
+                files.extend(f.iter().cloned());
+                left.extend(l.iter().cloned());
+            }
+            Ok(())
+        };
+        ImageFolder::assemble(root, folders, class_indexing, &exts, ignored, collect)
+    }
+
+    /// Label the class `folders` (sorted) and list their images (`collect` gives a class
+    /// folder's files, root-relative): MindSpore's order, shared by local trees and
+    /// object storage.
+    fn assemble(
+        root: &Path,
+        folders: Vec<String>,
+        class_indexing: Option<&BTreeMap<String, u32>>,
+        exts: &[String],
+        mut ignored: Vec<(PathBuf, Ignored)>,
+        mut collect: impl FnMut(&str, &mut Vec<PathBuf>, &mut Vec<(PathBuf, Ignored)>) -> Result<()>,
+    ) -> Result<ImageFolder> {
         if folders.is_empty() {
             return Err(Error::Dataset {
                 path: root.to_path_buf(),
@@ -169,7 +248,7 @@ impl ImageFolder {
         let mut samples = Vec::new();
         for (name, label) in &classes {
             let mut files = Vec::new();
-            collect_files(root, Path::new(name), &exts, &mut files, &mut ignored)?;
+            collect(name, &mut files, &mut ignored)?;
             files.sort();
             samples.extend(files.into_iter().map(|p| (p, *label)));
         }
@@ -203,6 +282,23 @@ impl ImageFolder {
     pub fn sample(&self, index: usize) -> Option<(&Path, u32)> {
         self.samples.get(index).map(|(p, l)| (p.as_path(), *l))
     }
+}
+
+/// `extensions` lowercased without their dots; `None` = [`DEFAULT_EXTENSIONS`].
+fn parse_extensions(extensions: Option<&[String]>) -> Result<Vec<String>> {
+    let exts: Vec<String> = match extensions {
+        Some(list) => list
+            .iter()
+            .map(|e| e.trim_start_matches('.').to_ascii_lowercase())
+            .collect(),
+        None => DEFAULT_EXTENSIONS.iter().map(|s| s.to_string()).collect(),
+    };
+    if exts.is_empty() || exts.iter().any(|e| e.is_empty()) {
+        return Err(Error::Invalid(
+            "image_folder: `extensions` must list non-empty extensions".into(),
+        ));
+    }
+    Ok(exts)
 }
 
 fn collect_files(
@@ -327,5 +423,68 @@ impl Source for ImageFolder {
             raw: Raw::Encoded(scratch),
             labels: [*label, 0],
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every file under `dir` as a `/`-separated key relative to it.
+    fn keys_under(dir: &Path, rel: &str, out: &mut Vec<String>) {
+        for e in fs::read_dir(dir).expect("dir").flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let key = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            if e.path().is_dir() {
+                keys_under(&e.path(), &key, out);
+            } else {
+                out.push(key);
+            }
+        }
+    }
+
+    #[test]
+    fn keys_give_the_local_trees_classes_order_and_ignored_entries() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/imagefolder");
+        let mut keys = Vec::new();
+        keys_under(&root, "", &mut keys);
+        keys.push("README.txt".into()); // outside any class
+        keys.push("dog/".into()); // a folder marker: a class without images
+        keys.push("cat/.thumbs/x.jpg".into()); // under a hidden folder
+        let indexing: BTreeMap<String, u32> = [("bird".to_string(), 7), ("cat".to_string(), 3)]
+            .into_iter()
+            .collect();
+        for classes in [None, Some(&indexing)] {
+            let local = ImageFolder::open(&root, None, classes).expect("opens");
+            let remote =
+                ImageFolder::from_keys(&root, keys.iter().map(String::as_str), None, classes)
+                    .expect("lists");
+            let extra = |f: &ImageFolder| {
+                f.classes
+                    .iter()
+                    .filter(|c| c.0 != "dog")
+                    .cloned()
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(extra(&remote), local.classes);
+            assert_eq!(remote.samples, local.samples);
+            let added = [
+                (PathBuf::from("README.txt"), Ignored::OutsideClass),
+                (PathBuf::from("cat/.thumbs"), Ignored::Hidden),
+                (PathBuf::from("dog"), Ignored::UnlistedClass),
+            ];
+            let mut want = local.ignored.clone();
+            for a in &added {
+                if a.1 != Ignored::UnlistedClass || classes.is_some() {
+                    want.push(a.clone());
+                }
+            }
+            want.sort();
+            assert_eq!(remote.ignored, want, "{classes:?}");
+        }
     }
 }

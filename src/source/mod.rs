@@ -99,4 +99,10 @@ pub trait Source: Send + Sync {
     fn ignored(&self) -> &[(std::path::PathBuf, Ignored)] {
         &[]
     }
+    /// An epoch starts: it reads the samples `order` (indices in the order workers claim
+    /// them; a resumed epoch's from where it resumes). A hint for sources that fetch ahead
+    /// (object storage); the default ignores it.
+    fn epoch_starts(&self, epoch: u64, order: &[usize]) {
+        let _ = (epoch, order);
+    }
 }

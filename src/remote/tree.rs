@@ -1,0 +1,378 @@
+//! An image tree in object storage: `s3://bucket/prefix` holding `class/image.jpg` objects
+//! and no manifest, read as a local `root/class/image.jpg` tree is
+//! ([`ImageFolder::from_keys`]: the same classes, labels and sample order).
+//!
+//! The prefix is listed once (paginated by the store, at most [`MAX_OBJECTS`] keys). Each
+//! image is one GET: [`FETCHERS`] threads fetch the objects of the epoch's order (the one
+//! the pipeline announces, [`Source::epoch_starts`]; source order for a reader without
+//! epochs) ahead of the
+//! workers, holding at most [`AHEAD_OBJECTS`] objects and [`AHEAD_BYTES`] bytes that no
+//! worker has taken yet, so memory stays bounded whatever the dataset's size. A read that
+//! finds its object fetched takes it without a copy; one outside the window fetches it
+//! itself. An object missing, forbidden or changed since the listing is that sample's
+//! error, naming the object; a store still failing after the retries stops the run.
+//!
+//! One request per image makes this slower than a shards dataset by nature (the request
+//! rate, not the bandwidth, is the limit): `bench` says so and points at
+//! `convert --format shards`.
+
+use super::{stats, RemoteError, RemoteOptions, RemoteUrl, S3Client};
+use crate::error::{Error, Result, SampleErrorKind};
+use crate::source::image_folder::{Ignored, ImageFolder, DEFAULT_MAX_FILE_BYTES};
+use crate::source::{Raw, RawSample, Source};
+use crate::spec::Spec;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+
+/// Most keys listed under one prefix.
+pub const MAX_OBJECTS: usize = 20_000_000;
+/// Threads fetching objects ahead of the workers.
+pub const FETCHERS: usize = 16;
+/// Most objects fetched ahead and not yet taken.
+pub const AHEAD_OBJECTS: usize = 256;
+/// Most bytes fetched ahead and not yet taken (one larger object is still fetched alone).
+pub const AHEAD_BYTES: u64 = 256 << 20;
+
+/// Why a read found no bytes: the object's own fault (a sample error) or the store's.
+type Fetched = std::result::Result<Vec<u8>, RemoteError>;
+
+#[derive(Default)]
+struct Window {
+    /// Sample indices in the order they will be read.
+    order: Vec<usize>,
+    /// Where each sample is in `order` (`usize::MAX`: not in it).
+    position: Vec<usize>,
+    /// The next position of `order` to fetch.
+    next: usize,
+    /// The furthest position read so far.
+    read_to: usize,
+    /// Fetched, not yet taken, by sample.
+    ready: HashMap<usize, Fetched>,
+    /// Being fetched, by sample.
+    in_flight: HashMap<usize, u64>,
+    /// Bytes of `ready` and `in_flight`.
+    held: u64,
+    stop: bool,
+}
+
+struct Shared {
+    client: S3Client,
+    /// The key of each sample, relative to the prefix.
+    keys: Vec<String>,
+    sizes: Vec<u64>,
+    max_file_bytes: u64,
+    window: Mutex<Window>,
+    changed: Condvar,
+}
+
+/// An ImageFolder dataset in object storage (see the module).
+pub struct RemoteTree {
+    listing: ImageFolder,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for RemoteTree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteTree")
+            .field("url", self.shared.client.url())
+            .field("samples", &self.shared.keys.len())
+            .finish()
+    }
+}
+
+fn lock(m: &Mutex<Window>) -> std::sync::MutexGuard<'_, Window> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The ImageFolder at `root` (`s3://bucket/prefix`) when the prefix holds no shards
+/// manifest; `None` when it does (a shards dataset, opened as one). A prefix with no
+/// object is an error saying what was looked for.
+pub fn open_tree(
+    root: &Path,
+    extensions: Option<&[String]>,
+    class_indexing: Option<&BTreeMap<String, u32>>,
+    max_file_bytes: Option<u64>,
+    options: &RemoteOptions,
+) -> Result<Option<RemoteTree>> {
+    let url = RemoteUrl::parse(&root.to_string_lossy())?;
+    if !url.is_s3() {
+        return Ok(None); // a plain HTTP server has no listing: shards only
+    }
+    let client = S3Client::new(&url, options.endpoint.as_deref())?;
+    if client.exists(crate::shards::format::MANIFEST)? {
+        return Ok(None);
+    }
+    let listed = client.list(MAX_OBJECTS)?;
+    if listed.is_empty() {
+        return Err(RemoteError::Request {
+            object: format!("{url}/"),
+            reason: "no object under this prefix: neither a shards dataset (manifest.json) \
+                     nor an image tree (class/image.jpg)"
+                .into(),
+        }
+        .into());
+    }
+    let shard_file = |k: &str| {
+        !k.contains('/')
+            && ((k.starts_with("slice-") && k.ends_with(".json"))
+                || (k.ends_with(".bin") && (k.starts_with("shard-") || k.starts_with("slice-")))
+                || k == "index.bin"
+                || k == "names.bin")
+    };
+    if listed.iter().any(|(k, _)| shard_file(k)) {
+        let manifest = crate::shards::format::MANIFEST;
+        return Err(RemoteError::NotFound {
+            object: url.object(manifest),
+            hint: ": shard files but no manifest: a conversion still being written (its \
+                   manifest comes last), or slices not merged yet (`imgfeed merge-index`)"
+                .into(),
+        }
+        .into());
+    }
+    let listing = ImageFolder::from_keys(
+        root,
+        listed.iter().map(|(k, _)| k.as_str()),
+        extensions,
+        class_indexing,
+    )?;
+    let size_of: HashMap<&str, u64> = listed.iter().map(|(k, s)| (k.as_str(), *s)).collect();
+    let n = listing.len();
+    let mut keys = Vec::with_capacity(n);
+    let mut sizes = Vec::with_capacity(n);
+    for i in 0..n {
+        let key = listing.sample_name(i).replace('\\', "/");
+        sizes.push(size_of.get(key.as_str()).copied().unwrap_or(0));
+        keys.push(key);
+    }
+    let max_file_bytes = match max_file_bytes {
+        Some(0) => {
+            return Err(Error::Invalid(
+                "source: max_file_bytes must be positive".into(),
+            ))
+        }
+        Some(n) => n,
+        None => DEFAULT_MAX_FILE_BYTES,
+    };
+    let shared = Arc::new(Shared {
+        client,
+        keys,
+        sizes,
+        max_file_bytes,
+        window: Mutex::new(Window::default()),
+        changed: Condvar::new(),
+    });
+    for k in 0..FETCHERS {
+        let s = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name(format!("imgfeed-fetch-{k}"))
+            .spawn(move || s.fetch_ahead())
+            .map_err(|e| Error::Internal(format!("cannot start a fetch thread: {e}")))?;
+    }
+    Ok(Some(RemoteTree { listing, shared }))
+}
+
+impl Shared {
+    /// Read `order` from now on: what was fetched ahead for the previous order is dropped.
+    fn announce(&self, order: Vec<usize>) {
+        let mut position = vec![usize::MAX; self.keys.len()];
+        for (k, &i) in order.iter().enumerate() {
+            if let Some(p) = position.get_mut(i) {
+                *p = k;
+            }
+        }
+        let mut w = lock(&self.window);
+        let dropped: u64 = w
+            .ready
+            .keys()
+            .map(|&i| self.sizes.get(i).copied().unwrap_or(0))
+            .sum();
+        w.ready.clear();
+        w.held = w.held.saturating_sub(dropped);
+        w.order = order;
+        w.position = position;
+        w.next = 0;
+        w.read_to = 0;
+        drop(w);
+        self.changed.notify_all();
+    }
+
+    /// One fetcher: the next object of the order while the window has room.
+    fn fetch_ahead(&self) {
+        loop {
+            let (index, size) = {
+                let mut w = lock(&self.window);
+                loop {
+                    if w.stop {
+                        return;
+                    }
+                    let pending = w.ready.len() + w.in_flight.len();
+                    let next = w.order.get(w.next).copied();
+                    let ahead = w.next.saturating_sub(w.read_to);
+                    if let Some(i) = next {
+                        let size = self.sizes.get(i).copied().unwrap_or(0);
+                        let room = pending < AHEAD_OBJECTS
+                            && ahead < AHEAD_OBJECTS
+                            && (w.held + size <= AHEAD_BYTES || pending == 0);
+                        let taken = w.ready.contains_key(&i) || w.in_flight.contains_key(&i);
+                        if taken || size > self.max_file_bytes {
+                            w.next += 1; // read (and refused) by the worker itself
+                            continue;
+                        }
+                        if room {
+                            w.next += 1;
+                            w.in_flight.insert(i, size);
+                            w.held += size;
+                            break (i, size);
+                        }
+                    }
+                    w = self.changed.wait(w).unwrap_or_else(|p| p.into_inner());
+                }
+            };
+            let got = self.get(index);
+            let mut w = lock(&self.window);
+            w.in_flight.remove(&index);
+            // Still wanted (the order did not change meanwhile): keep it for the read.
+            if w.position.get(index).is_some_and(|&p| p != usize::MAX) {
+                w.ready.insert(index, got);
+            } else {
+                w.held = w.held.saturating_sub(size);
+            }
+            drop(w);
+            self.changed.notify_all();
+        }
+    }
+
+    /// GET the object of sample `index`, checked against the listing's size.
+    fn get(&self, index: usize) -> Fetched {
+        let key = self.keys.get(index).map_or("", String::as_str);
+        let want = self.sizes.get(index).copied().unwrap_or(0);
+        let (bytes, info) = self.client.get(key, self.max_file_bytes)?;
+        if info.size != want {
+            return Err(RemoteError::Changed {
+                object: self.client.url().object(key),
+                reason: format!(
+                    "{} bytes, but {want} when the prefix was listed: the object changed",
+                    info.size
+                ),
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// The bytes of sample `index`: fetched ahead, being fetched (wait), or fetched now.
+    fn take(&self, index: usize) -> Fetched {
+        let t0 = std::time::Instant::now();
+        let mut w = lock(&self.window);
+        if w.order.is_empty() {
+            // Read without an epoch (a conversion reads in source order): fetch in that.
+            drop(w);
+            self.announce((0..self.keys.len()).collect());
+            w = lock(&self.window);
+        }
+        if let Some(&p) = w.position.get(index) {
+            if p != usize::MAX && p > w.read_to {
+                w.read_to = p;
+                self.changed.notify_all();
+            }
+        }
+        loop {
+            if let Some(got) = w.ready.remove(&index) {
+                let size = self.sizes.get(index).copied().unwrap_or(0);
+                w.held = w.held.saturating_sub(size);
+                drop(w);
+                self.changed.notify_all();
+                stats::waited(t0.elapsed());
+                return got;
+            }
+            if !w.in_flight.contains_key(&index) {
+                break;
+            }
+            w = self.changed.wait(w).unwrap_or_else(|p| p.into_inner());
+        }
+        drop(w);
+        let got = self.get(index);
+        stats::waited(t0.elapsed());
+        got
+    }
+}
+
+impl Drop for RemoteTree {
+    fn drop(&mut self) {
+        lock(&self.shared.window).stop = true;
+        self.shared.changed.notify_all();
+    }
+}
+
+impl Source for RemoteTree {
+    fn describe(&self) -> String {
+        self.listing.describe()
+    }
+
+    fn root(&self) -> &Path {
+        self.listing.root()
+    }
+
+    fn len(&self) -> usize {
+        self.listing.len()
+    }
+
+    fn spec(&self) -> Spec {
+        self.listing.spec()
+    }
+
+    fn classes(&self) -> &[(String, u32)] {
+        self.listing.classes()
+    }
+
+    fn ignored(&self) -> &[(PathBuf, Ignored)] {
+        self.listing.ignored()
+    }
+
+    fn sample_name(&self, index: usize) -> String {
+        self.listing.sample_name(index)
+    }
+
+    fn epoch_starts(&self, _epoch: u64, order: &[usize]) {
+        self.shared.announce(order.to_vec());
+    }
+
+    fn read<'a>(&'a self, index: usize, scratch: &'a mut Vec<u8>) -> Result<RawSample<'a>> {
+        let (_, label) = self
+            .listing
+            .sample(index)
+            .ok_or_else(|| Error::out_of_range(index, self.sample_name(index)))?;
+        let fail = |kind: SampleErrorKind, reason: String| Error::Sample {
+            index,
+            file: self.sample_name(index),
+            stage: "read",
+            kind,
+            reason,
+        };
+        let size = self.shared.sizes.get(index).copied().unwrap_or(0);
+        let max = self.shared.max_file_bytes;
+        if size > max {
+            return Err(fail(
+                SampleErrorKind::FileTooLarge,
+                format!("object is {size} bytes, over the limit of {max} (max_file_bytes)"),
+            ));
+        }
+        match self.shared.take(index) {
+            Ok(mut bytes) => {
+                // The fetched buffer becomes the sample's: no copy.
+                std::mem::swap(scratch, &mut bytes);
+            }
+            Err(
+                e @ (RemoteError::NotFound { .. }
+                | RemoteError::Denied { .. }
+                | RemoteError::Changed { .. }
+                | RemoteError::Request { .. }),
+            ) => return Err(fail(SampleErrorKind::Io, e.to_string())),
+            Err(e) => return Err(e.into()),
+        }
+        Ok(RawSample {
+            raw: Raw::Encoded(scratch),
+            labels: [label, 0],
+        })
+    }
+}
