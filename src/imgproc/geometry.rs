@@ -278,6 +278,30 @@ pub(crate) fn flip_horizontal<T: Copy>(
     }
 }
 
+/// Mirror an image top-bottom into `dst`: `planes` planes (HWC: 1; CHW: 3) of `h` rows of
+/// `row` elements each, every plane's rows in reverse order.
+pub(crate) fn flip_vertical<T: Copy + Default>(
+    src: &[T],
+    planes: usize,
+    h: usize,
+    row: usize,
+    dst: &mut Vec<T>,
+) {
+    let plane = h * row;
+    dst.resize(planes * plane, T::default()); // every element is overwritten below
+    if plane == 0 {
+        return;
+    }
+    for (s, d) in src[..planes * plane]
+        .chunks_exact(plane)
+        .zip(dst.chunks_exact_mut(plane))
+    {
+        for (sr, dr) in s.chunks_exact(row).rev().zip(d.chunks_exact_mut(row)) {
+            dr.copy_from_slice(sr);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,5 +323,18 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn rows_reverse_within_each_plane() {
+        // 2 planes of 3 rows of 2 elements
+        let src: Vec<u8> = (0..12).collect();
+        let mut dst = Vec::new();
+        flip_vertical(&src, 2, 3, 2, &mut dst);
+        assert_eq!(dst, [4, 5, 2, 3, 0, 1, 10, 11, 8, 9, 6, 7]);
+        // twice is the identity
+        let mut back = Vec::new();
+        flip_vertical(&dst, 2, 3, 2, &mut back);
+        assert_eq!(back, src);
     }
 }

@@ -8,7 +8,7 @@
 //! * [`geometry`] — [`Rect`], windows copied with padding, flips, [`ColumnOrder`].
 //! * [`affine`] — the per-channel map `rescale` and `normalize` fold into.
 //! * [`view`] — the buffers the writers read and write.
-//! * [`write`] — the general write (any layout pair, u8 or f32, RGBX).
+//! * [`mod@write`] — the general write (any layout pair, u8 or f32, RGBX).
 //! * [`write_mirrored`] — the scalar float-plane write, rows read right to left.
 //! * [`write_planes`] — the AVX2 float-plane write (float32 streamed and fingerprinted,
 //!   float16 / bfloat16 rounded on the way).

@@ -6,10 +6,10 @@ use super::affine::Affine;
 use super::view::{Dst, Interleaved};
 use crate::spec::Layout;
 
-/// Like [`super::write::write()`] for `src`'s pixels (`stride` 3 or 4 bytes) into float planes, mirrored
-/// left-right on the way: a mirror costs no pass of its own. Returns false, writing
-/// nothing, for any other combination (the caller then writes and mirrors the written
-/// sample).
+/// Like [`super::write::write()`] for `src`'s pixels (`stride` 3 or 4 bytes) into float
+/// planes, mirrored left-right on the way: a mirror costs no pass of its own. Returns
+/// false, writing nothing, for any other combination (the caller then writes and mirrors
+/// the written sample).
 pub fn write_mirrored(
     src: Interleaved<'_>,
     affine: Option<&Affine>,

@@ -9,12 +9,12 @@ use super::geometry::ColumnOrder;
 use super::view::Interleaved;
 use crate::spec::DType;
 
-/// `src`'s pixels (`stride` 3 or 4 bytes) into float CHW planes through `affine`,
-/// each row read in `order` (right to left: the image mirrored): the write of the ImageNet pipelines into the batch
-/// buffer, with AVX2 and non-temporal stores (the 602 KB a sample go straight to memory,
-/// not read in first and not left to evict the worker's cache). With `hash`, it also
-/// computes the fingerprint of the bytes it writes from its registers, one fingerprint
-/// part per plane ([`super::fingerprint`]).
+/// `src`'s pixels (`stride` 3 or 4 bytes) into float CHW planes through `affine`, each
+/// row read in `order` (right to left: the image mirrored): the write of the ImageNet
+/// pipelines into the batch buffer, with AVX2 and non-temporal stores (the 602 KB a
+/// sample go straight to memory, not read in first and not left to evict the worker's
+/// cache). With `hash`, it also computes the fingerprint of the bytes it writes from its
+/// registers, one fingerprint part per plane ([`super::fingerprint`]).
 ///
 /// Returns `None`, writing nothing, where it does not apply (no AVX2, a width that is not
 /// a multiple of 32, a destination not 16-byte aligned); else `Some(fingerprint)`, the

@@ -1,6 +1,6 @@
 //! What AutoAugment, RandAugment and TrivialAugmentWide share, on the ops' side: the
-//! fill parameter, the input they take, a policy's draw ([`Draws`]) and the kernel that
-//! runs what was drawn on the working image ([`PolicyKernel`]), and the augmentation
+//! fill parameter, the input they take, a policy's draw (`Draws`) and the kernel that
+//! runs what was drawn on the working image (`PolicyKernel`), and the augmentation
 //! spaces with torchvision's magnitude tables (including `torch.linspace`'s float32
 //! values). The pixels of each operation are computed in [`crate::imgproc::augment`].
 

@@ -1,12 +1,12 @@
 //! `random_horizontal_flip`: mirror the image left-right with probability `prob`, drawn
 //! from the sample's own random stream.
 //!
-//! The kernel draws; the mirror is deferred ([`Mirror`], a [`Deferred`]): a mirror
-//! commutes with the pointwise tail, so the final write reads each row from its last pixel
-//! to its first as it writes it ([`ColumnOrder::RightToLeft`]: the AVX2 plane writes and
-//! the scalar mirrored write), and where its writer takes no order it mirrors the sample it
-//! just wrote, still in cache. A kernel after the flip gets the pixels mirrored in place
-//! first. No pass of its own on the training pipelines.
+//! The kernel draws; the mirror is deferred (`Mirror`, a `Deferred` of the op contract):
+//! a mirror commutes with the pointwise tail, so the final write reads each row from its
+//! last pixel to its first as it writes it ([`ColumnOrder::RightToLeft`]: the AVX2 plane
+//! writes and the scalar mirrored write), and where its writer takes no order it mirrors
+//! the sample it just wrote, still in cache. A kernel after the flip gets the pixels
+//! mirrored in place first. No pass of its own on the training pipelines.
 
 use super::image::{Elem, Held, Sample};
 use super::kernel::{Deferred, Kernel, Lowered, OpDef};
