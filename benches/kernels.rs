@@ -7,10 +7,10 @@
 //!   cargo bench --bench kernels --features turbojpeg (adds libjpeg-turbo)
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use imgfeed::imgproc::write::write;
+use imgfeed::imgproc::write_planes::{write_planes_narrow, write_planes_streaming};
+use imgfeed::imgproc::{Affine, ColumnOrder, Dst, Interleaved, Pixels, Rect, View};
 use imgfeed::ops::decode::{Decode, Decoder, JpegBackend};
-use imgfeed::ops::pointwise::{
-    write, write_planes_narrow, write_planes_streaming, Affine, Dst, Interleaved, Pixels, View,
-};
 use imgfeed::ops::resize::{Filter, Resize, ResizeOptions, Resizer};
 use imgfeed::ops::Size;
 use imgfeed::{DType, Layout};
@@ -66,8 +66,7 @@ fn kernels(c: &mut Criterion) {
     let win = resize.crop_window(h, w, (224, 224));
     let opts = |exact: bool, window| ResizeOptions {
         full: (h, w),
-        origin: (0, 0),
-        size: (h, w),
+        held: Rect::whole(h, w),
         filter: Filter::Bilinear,
         exact,
         rgbx: false,
@@ -120,7 +119,15 @@ fn kernels(c: &mut Criterion) {
         width: 224,
     };
     g.bench_function("planes_avx2_f32", |b| {
-        b.iter(|| write_planes_streaming(black_box(interleaved), Some(&a), false, &mut out, false))
+        b.iter(|| {
+            write_planes_streaming(
+                black_box(interleaved),
+                Some(&a),
+                ColumnOrder::LeftToRight,
+                &mut out,
+                false,
+            )
+        })
     });
     let mut out16 = vec![0u16; crop.len()];
     for (name, dtype) in [
@@ -129,7 +136,13 @@ fn kernels(c: &mut Criterion) {
     ] {
         g.bench_function(name, |b| {
             b.iter(|| {
-                write_planes_narrow(black_box(interleaved), Some(&a), false, &mut out16, dtype)
+                write_planes_narrow(
+                    black_box(interleaved),
+                    Some(&a),
+                    ColumnOrder::LeftToRight,
+                    &mut out16,
+                    dtype,
+                )
             })
         });
     }
@@ -166,7 +179,7 @@ fn kernels(c: &mut Criterion) {
 
 /// The augmentations on one 176×176 RGB image (a crop of the decoded fixture photo).
 fn augmentations(c: &mut Criterion) {
-    use imgfeed::ops::augment::{apply_op, AugOp};
+    use imgfeed::imgproc::augment::{apply_op, AugOp};
     use imgfeed::ops::random_color_adjust::{apply, Adjust};
     let jpeg = fixture("parity/images/jpeg/kodim05_500x375.jpg");
     let mut d = Decoder::new(&Decode::default());

@@ -47,7 +47,7 @@
 //!
 //! The public API is what these modules export: the configs, [`Pipeline`], [`Batch`], the
 //! sources, the error types, and the per-image kernels that stand on their own
-//! ([`ops::decode::Decoder`], [`ops::resize::Resizer`], [`ops::pointwise::write`]: for a
+//! ([`ops::decode::Decoder`], [`ops::resize::Resizer`], [`imgproc::write::write`]: for a
 //! loop of one's own, and for the benchmarks). How ops run inside the engine (kernels,
 //! the working image, the compiled program) is crate-private.
 

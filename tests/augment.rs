@@ -204,7 +204,7 @@ fn bad_parameters_are_refused_at_their_line() {
 struct AugCase {
     name: String,
     input: String,
-    op: imgfeed::ops::augment::AugOp,
+    op: imgfeed::imgproc::augment::AugOp,
     magnitude: f64,
     fill: u8,
     #[serde(rename = "ref")]
@@ -224,7 +224,7 @@ fn augmentation_operations_equal_torchvision_on_pil_images() {
         let (w, h, img) = png(&augment_dir().join("inputs").join(&case.input));
         let (_, _, want) = png(&augment_dir().join("refs").join(&case.reference));
         let mut out = vec![0u8; img.len()];
-        imgfeed::ops::augment::apply_op(
+        imgfeed::imgproc::augment::apply_op(
             case.op,
             case.magnitude,
             &img,
@@ -253,7 +253,7 @@ fn augmentation_operations_equal_torchvision_on_pil_images() {
 /// 1 and 2 workers; different samples draw different operations.
 #[test]
 fn the_engine_applies_each_samples_drawn_augmentations() {
-    use imgfeed::ops::augment::AugOp;
+    use imgfeed::imgproc::augment::AugOp;
     use imgfeed::ops::auto_augment::{AutoAugment, Policy};
     use imgfeed::ops::rand_augment::RandAugment;
     use imgfeed::ops::trivial_augment_wide::TrivialAugmentWide;
@@ -308,7 +308,7 @@ fn the_engine_applies_each_samples_drawn_augmentations() {
                 for &(aug, magnitude) in &steps {
                     seen.insert(format!("{aug:?}"));
                     let mut out = vec![0u8; want.len()];
-                    imgfeed::ops::augment::apply_op(
+                    imgfeed::imgproc::augment::apply_op(
                         aug,
                         magnitude,
                         &want,

@@ -148,10 +148,8 @@ pub struct JpegHeader {
 pub struct Decoded {
     /// `(height, width)` of the whole image.
     pub full: (usize, usize),
-    /// `(top, left)` of the decoded pixels in the whole image.
-    pub origin: (usize, usize),
-    /// `(height, width)` of the decoded pixels.
-    pub size: (usize, usize),
+    /// The rectangle of the whole image that the decoded pixels are.
+    pub region: Rect,
     /// Bytes per pixel: 3 (RGB) or 4 (RGBX, when asked for and the decoder can).
     pub channels: usize,
 }
@@ -181,7 +179,7 @@ impl Decoder {
     /// Decode `bytes` into `out` (resized to `h × w × 3`); returns `(height, width)`.
     pub fn decode(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> Result<(usize, usize), Fault> {
         self.decode_region(bytes, |_, _| None, false, out)
-            .map(|d| d.size)
+            .map(|d| d.region.size())
     }
 
     /// Decode `bytes` into `out`; `want(height, width)` may name the only rectangle the
@@ -200,8 +198,7 @@ impl Decoder {
         }
         let whole = |(h, w): (usize, usize)| Decoded {
             full: (h, w),
-            origin: (0, 0),
-            size: (h, w),
+            region: Rect::whole(h, w),
             channels: 3,
         };
         match sniff(bytes) {
@@ -291,10 +288,9 @@ impl Decoder {
                 .header(bytes)
                 .and_then(|hd| t.decode(bytes, &hd, whole, channels, out));
         }
-        let r = r.map(|r| Decoded {
+        let r = r.map(|region| Decoded {
             full: (h, w),
-            origin: (r.top, r.left),
-            size: (r.height, r.width),
+            region,
             channels,
         });
         if r.is_err() {
@@ -520,10 +516,16 @@ mod tests {
         let p = d
             .decode_region(&edge("progressive.jpg"), want, false, &mut out)
             .expect("decodes");
-        assert_eq!((p.full, p.origin, p.size), ((43, 61), (0, 0), (43, 57)));
+        let region = |top, left, height, width| Rect {
+            top,
+            left,
+            height,
+            width,
+        };
+        assert_eq!((p.full, p.region), ((43, 61), region(0, 0, 43, 57)));
         let b = d
             .decode_region(&edge("sampling_420.jpg"), want, false, &mut out)
             .expect("decodes");
-        assert_eq!((b.full, b.origin, b.size), ((43, 61), (20, 16), (8, 9)));
+        assert_eq!((b.full, b.region), ((43, 61), region(20, 16, 8, 9)));
     }
 }

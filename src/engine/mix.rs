@@ -4,7 +4,7 @@
 use super::batch::{ImageBuf, LabelBuf};
 use super::*;
 use crate::batch_ops::BatchView;
-use crate::ops::pointwise::{narrow, widen};
+use crate::imgproc::half_float::{narrow, widen};
 use crate::rng::batch_rng;
 
 /// A worker's buffers for mixing the batches it completes, reused from batch to batch:

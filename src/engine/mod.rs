@@ -23,14 +23,16 @@
 
 pub mod batch;
 mod epoch;
-pub mod fingerprint;
 mod mix;
 pub(crate) mod ordered;
+mod pointwise;
 mod policy;
 pub(crate) mod program;
 mod sample;
 pub(crate) mod worker;
 
+/// Per-sample fingerprints (in [`crate::imgproc`]: the plane write computes them).
+pub use crate::imgproc::fingerprint;
 pub use batch::{Batch, Labels, WrongType};
 pub use epoch::{Epoch, TimedOut};
 use mix::MixBuffers;

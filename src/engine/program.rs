@@ -15,9 +15,10 @@
 //! The final write's path is chosen here once, from what is known before any sample
 //! ([`WritePath`]); a [`super::worker::Worker`] runs the program on one sample at a time.
 
+use super::pointwise::Pointwise;
 use crate::error::{Error, Result};
+use crate::imgproc::Affine;
 use crate::ops::kernel::{Kernel, Lowered};
-use crate::ops::pointwise::{Affine, Pointwise};
 use crate::ops::Op;
 use crate::spec::{DType, Layout, Spec};
 use std::sync::Arc;
@@ -51,10 +52,10 @@ pub(crate) struct Tail {
 pub(crate) enum WritePath {
     /// u8 interleaved pixels (RGB, or RGBX from a region decode) into float planes
     /// (float32, or float16/bfloat16 rounded in the same pass): the ImageNet pipelines. AVX2 streaming stores where the CPU, the width and the slot's
-    /// alignment allow (checked per sample), else the scalar write; a pending flip is
-    /// applied on the way.
+    /// alignment allow (checked per sample), else the scalar write; deferred work
+    /// (`ops::kernel::Deferred`) is done on the way, reading the rows in its order.
     U8ToFloatPlanes,
-    /// Anything else: the general write, then the pending flip on the written sample.
+    /// Anything else: the general write, then the deferred work on the written sample.
     General,
 }
 

@@ -6,7 +6,7 @@ use super::ordered::isolate;
 use super::worker::{Out, Worker};
 use super::*;
 use crate::error::{Error, Result};
-use crate::ops::pointwise::Dst;
+use crate::imgproc::Dst;
 use crate::rng::{replacement_rng, sample_rng};
 use crate::spec::{DType, LabelType};
 

@@ -4,12 +4,12 @@
 
 use super::program::{Program, WritePath};
 use crate::error::{Fault, SampleErrorKind};
-use crate::imgproc::geometry::flip_horizontal;
+use crate::imgproc::half_float::narrow;
+use crate::imgproc::write::{write, write_rgbx};
+use crate::imgproc::write_mirrored::write_mirrored;
+use crate::imgproc::write_planes::{write_planes_narrow, write_planes_streaming};
+use crate::imgproc::{ColumnOrder, Dst, Interleaved, Pixels, View};
 use crate::ops::image::{bug, Elem, Held, Sample, Tools};
-use crate::ops::pointwise::{narrow, Dst, Pixels, View};
-use crate::ops::pointwise::{
-    write, write_mirrored, write_planes_narrow, write_planes_streaming, write_rgbx, Interleaved,
-};
 use crate::rng::SplitMix64;
 use crate::source::Raw;
 use crate::spec::{DType, Layout};
@@ -104,7 +104,7 @@ impl Worker {
         };
         for k in &program.kernels {
             let t0 = self.profile.then(Instant::now);
-            s.img.flip_pending(&mut s.input);
+            s.img.apply_deferred(&mut s.input);
             if s.img.stride == 4 && !k.reads_rgbx() {
                 s.img.pack_rgb();
             }
@@ -154,7 +154,7 @@ impl Worker {
     ) -> Result<(usize, usize), StepError> {
         let mut borrowed = self.apply(program, raw, rng)?;
         let img = &mut self.img;
-        img.flip_pending(&mut borrowed);
+        img.apply_deferred(&mut borrowed);
         if img.stride == 4 {
             img.pack_rgb();
         }
@@ -240,8 +240,14 @@ fn write_narrow(
             height: img.h,
             width: img.w,
         };
-        if write_planes_narrow(src, program.tail.affine.as_ref(), img.mirror, dst, dtype) {
-            img.mirror = false;
+        if write_planes_narrow(
+            src,
+            program.tail.affine.as_ref(),
+            read_order(img),
+            dst,
+            dtype,
+        ) {
+            img.deferred = None;
             return Ok(None);
         }
     }
@@ -252,8 +258,9 @@ fn write_narrow(
 }
 
 /// The final write of the held image (or of `borrowed`, the source's own pixels) into
-/// `dst`, along the program's [`WritePath`], with the pending flip applied (`stream`:
-/// the plane write may use non-temporal stores, into a batch slot, not a scratch buffer).
+/// `dst`, along the program's [`WritePath`], with the deferred work done on the way or on
+/// the written sample (`stream`: the plane write may use non-temporal stores, into a batch
+/// slot, not a scratch buffer).
 fn write_tail(
     img: &mut Held,
     program: &Program,
@@ -282,21 +289,22 @@ fn write_tail(
             height: h,
             width: w,
         };
+        let order = read_order(img);
         let streamed = stream
-            .then(|| write_planes_streaming(src, affine, img.mirror, d, hash))
+            .then(|| write_planes_streaming(src, affine, order, d, hash))
             .flatten();
         if let Some(fp) = streamed {
-            img.mirror = false;
+            img.deferred = None;
             return Ok(fp);
         }
-        if img.mirror && write_mirrored(src, affine, tail.layout, &mut dst) {
-            img.mirror = false;
+        if order == ColumnOrder::RightToLeft && write_mirrored(src, affine, tail.layout, &mut dst) {
+            img.deferred = None;
             return Ok(None);
         }
     }
     if img.stride == 4 {
         if write_rgbx(&img.a8, h, w, tail.affine.as_ref(), tail.layout, &mut dst) {
-            mirror_written(img, &mut dst, tail.layout);
+            finish_written(img, &mut dst, tail.layout);
             return Ok(None);
         }
         img.pack_rgb();
@@ -317,19 +325,19 @@ fn write_tail(
         Dst::F32(d) => Dst::F32(&mut d[..]),
     };
     write(&view, tail.affine.as_ref(), tail.layout, reborrowed)?;
-    mirror_written(img, &mut dst, tail.layout);
+    finish_written(img, &mut dst, tail.layout);
     Ok(None)
 }
 
-/// Mirror the sample just written into `dst` when a flip is pending.
-fn mirror_written(img: &mut Held, dst: &mut Dst<'_>, layout: Layout) {
-    if !std::mem::take(&mut img.mirror) {
-        return;
-    }
-    let (h, w) = (img.h, img.w);
-    let n = h * w * 3;
-    match dst {
-        Dst::U8(d) => flip_horizontal(&mut d[..n], h, w, 3, layout),
-        Dst::F32(d) => flip_horizontal(&mut d[..n], h, w, 3, layout),
+/// The order in which the final write reads each row: the deferred work's, if any.
+fn read_order(img: &Held) -> ColumnOrder {
+    img.deferred
+        .map_or(ColumnOrder::LeftToRight, |d| d.read_order())
+}
+
+/// Do the deferred work, if any, on the sample just written into `dst`.
+fn finish_written(img: &mut Held, dst: &mut Dst<'_>, layout: Layout) {
+    if let Some(d) = img.deferred.take() {
+        d.apply_written(dst, img.h, img.w, layout);
     }
 }

@@ -1,5 +1,6 @@
-//! Layout-agnostic pixel moves shared by the crop and flip ops: copy a window (with
-//! constant fill outside the source) and mirror rows. They work on u8 and f32, HWC and CHW.
+//! Rectangles and layout-agnostic pixel moves shared by the crop, pad and flip ops: the
+//! one [`Rect`] type, copy a window (with a constant or mirrored outside), mirror rows
+//! ([`ColumnOrder`]), pack RGBX to RGB. They work on u8 and f32, HWC and CHW.
 
 use crate::spec::Layout;
 use serde::{Deserialize, Serialize};
@@ -56,13 +57,21 @@ impl PadMode {
 }
 
 /// A rectangle of an image: its top-left corner and its size, in pixels. The one
-/// rectangle type of the crate: a region to decode, a crop box, a resize's output window.
+/// rectangle type of the crate: a region to decode, a crop box, a resize's output window,
+/// the pixels a decode or a working image holds.
+///
+/// The corner is unsigned (`Rect`, the default) for a rectangle inside an image. A buffer
+/// that begins before the image it holds — a crop box read in place, where the box is the
+/// image being resized and the buffer around it is not — has a negative corner in that
+/// image's coordinates: `Rect<isize>` ([`Rect::signed`]). Pillow's resampling reads both
+/// kinds through this one type; a float source box would have meant Pillow's `box=`
+/// semantics, whose filter reaches past the box, which the crop ops must not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Rect {
+pub struct Rect<T = usize> {
     /// First row.
-    pub top: usize,
+    pub top: T,
     /// First column.
-    pub left: usize,
+    pub left: T,
     /// Rows.
     pub height: usize,
     /// Columns.
@@ -99,6 +108,59 @@ impl Rect {
             height: t1 - t0,
             width: l1 - l0,
         }
+    }
+
+    /// The same rectangle with a signed corner.
+    pub fn signed(self) -> Rect<isize> {
+        Rect {
+            top: self.top as isize,
+            left: self.left as isize,
+            height: self.height,
+            width: self.width,
+        }
+    }
+}
+
+impl<T> Rect<T> {
+    /// `(height, width)`.
+    pub fn size(&self) -> (usize, usize) {
+        (self.height, self.width)
+    }
+}
+
+impl Rect<isize> {
+    /// The `size` pixels of a buffer in whose coordinates the image is the box `bx`: the
+    /// buffer as a rectangle of the image (its corner at `-bx`'s, negative or zero).
+    pub fn around(bx: Rect, size: (usize, usize)) -> Rect<isize> {
+        Rect {
+            top: -(bx.top as isize),
+            left: -(bx.left as isize),
+            height: size.0,
+            width: size.1,
+        }
+    }
+}
+
+/// The order in which the pixels of a row are read: as they lie, or from the last to the
+/// first (the image mirrored left-right). A writer that takes an order mirrors for free.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ColumnOrder {
+    /// First pixel first.
+    #[default]
+    LeftToRight,
+    /// Last pixel first: the image mirrored left-right.
+    RightToLeft,
+}
+
+/// RGBX pixels (4 bytes, X ignored) packed to RGB: the first `n` pixels of `src` into
+/// `dst` (resized to `3n`).
+pub(crate) fn pack_rgb(src: &[u8], n: usize, dst: &mut Vec<u8>) {
+    dst.resize(n * 3, 0);
+    for (s, d) in src[..n * 4]
+        .chunks_exact(4)
+        .zip(dst[..n * 3].chunks_exact_mut(3))
+    {
+        d.copy_from_slice(&s[..3]);
     }
 }
 
@@ -183,7 +245,7 @@ pub(crate) fn copy_window<T: Copy>(
     }
 }
 
-/// Mirror an image left-right in place.
+/// Mirror an image left-right in place (`c` elements a pixel in HWC: RGB or RGBX).
 pub(crate) fn flip_horizontal<T: Copy>(
     data: &mut [T],
     h: usize,
@@ -216,6 +278,30 @@ pub(crate) fn flip_horizontal<T: Copy>(
     }
 }
 
+/// Mirror an image top-bottom into `dst`: `planes` planes (HWC: 1; CHW: 3) of `h` rows of
+/// `row` elements each, every plane's rows in reverse order.
+pub(crate) fn flip_vertical<T: Copy + Default>(
+    src: &[T],
+    planes: usize,
+    h: usize,
+    row: usize,
+    dst: &mut Vec<T>,
+) {
+    let plane = h * row;
+    dst.resize(planes * plane, T::default()); // every element is overwritten below
+    if plane == 0 {
+        return;
+    }
+    for (s, d) in src[..planes * plane]
+        .chunks_exact(plane)
+        .zip(dst.chunks_exact_mut(plane))
+    {
+        for (sr, dr) in s.chunks_exact(row).rev().zip(d.chunks_exact_mut(row)) {
+            dr.copy_from_slice(sr);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,5 +323,18 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn rows_reverse_within_each_plane() {
+        // 2 planes of 3 rows of 2 elements
+        let src: Vec<u8> = (0..12).collect();
+        let mut dst = Vec::new();
+        flip_vertical(&src, 2, 3, 2, &mut dst);
+        assert_eq!(dst, [4, 5, 2, 3, 0, 1, 10, 11, 8, 9, 6, 7]);
+        // twice is the identity
+        let mut back = Vec::new();
+        flip_vertical(&dst, 2, 3, 2, &mut back);
+        assert_eq!(back, src);
     }
 }

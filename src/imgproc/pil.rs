@@ -9,6 +9,7 @@
 //! * [`luma`]: `convert("L")`, `(19595 R + 38470 G + 7471 B + 2^15) >> 16`;
 //! * [`rgb_to_hsv`] / [`hsv_to_rgb`]: `convert("HSV")` and back (libImaging's `Convert.c`:
 //!   hue and saturation scaled to 0..=255 and truncated, back through `round`);
+//! * [`smooth`]: `filter(ImageFilter.SMOOTH)`, the degenerate image of sharpness;
 //!
 //! Each was checked against Pillow 13 on photographs (`fixtures/augment/make_refs.py`
 //! writes the references the tests compare with).
@@ -142,5 +143,39 @@ pub(crate) fn shift_hue(src: &[u8], shift: u8, dst: &mut [u8]) {
     for (o, p) in dst.chunks_exact_mut(3).zip(src.chunks_exact(3)) {
         let [h, s, v] = rgb_to_hsv(p[0], p[1], p[2]);
         o.copy_from_slice(&hsv_to_rgb(h.wrapping_add(shift), s, v));
+    }
+}
+
+/// `filter(ImageFilter.SMOOTH)` of an `h × w` RGB image into `dst`: the 3×3 kernel
+/// `[1 1 1; 1 5 1; 1 1 1] / 13` summed in f32 row by row (below, centre, above) and
+/// rounded; the border rows and columns copied.
+pub(crate) fn smooth(src: &[u8], (h, w): (usize, usize), dst: &mut [u8]) {
+    dst[..src.len()].copy_from_slice(src);
+    if h < 3 || w < 3 {
+        return;
+    }
+    let (k1, k5) = (1.0f32 / 13.0, 5.0f32 / 13.0);
+    let row = w * 3;
+    for y in 1..h - 1 {
+        let above = &src[(y - 1) * row..y * row];
+        let here = &src[y * row..(y + 1) * row];
+        let below = &src[(y + 1) * row..(y + 2) * row];
+        let out = &mut dst[y * row..(y + 1) * row];
+        for x in 3..row - 3 {
+            let line = |r: &[u8], centre: f32| {
+                r[x - 3] as f32 * k1 + r[x] as f32 * centre + r[x + 3] as f32 * k1
+            };
+            let mut ss = 0.0f32;
+            ss += line(below, k1);
+            ss += line(here, k5);
+            ss += line(above, k1);
+            out[x] = if ss <= 0.0 {
+                0
+            } else if ss >= 255.0 {
+                255
+            } else {
+                (ss + 0.5) as u8
+            };
+        }
     }
 }

@@ -19,15 +19,13 @@ const PRECISION_BITS: u32 = 22;
 /// inside (a crop box read in place).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Source<'a> {
-    /// `size.0 × size.1` pixels of `ch` bytes, row after row.
+    /// `rect.height × rect.width` pixels of `ch` bytes, row after row.
     pub(crate) data: &'a [u8],
     /// Bytes a pixel: 3, or 4 (the 4th carried).
     pub(crate) ch: usize,
-    /// Where `data` starts in the image, `(top, left)`; negative: the image starts inside
-    /// `data`, at `(-top, -left)`.
-    pub(crate) origin: (isize, isize),
-    /// `(rows, cols)` of `data`.
-    pub(crate) size: (usize, usize),
+    /// Where `data` lies in the image's coordinates; a negative corner: the image starts
+    /// inside `data`, at `(-top, -left)` ([`Rect::around`]).
+    pub(crate) rect: Rect<isize>,
 }
 
 /// The resize: the whole source image's `(h, w)` to the whole output's `(oh, ow)` (the
@@ -332,9 +330,9 @@ impl PillowBilinear {
         let Source {
             data: src,
             ch,
-            origin,
-            size: (rows, cols),
+            rect: held,
         } = src;
+        let (rows, cols) = held.size();
         let ((fh, fw), (oh, ow)) = (geo.full, geo.out);
         let (top, left, wh, ww) = (window.top, window.left, window.height, window.width);
         self.horiz.compute(AxisSpan {
@@ -342,7 +340,7 @@ impl PillowBilinear {
             out_size: ow,
             start: left,
             count: ww,
-            origin: origin.1,
+            origin: held.left,
             avail: cols,
         })?;
         self.vert.compute(AxisSpan {
@@ -350,7 +348,7 @@ impl PillowBilinear {
             out_size: oh,
             start: top,
             count: wh,
-            origin: origin.0,
+            origin: held.top,
             avail: rows,
         })?;
         // Source rows the vertical pass reads: the horizontal pass covers only those.
@@ -932,8 +930,7 @@ mod tests {
                     let source = Source {
                         data: &src,
                         ch,
-                        origin: (0, 0),
-                        size: (h, w),
+                        rect: Rect::whole(h, w).signed(),
                     };
                     let geo = Geometry {
                         full: (h, w),
@@ -977,16 +974,20 @@ mod tests {
         let part = Source {
             data: &rect,
             ch,
-            origin: (top as isize, left as isize),
-            size: (rh, rw),
+            rect: Rect {
+                top,
+                left,
+                height: rh,
+                width: rw,
+            }
+            .signed(),
         };
         a.resize_with(part, geo, win, &mut da, true)
             .expect("inside");
         let whole = Source {
             data: &full,
             ch,
-            origin: (0, 0),
-            size: (h, w),
+            rect: Rect::whole(h, w).signed(),
         };
         b.resize_with(whole, geo, win, &mut db, false)
             .expect("inside");

@@ -53,7 +53,6 @@ fn clamp_axis(start: f64, len: f64, n: usize) -> (f64, f64) {
     (start, len.min(n - start).max(0.0))
 }
 
-/// A reusable resizer (its scratch buffers survive from sample to sample).
 /// An element type a resize reads and writes: u8 or f32.
 pub trait Pixel: bytemuck::Pod + Default {
     /// Its [`DType`].
@@ -82,10 +81,9 @@ pub struct Resizer {
 pub struct ResizeOptions {
     /// Size of the whole source image.
     pub full: (usize, usize),
-    /// Where the pixels given sit in it (a region decode gives a rectangle).
-    pub origin: (usize, usize),
-    /// Size of the pixels given.
-    pub size: (usize, usize),
+    /// The rectangle of it that the pixels given are (the whole image, or what a region
+    /// decode decoded).
+    pub held: Rect,
     /// The filter.
     pub filter: Filter,
     /// Pillow's fixed-point arithmetic (u8 `bilinear`).
@@ -100,13 +98,10 @@ pub struct ResizeOptions {
 }
 
 impl Resizer {
-    /// A resizer with empty scratch buffers.
-    /// Crop the box `(top, left, height, width)` of the u8 image held in `src` (`size =
-    /// (rows, cols)`, `ch` bytes a pixel) and resize it to `out` with Pillow's bilinear
-    /// arithmetic, reading the box where it lies (no copy of it first): what
-    /// random_resized_crop does, bit for bit the crop-then-resize result.
-    /// Resize the box `bx` of the `size` u8 pixels of `ch` bytes in `src` to `out` with
-    /// Pillow's arithmetic, the filter reaching no pixel outside the box.
+    /// Crop the box `bx` of the u8 image held in `src` (`size = (rows, cols)`, `ch` bytes a
+    /// pixel) and resize it to `out` with Pillow's bilinear arithmetic, reading the box
+    /// where it lies (no copy of it first), the filter reaching no pixel outside the box:
+    /// what random_resized_crop does, bit for bit the crop-then-resize result.
     pub fn pillow_box(
         &mut self,
         src: &[u8],
@@ -146,8 +141,7 @@ impl Resizer {
         let src = Source {
             data: &src[..size.0 * size.1 * ch],
             ch,
-            origin: (-(top as isize), -(left as isize)),
-            size,
+            rect: Rect::around(bx, size),
         };
         let geo = Geometry {
             full: (bh, bw),
@@ -157,13 +151,10 @@ impl Resizer {
         Ok(out)
     }
 
-    /// Resize an RGB image (`src`, u8 or f32 HWC, see `dtype`) of `full = (h, w)` to
-    /// `out = (out_h, out_w)`, keeping only `window` of that result when given. `src` may
-    /// hold only a rectangle of the image: `origin` is its top-left corner and `size` its
-    /// `(height, width)` (it must contain every pixel the window's filter reaches).
-    /// Returns the size written to `dst`.
-    /// Resize `src` (u8 or f32 HWC pixels) as `opts` says into `dst`; returns the size
-    /// written (the window's).
+    /// Resize an RGB image (`src`, u8 or f32 HWC) of `opts.full = (h, w)` to `opts.out`,
+    /// keeping only `opts.window` of that result when given, into `dst`. `src` may hold
+    /// only a rectangle of the image, `opts.held` (it must contain every pixel the
+    /// window's filter reaches). Returns the size written (the window's).
     pub fn resize<T: Pixel>(
         &mut self,
         src: &[T],
@@ -172,8 +163,7 @@ impl Resizer {
     ) -> Result<(usize, usize), Fault> {
         let ResizeOptions {
             full,
-            origin,
-            size,
+            held,
             filter,
             exact,
             rgbx,
@@ -183,8 +173,8 @@ impl Resizer {
         let dtype = T::DTYPE;
         let (oh, ow) = out;
         let (fh, fw) = full;
-        let (h, w) = size;
-        let (oy, ox) = (origin.0 as f64, origin.1 as f64);
+        let (h, w) = held.size();
+        let (oy, ox) = (held.top as f64, held.left as f64);
         if oh == 0 || ow == 0 {
             return Err(Fault::new(
                 SampleErrorKind::Other,
@@ -226,13 +216,15 @@ impl Resizer {
             // filter — exact, and the whole cost of `resize` on images stored resized
             // (also when a region decode holds only a rectangle around the window).
             let (top, left) = (
-                win.top.checked_sub(origin.0),
-                win.left.checked_sub(origin.1),
+                win.top.checked_sub(held.top),
+                win.left.checked_sub(held.left),
             );
-            let (w, row) = (size.1 * ch, dw * ch);
+            let (w, row) = (held.width * ch, dw * ch);
             match (top, left) {
                 (Some(top), Some(left))
-                    if top + dh <= size.0 && left + dw <= size.1 && src.len() >= size.0 * w =>
+                    if top + dh <= held.height
+                        && left + dw <= held.width
+                        && src.len() >= held.height * w =>
                 {
                     dst.resize(dh * dw * ch, T::default()); // every element is overwritten
                     for (y, d) in dst.chunks_exact_mut(row).enumerate() {
@@ -245,7 +237,7 @@ impl Resizer {
                     return Err(bug(format!(
                         "resize: window {dh}x{dw} at ({}, {}) outside the {}x{} pixels held \
                          at ({}, {})",
-                        win.top, win.left, size.0, size.1, origin.0, origin.1
+                        win.top, win.left, held.height, held.width, held.top, held.left
                     )))
                 }
             }
@@ -266,8 +258,7 @@ impl Resizer {
             let src = Source {
                 data: src_u8,
                 ch,
-                origin: (origin.0 as isize, origin.1 as isize),
-                size: (h, w),
+                rect: held.signed(),
             };
             self.pillow.resize(src, Geometry { full, out }, win, d)?;
             return Ok((dh, dw));
@@ -338,5 +329,113 @@ impl Resizer {
             .resize(&mid, &mut dst_img, &opts)
             .map_err(|e| err(&e))?;
         Ok((dh, dw))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A resize to the image's own size is a copy of the window, also when only a
+    /// rectangle around the window is held (a region decode of an image stored resized).
+    #[test]
+    fn same_size_resize_of_a_held_rectangle_copies_the_window() {
+        let (fh, fw) = (20usize, 30usize);
+        let img: Vec<u8> = (0..fh * fw * 3).map(|i| (i * 37 % 251) as u8).collect();
+        let (oy, ox, rh, rw) = (3usize, 4usize, 12usize, 20usize);
+        let rect: Vec<u8> = (0..rh)
+            .flat_map(|y| img[((oy + y) * fw + ox) * 3..((oy + y) * fw + ox + rw) * 3].to_vec())
+            .collect();
+        let win = Rect {
+            top: 5,
+            left: 6,
+            height: 8,
+            width: 10,
+        };
+        let mut r = Resizer::default();
+        let opts = ResizeOptions {
+            full: (fh, fw),
+            held: Rect {
+                top: oy,
+                left: ox,
+                height: rh,
+                width: rw,
+            },
+            filter: Filter::Bilinear,
+            exact: true,
+            rgbx: false,
+            out: (fh, fw),
+            window: Some(win),
+        };
+        let mut out = Vec::new();
+        let got = r.resize(&rect, &opts, &mut out).expect("inside");
+        assert_eq!(got, (8, 10));
+        let want: Vec<u8> = (0..8)
+            .flat_map(|y| img[((5 + y) * fw + 6) * 3..((5 + y) * fw + 16) * 3].to_vec())
+            .collect();
+        assert_eq!(out, want);
+        // A window outside the held rectangle is an error, not a wrong copy.
+        let outside = Rect { top: 0, ..win };
+        let opts = ResizeOptions {
+            window: Some(outside),
+            ..opts
+        };
+        assert!(r.resize(&rect, &opts, &mut out).is_err());
+    }
+
+    /// A box resized where it lies gives the bytes of the box copied out and resized:
+    /// 3 and 4 bytes a pixel, boxes at every edge, shrinking, enlarging, same size.
+    #[test]
+    fn a_box_resized_in_place_is_crop_then_resize() {
+        let (h, w) = (61usize, 83usize);
+        for ch in [3usize, 4] {
+            let img: Vec<u8> = (0..h * w * ch).map(|i| (i * 37 % 251) as u8).collect();
+            let boxes = [
+                (0, 0, h, w),
+                (0, 0, 17, 29),
+                (h - 40, w - 50, 40, 50),
+                (5, w - 9, h - 5, 9),
+                (h - 7, 3, 7, 70),
+                (10, 20, 24, 24),
+            ];
+            for (top, left, bh, bw) in boxes {
+                let bx = Rect {
+                    top,
+                    left,
+                    height: bh,
+                    width: bw,
+                };
+                let crop: Vec<u8> = (0..bh)
+                    .flat_map(|y| img[((top + y) * w + left) * ch..][..bw * ch].to_vec())
+                    .collect();
+                for out in [(24usize, 24usize), (9, 40), (bh, bw)] {
+                    let mut a = Resizer::default();
+                    let mut b = Resizer::default();
+                    let (mut got, mut want) = (Vec::new(), Vec::new());
+                    a.pillow_box(&img, ch, (h, w), bx, out, &mut got)
+                        .expect("inside");
+                    let opts = ResizeOptions {
+                        full: (bh, bw),
+                        held: Rect::whole(bh, bw),
+                        filter: Filter::Bilinear,
+                        exact: true,
+                        rgbx: ch == 4,
+                        out,
+                        window: None,
+                    };
+                    b.resize(&crop, &opts, &mut want).expect("inside");
+                    assert_eq!(got, want, "{ch} channels, box {bx:?} -> {out:?}");
+                }
+            }
+            let mut r = Resizer::default();
+            let mut out = Vec::new();
+            let too_low = Rect {
+                top: 1,
+                ..Rect::whole(h, w)
+            };
+            assert!(r
+                .pillow_box(&img, ch, (h, w), too_low, (8, 8), &mut out)
+                .is_err());
+        }
     }
 }

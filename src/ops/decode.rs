@@ -148,9 +148,9 @@ impl Kernel for DecodeKernel {
         let d = dec.decode_region(bytes, want, rgbx, &mut img.a8)?;
         img.drawn = drawn;
         img.stride = d.channels;
-        (img.h, img.w) = d.size;
+        (img.h, img.w) = d.region.size();
         img.full = d.full;
-        img.origin = d.origin;
+        img.origin = (d.region.top, d.region.left);
         img.layout = Layout::Hwc;
         img.elem = Elem::U8;
         Ok(())

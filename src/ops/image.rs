@@ -1,19 +1,23 @@
 //! The working image an op's kernel reads and writes: one per worker, its buffers reused
 //! from sample to sample, with every fact about the pixels it holds as a field —
 //! size, stride, physical layout, element type, where they sit in the whole image (a
-//! region decode holds a rectangle), a horizontal flip drawn but not applied yet and a
-//! crop box drawn while decoding.
+//! region decode holds a rectangle), work a kernel deferred to the next reader (the
+//! horizontal flip: [`super::kernel::Deferred`]) and a crop box drawn while decoding.
+//!
+//! It is the engine↔op contract, beside [`super::kernel::Kernel`]: what a kernel's `run`
+//! gets and the worker keeps, holding the codec's decoder and imgproc's resizer. Its
+//! methods are thin: the pixel arithmetic is `imgproc`'s, which never sees this type.
 //!
 //! The source's own pixels (CIFAR records, raw shards) are not copied in: a kernel gets
 //! them borrowed as [`Sample::input`] and reads them in place, the first kernel that
 //! writes pixels makes its result the held image.
 
 use super::decode::Decoder;
+use super::kernel::Deferred;
 use super::resize::{ResizeOptions, Resizer};
 use super::Filter;
 use crate::error::Fault;
-use crate::imgproc::geometry::Rect;
-use crate::imgproc::geometry::{copy_window, copy_window_mode, flip_horizontal, PadMode};
+use crate::imgproc::geometry::{copy_window, copy_window_mode, pack_rgb, PadMode, Rect};
 use crate::rng::SplitMix64;
 use crate::spec::Layout;
 
@@ -50,10 +54,9 @@ pub(crate) struct Held {
     pub(crate) layout: Layout,
     /// u8 or f32.
     pub(crate) elem: Elem,
-    /// A horizontal flip drawn but not applied: the next kernel applies it first or, when
-    /// none follows, the final write mirrors the sample's rows as it writes them (a flip
-    /// commutes with the pointwise tail; reversing rows on the way costs no pass).
-    pub(crate) mirror: bool,
+    /// Work a kernel left to whoever reads the pixels next (see [`Deferred`]): the worker
+    /// has it applied before the next kernel, the final write does it on the way.
+    pub(crate) deferred: Option<&'static dyn Deferred>,
     /// A crop box drawn from the header's size by the kernel a decode serves (the decode
     /// decodes only around it); that kernel takes it.
     pub(crate) drawn: Option<Rect>,
@@ -84,6 +87,15 @@ pub(crate) struct Sample<'w, 'r> {
     pub(crate) tools: &'w mut Tools,
 }
 
+impl Sample<'_, '_> {
+    /// Leave `work` to whoever reads the pixels next (see [`Deferred`]); work deferred
+    /// earlier, if any, is done first.
+    pub(crate) fn defer(&mut self, work: &'static dyn Deferred) {
+        self.img.apply_deferred(&mut self.input);
+        self.img.deferred = Some(work);
+    }
+}
+
 impl Default for Held {
     fn default() -> Held {
         Held {
@@ -98,7 +110,7 @@ impl Default for Held {
             stride: 3,
             layout: Layout::Hwc,
             elem: Elem::U8,
-            mirror: false,
+            deferred: None,
             drawn: None,
         }
     }
@@ -115,7 +127,7 @@ impl Held {
         self.stride = 3;
         self.layout = layout;
         self.elem = Elem::U8;
-        self.mirror = false;
+        self.deferred = None;
         self.drawn = None;
     }
 
@@ -133,37 +145,27 @@ impl Held {
         }
     }
 
-    /// Apply a flip drawn earlier (`mirror`) to the held pixels.
-    pub(crate) fn flip_pending(&mut self, input: &mut Option<&[u8]>) {
-        if !std::mem::take(&mut self.mirror) {
-            return;
+    /// Do the deferred work, if any, on the held pixels (the source's own, `input`, are
+    /// copied in first where it needs to).
+    pub(crate) fn apply_deferred(&mut self, input: &mut Option<&[u8]>) {
+        if let Some(d) = self.deferred.take() {
+            d.apply(self, input);
         }
-        if let Some(data) = input.take() {
-            // Flipping is in place: the source's pixels are copied first.
-            self.a8.clear();
-            self.a8.extend_from_slice(data);
-        }
-        match self.elem {
-            // constant channel counts: each call is compiled for its own (a run-time count
-            // made the RGB flip 3x slower)
-            Elem::U8 if self.stride == 4 => {
-                flip_horizontal(&mut self.a8, self.h, self.w, 4, self.layout)
-            }
-            Elem::U8 => flip_horizontal(&mut self.a8, self.h, self.w, 3, self.layout),
-            Elem::F32 => flip_horizontal(&mut self.af, self.h, self.w, 3, self.layout),
+    }
+
+    /// The rectangle of the whole image (`full`) that the held pixels are.
+    pub(crate) fn region(&self) -> Rect {
+        Rect {
+            top: self.origin.0,
+            left: self.origin.1,
+            height: self.h,
+            width: self.w,
         }
     }
 
     /// RGBX → RGB (u8 HWC), through the spare buffer.
     pub(crate) fn pack_rgb(&mut self) {
-        let n = self.h * self.w;
-        self.b8.resize(n * 3, 0);
-        for (s, d) in self.a8[..n * 4]
-            .chunks_exact(4)
-            .zip(self.b8[..n * 3].chunks_exact_mut(3))
-        {
-            d.copy_from_slice(&s[..3]);
-        }
+        pack_rgb(&self.a8, self.h * self.w, &mut self.b8);
         std::mem::swap(&mut self.a8, &mut self.b8);
         self.stride = 3;
     }
@@ -231,7 +233,7 @@ impl Held {
     }
 
     /// Resize the held pixels, or `input` (the source's) when it is set, to `out`: the
-    /// held pixels are the rectangle at `self.origin` of a `self.full` image; `window`
+    /// held pixels are the rectangle [`Held::region`] of a `self.full` image; `window`
     /// (in output coordinates) is the part of the output to compute. Returns the new size.
     pub(crate) fn resize(
         &mut self,
@@ -243,8 +245,7 @@ impl Held {
     ) -> Result<(usize, usize), Fault> {
         let opts = ResizeOptions {
             full: self.full,
-            origin: self.origin,
-            size: (self.h, self.w),
+            held: self.region(),
             filter,
             exact,
             rgbx: self.stride == 4 && self.elem == Elem::U8,

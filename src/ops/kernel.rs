@@ -6,12 +6,13 @@
 //! Fusion hints are methods of the kernel with defaults that say "no": a kernel that can
 //! take a following `center_crop` into its own pass says so ([`Kernel::with_center_crop`]),
 //! one that reads only a rectangle of the image right after a decode says which
-//! ([`Kernel::region`]), and the compiler (`engine::program`) does the rest.
+//! ([`Kernel::region`]), and the compiler (`engine::program`) does the rest. A kernel may
+//! also leave its work to the next reader of the pixels ([`Deferred`]: the flip, done by
+//! the final write as it writes).
 
-use super::image::Sample;
-use super::pointwise::Affine;
+use super::image::{Held, Sample};
 use crate::error::Fault;
-use crate::imgproc::geometry::Rect;
+use crate::imgproc::{Affine, ColumnOrder, Dst, Rect};
 use crate::rng::SplitMix64;
 use crate::spec::{Layout, Spec, SpecError};
 use std::sync::Arc;
@@ -102,4 +103,24 @@ pub(crate) trait Kernel: Send + Sync + std::fmt::Debug {
     fn region(&self, _h: usize, _w: usize, _rng: &mut SplitMix64) -> (Option<Rect>, Option<Rect>) {
         (None, None)
     }
+}
+
+/// Work a kernel leaves to whoever reads the pixels next, where doing it on the way costs
+/// less than a pass of its own — the horizontal flip (`random_horizontal_flip.rs`): a
+/// mirror commutes with the pointwise tail, and reading rows backwards costs nothing.
+/// The working image holds at most one ([`Held::deferred`], a `static`: no allocation a
+/// sample). The worker has it applied in place before the next kernel
+/// ([`Deferred::apply`]); the final write reads the pixels in [`Deferred::read_order`]
+/// where its writer takes an order, else writes them as they are and then calls
+/// [`Deferred::apply_written`].
+pub(crate) trait Deferred: Send + Sync + std::fmt::Debug {
+    /// The order in which a writer reads each row's pixels to do the work on the way.
+    fn read_order(&self) -> ColumnOrder;
+
+    /// Do it on the held pixels, or on `input` (the source's own pixels, copied into the
+    /// working image first) when it is set.
+    fn apply(&self, img: &mut Held, input: &mut Option<&[u8]>);
+
+    /// Do it on the `h × w` RGB sample already written into `dst` in `layout`.
+    fn apply_written(&self, dst: &mut Dst<'_>, h: usize, w: usize, layout: Layout);
 }

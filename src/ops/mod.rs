@@ -20,13 +20,23 @@ use serde::{Deserialize, Serialize};
 pub mod augment;
 pub(crate) mod image;
 pub(crate) mod kernel;
-pub mod pointwise;
 
 // The codecs and image kernels the ops call, at the paths they had when they lived here.
 pub use crate::codec::inspect;
 pub use crate::codec::{jpeg_decoder, JpegBackend};
 pub use crate::imgproc::geometry;
 pub use crate::imgproc::{Filter, PadMode, Rect};
+
+/// The pixel writers, at the path they had when they lived here: now
+/// [`crate::imgproc::write`], [`crate::imgproc::write_planes`],
+/// [`crate::imgproc::write_mirrored`] and [`crate::imgproc::Affine`].
+#[doc(hidden)]
+pub mod pointwise {
+    pub use crate::imgproc::write::{write, write_rgbx};
+    pub use crate::imgproc::write_mirrored::write_mirrored;
+    pub use crate::imgproc::write_planes::{write_planes_narrow, write_planes_streaming};
+    pub use crate::imgproc::{Affine, Dst, Interleaved, Pixels, View};
+}
 
 /// Declares the ops: for each, its module (`pub mod`), its type (re-exported here) and
 /// its variant of [`Op`], named in pipeline files as the module is.

@@ -8,6 +8,7 @@
 use super::image::{Elem, Sample};
 use super::kernel::{Kernel, Lowered, OpDef};
 use crate::error::Fault;
+use crate::imgproc::geometry::flip_vertical;
 use crate::spec::{Layout, Spec, SpecError};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -66,9 +67,9 @@ impl Kernel for RandomVerticalFlip {
         match img.elem {
             Elem::U8 => {
                 let src = s.input.take().unwrap_or(&img.a8);
-                flip_rows(src, planes, h, row, &mut img.b8);
+                flip_vertical(src, planes, h, row, &mut img.b8);
             }
-            Elem::F32 => flip_rows(&img.af, planes, h, row, &mut img.bf),
+            Elem::F32 => flip_vertical(&img.af, planes, h, row, &mut img.bf),
         }
         img.swap();
         Ok(())
@@ -77,41 +78,5 @@ impl Kernel for RandomVerticalFlip {
     /// Whole rows move: 4-byte pixels stay as they are.
     fn reads_rgbx(&self) -> bool {
         true
-    }
-}
-
-/// `planes` planes of `h` rows of `row` elements each, every plane's rows in reverse
-/// order, into `dst`.
-fn flip_rows<T: Copy + Default>(src: &[T], planes: usize, h: usize, row: usize, dst: &mut Vec<T>) {
-    let plane = h * row;
-    dst.resize(planes * plane, T::default()); // every element is overwritten below
-    if plane == 0 {
-        return;
-    }
-    for (s, d) in src[..planes * plane]
-        .chunks_exact(plane)
-        .zip(dst.chunks_exact_mut(plane))
-    {
-        for (sr, dr) in s.chunks_exact(row).rev().zip(d.chunks_exact_mut(row)) {
-            dr.copy_from_slice(sr);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rows_reverse_within_each_plane() {
-        // 2 planes of 3 rows of 2 elements
-        let src: Vec<u8> = (0..12).collect();
-        let mut dst = Vec::new();
-        flip_rows(&src, 2, 3, 2, &mut dst);
-        assert_eq!(dst, [4, 5, 2, 3, 0, 1, 10, 11, 8, 9, 6, 7]);
-        // twice is the identity
-        let mut back = Vec::new();
-        flip_rows(&dst, 2, 3, 2, &mut back);
-        assert_eq!(back, src);
     }
 }

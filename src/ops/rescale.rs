@@ -2,7 +2,7 @@
 //! with neighbouring `normalize` ops into one multiply-add per channel (see `pointwise`).
 
 use super::kernel::{Lowered, OpDef};
-use super::pointwise::Affine;
+use crate::imgproc::Affine;
 use crate::spec::{DType, Spec, SpecError};
 use serde::{Deserialize, Serialize};
 

@@ -9,7 +9,7 @@
 //!   label casts may).
 
 use super::kernel::{Lowered, OpDef};
-use super::pointwise::Affine;
+use crate::imgproc::Affine;
 use crate::spec::{DType, LabelType, Spec, SpecError};
 use serde::{Deserialize, Serialize};
 

@@ -7,7 +7,7 @@
 //! CPU time, on the thread that competes with the workers for the same two cores. The
 //! function splits the bytes into three parts so that the float CHW write can compute it
 //! from its registers, one part per plane, as it streams the planes out
-//! ([`crate::ops::pointwise::write_planes_streaming`]); other outputs are hashed after
+//! ([`super::write_planes::write_planes_streaming`]); other outputs are hashed after
 //! the write, while they are in cache.
 //!
 //! The function, stable across versions and machines (tests re-derive it):
