@@ -29,8 +29,11 @@ agents), then medians. `--memory-rounds N` (default 1) then runs each contender 
 more while sampling, every 100 ms, the summed PSS (`/proc/PID/smaps_rollup`: shared pages,
 the object store's included, split between the processes mapping them, so counted once)
 of the driver and every process it started (the cluster) and the object store's bytes in
-use on each node (the raylets' `GetNodeStats`): their peaks, and the cluster's PSS idle
-before the run. Sampling costs CPU, so those runs are not timed.
+use on each node (the raylets' `GetNodeStats`, which needs `grpcio`): their peaks, the
+PSS without its shared-memory part (`Pss_Shmem`: the object stores' pages, which stay
+allocated once touched, so the cluster's PSS idle before a run holds what earlier runs
+touched), and the cluster's PSS idle before the run. Sampling costs CPU, so those runs are
+not timed.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ import threading
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 EVAL = ROOT / "pipelines" / "resnet50_eval.toml"
@@ -107,17 +110,19 @@ def cpu_by_role() -> Dict[str, float]:
     return out
 
 
-def pss_bytes() -> int:
-    total = 0
+def pss_bytes() -> Tuple[int, int]:
+    """(summed PSS, the shared-memory part of it: the object store's pages, /dev/shm)."""
+    total = shmem = 0
     for pid in cluster_pids():
         try:
             for line in (Path("/proc") / str(pid) / "smaps_rollup").read_text().splitlines():
                 if line.startswith("Pss:"):
                     total += int(line.split()[1]) * 1024
-                    break
+                elif line.startswith("Pss_Shmem:"):
+                    shmem += int(line.split()[1]) * 1024
         except (OSError, ValueError, IndexError):
             continue
-    return total
+    return total, shmem
 
 
 def store_used_bytes() -> int:
@@ -137,13 +142,15 @@ class Peaks:
     """Samples the cluster's summed PSS and the object stores' used bytes every 100 ms."""
 
     def __init__(self) -> None:
-        self.pss = self.store = 0
+        self.pss = self.private = self.store = 0
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.pss = max(self.pss, pss_bytes())
+            pss, shmem = pss_bytes()
+            self.pss = max(self.pss, pss)
+            self.private = max(self.private, pss - shmem)
             self.store = max(self.store, store_used_bytes())
             time.sleep(0.1)
 
@@ -299,11 +306,12 @@ def main() -> int:
             for name in names:
                 for _ in range(args.memory_rounds):
                     time.sleep(1.0)
-                    idle = pss_bytes()
+                    idle, idle_shm = pss_bytes()
                     with Peaks() as peak:
                         contenders[name]()
-                    print(f"  {name:12s} cluster + driver PSS: idle {idle / 1e6:6.0f} MB, peak {peak.pss / 1e6:6.0f} MB "
-                          f"(+{(peak.pss - idle) / 1e6:5.0f});  object store in use, peak {peak.store / 1e6:6.0f} MB", flush=True)
+                    print(f"  {name:12s} cluster + driver PSS: idle {idle / 1e6:6.0f} MB, peak {peak.pss / 1e6:6.0f} MB; "
+                          f"without shared memory: idle {(idle - idle_shm) / 1e6:6.0f} MB, peak {peak.private / 1e6:6.0f} MB; "
+                          f"object store in use, peak {peak.store / 1e6:6.0f} MB", flush=True)
     finally:
         ray.shutdown()
         cluster.shutdown()

@@ -101,6 +101,19 @@ def test_blocks_in_order_are_the_epoch_read_on_both_nodes(cluster, cli, pipeline
         assert {r["node_id"][0] for r in rows} == node_ids(), "the read tasks ran on one node only"
 
 
+def test_read_sets_its_dataset_context_and_leaves_the_callers_alone(cluster):
+    ctx = ray.data.DataContext.get_current()
+    before = (ctx.execution_options.preserve_order, ctx.op_resource_reservation_enabled)
+    ds = iray.read(PIPELINES / "resnet50_eval.toml", data=TREE, batch_size=2)
+    assert (ctx.execution_options.preserve_order, ctx.op_resource_reservation_enabled) == before
+    # the blocks in order are the epoch; the read tasks are not held to half the cluster's CPUs
+    assert ds.context.execution_options.preserve_order
+    assert ds.context.op_resource_reservation_enabled is False
+    # two read tasks per CPU of the cluster (2 CPUs): 4 tasks over the 6 small batches, each
+    # task's batches in one block
+    assert ds.materialize().num_blocks() == 4
+
+
 def test_rows_of_samples_rebatched_by_ray_are_the_epoch(cluster, cli):
     digests = run_digests(cli, "resnet50_train.toml", "--data", str(TREE), "--batch-size", "4", "--epochs", "2")
     ds = iray.read(PIPELINES / "resnet50_train.toml", data=TREE, epoch=1, parallelism=2, batch_size=4, rows="samples")
@@ -476,12 +489,29 @@ def test_runtime_env_pip_installs_the_wheel_offline_but_read_tasks_cannot_use_it
 
         return imgfeed.__file__
 
-    path = ray.get(where.remote(), timeout=180)
-    assert "runtime_resources/pip" in path and path != imgfeed.__file__
-    ds = iray.read(PIPELINES / "resnet50_train.toml", data=TREE, epoch=1, batch_size=4, parallelism=2,
-                   ray_remote_args={"runtime_env": env})
-    # Which import fails depends on the base interpreter: a dependency it lacks
-    # (ModuleNotFoundError) or one it holds at a version Ray's own modules cannot use (seen on
-    # the CI machine: an older google.protobuf, "cannot import name 'struct_pb2'").
-    with pytest.raises(Exception, match=r"ModuleNotFoundError: No module named|ImportError|cannot import name"):
-        read_batches(ds)
+    try:
+        path = ray.get(where.remote(), timeout=180)
+        assert "runtime_resources/pip" in path and path != imgfeed.__file__
+        ds = iray.read(PIPELINES / "resnet50_train.toml", data=TREE, epoch=1, batch_size=4, parallelism=2,
+                       ray_remote_args={"runtime_env": env})
+        # Which import fails depends on the base interpreter: a dependency it lacks
+        # (ModuleNotFoundError) or one it holds at a version Ray's own modules cannot use (seen on
+        # the CI machine: an older google.protobuf, "cannot import name 'struct_pb2'").
+        with pytest.raises(Exception, match=r"ModuleNotFoundError: No module named|ImportError|cannot import name"):
+            read_batches(ds)
+    finally:
+        _remove_runtime_env_clones(wheel)
+
+
+def _remove_runtime_env_clones(wheel: str) -> None:
+    """Ray makes the pip runtime_env's virtualenv by copying the environment it runs in (the
+    ray environment holds torch: about 6 GB) under the session folder, and removes it only
+    with the session's resources: remove the copies made for ``wheel`` now."""
+    import shutil
+
+    from ray._private.worker import _global_node
+
+    session = Path(_global_node.get_session_dir_path())
+    for reqs in session.glob("**/runtime_resources/pip/*/ray_runtime_env_internal_pip_requirements.txt"):
+        if wheel in reqs.read_text():
+            shutil.rmtree(reqs.parent, ignore_errors=True)
