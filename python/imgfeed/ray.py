@@ -230,7 +230,9 @@ def read(
         data: the dataset root (the file's ``root`` otherwise); every worker must see it at
             this path.
         epoch: the epoch (seeds the shuffle and the random ops).
-        parallelism: read tasks (Ray's choice otherwise), at most one per batch.
+        parallelism: read tasks, at most one per batch (default: two per slot of the
+            cluster's CPUs, ``CPU / num_cpus``, so that a task ending early leaves no CPU idle
+            for long).
         uint8: leave out ``normalize`` / ``rescale`` (see :func:`uint8_pipeline`): images
             travel as uint8, 4× fewer bytes than float32; the consumer normalizes.
         rows: ``"batches"`` (default): a row is one batch (``image`` [B, C, H, W], ``label``
@@ -251,17 +253,33 @@ def read(
     if uint8:
         p, _ = uint8_pipeline(p)
     source = ImgfeedDatasource(p, epoch, rows=rows, with_node_id=with_node_id)
+    if parallelism is None:
+        parallelism = _default_parallelism(source.num_batches, float(remote["num_cpus"]))
     ctx = ray.data.DataContext.get_current()
-    before = ctx.execution_options.preserve_order
-    # The dataset keeps a copy of the current context: set the order there, restore ours.
+    saved = (ctx.execution_options.preserve_order, ctx.op_resource_reservation_enabled)
+    # The dataset keeps a copy of the current context: set these there, then restore ours.
     ctx.execution_options.preserve_order = True
+    # Ray Data 2.60 reserves half the cluster's CPUs for each operator: a lone read operator
+    # ran one task at a time at first (on two CPUs, a second task started only when the
+    # first one ended); without the reservation the read tasks fill the cluster at once.
+    # (Ray's block size is left alone: blocks of one batch each, sent on sooner, cost more
+    # CPU per epoch than its 128 MiB blocks, measured on one node and on two.)
+    ctx.op_resource_reservation_enabled = False
     try:
         kwargs: Dict[str, Any] = dict(remote)
-        if parallelism is not None:
-            kwargs["override_num_blocks"] = int(parallelism)
+        kwargs["override_num_blocks"] = int(parallelism)
         return ray.data.read_datasource(source, **kwargs)
     finally:
-        ctx.execution_options.preserve_order = before
+        ctx.execution_options.preserve_order, ctx.op_resource_reservation_enabled = saved
+
+
+def _default_parallelism(batches: int, num_cpus: float) -> int:
+    """Two read tasks per slot of the cluster's CPUs (so a task that ends early leaves no
+    CPU idle for long), at most one per batch."""
+    # Not connected yet: Ray Data starts a local Ray with this machine's CPUs.
+    cpus = float(ray.cluster_resources().get("CPU", 1)) if ray.is_initialized() else float(os.cpu_count() or 1)
+    slots = max(1, int(cpus // num_cpus)) if num_cpus > 0 else max(1, int(cpus))
+    return max(1, min(batches, 2 * slots))
 
 
 def batches(it: Iterable[Dict[str, Any]]) -> Iterator[Tuple[Any, Any, Any]]:

@@ -101,6 +101,19 @@ def test_blocks_in_order_are_the_epoch_read_on_both_nodes(cluster, cli, pipeline
         assert {r["node_id"][0] for r in rows} == node_ids(), "the read tasks ran on one node only"
 
 
+def test_read_sets_its_dataset_context_and_leaves_the_callers_alone(cluster):
+    ctx = ray.data.DataContext.get_current()
+    before = (ctx.execution_options.preserve_order, ctx.op_resource_reservation_enabled)
+    ds = iray.read(PIPELINES / "resnet50_eval.toml", data=TREE, batch_size=2)
+    assert (ctx.execution_options.preserve_order, ctx.op_resource_reservation_enabled) == before
+    # the blocks in order are the epoch; the read tasks are not held to half the cluster's CPUs
+    assert ds.context.execution_options.preserve_order
+    assert ds.context.op_resource_reservation_enabled is False
+    # two read tasks per CPU of the cluster (2 CPUs): 4 tasks over the 6 small batches, each
+    # task's batches in one block
+    assert ds.materialize().num_blocks() == 4
+
+
 def test_rows_of_samples_rebatched_by_ray_are_the_epoch(cluster, cli):
     digests = run_digests(cli, "resnet50_train.toml", "--data", str(TREE), "--batch-size", "4", "--epochs", "2")
     ds = iray.read(PIPELINES / "resnet50_train.toml", data=TREE, epoch=1, parallelism=2, batch_size=4, rows="samples")
@@ -185,16 +198,103 @@ def test_streaming_split_equal_keeps_batches_whole_and_drops_the_remainder(clust
     assert all(k in want for part in got for k in part)
 
 
-def test_iter_torch_batches_without_torch_installed_or_with_it(cluster):
-    try:
-        import torch
-    except ImportError:
-        pytest.skip("torch is not in this environment (ray's iter_torch_batches needs it)")
-    ds = iray.read(PIPELINES / "resnet50_eval.toml", data=TREE, batch_size=4)
-    got = [(b["image"][0], b["label"][0]) for b in ds.iter_torch_batches(batch_size=1)]
-    assert all(isinstance(i, torch.Tensor) for i, _ in got)
-    assert digest_of((i.numpy(), l.numpy()) for i, l in got) == digest_of(
-        (i, l) for i, l, _ in loader_batches("resnet50_eval.toml", 0, batch_size=4))
+def _torch():
+    return pytest.importorskip("torch", reason="torch is not in this environment: python/envs/ray.txt lists it")
+
+
+@pytest.mark.parametrize("rows", ["batches", "samples"])
+def test_iter_torch_batches_gives_the_numpy_batches_as_tensors(cluster, rows):
+    torch = _torch()
+    ds = iray.read(PIPELINES / "resnet50_train.toml", data=TREE, epoch=1, batch_size=4, parallelism=2, rows=rows)
+    size = 1 if rows == "batches" else 4
+    tensors = list(ds.iter_torch_batches(batch_size=size))
+    arrays = list(ds.iter_batches(batch_size=size))
+    want = loader_batches("resnet50_train.toml", 1, batch_size=4)
+    assert len(tensors) == len(arrays) == len(want) == 3
+    for t, a, (wi, wl, wx) in zip(tensors, arrays, want):
+        assert set(t) == set(a) == {"image", "label", "index"}
+        for name in t:
+            assert isinstance(t[name], torch.Tensor) and t[name].device.type == "cpu"
+            assert t[name].numpy().dtype == a[name].dtype and t[name].shape == a[name].shape
+            assert t[name].numpy().tobytes() == a[name].tobytes(), name
+        images = t["image"][0] if rows == "batches" else t["image"]
+        labels = t["label"][0] if rows == "batches" else t["label"]
+        assert images.dtype == torch.float32 and tuple(images.shape) == (4, 3, 224, 224)
+        assert images.numpy().tobytes() == wi.tobytes() and labels.numpy().tobytes() == wl.tobytes()
+
+
+def _train_loop(config) -> None:
+    """Ray Train's per-worker loop: a tiny model trained by DDP (gloo, CPU) for
+    ``config["epochs"]`` passes over the worker's shard of an ``imgfeed.ray.read`` dataset;
+    writes what it saw (each batch's indices and digest, per epoch), its losses and its
+    final weights to ``OUT/rank-R.json``."""
+    import json
+
+    import ray.train
+    import torch
+    from ray.train.torch import prepare_model
+
+    from imgfeed import _imgfeed
+
+    torch.manual_seed(0)
+    model = prepare_model(torch.nn.Sequential(
+        torch.nn.AdaptiveAvgPool2d(2), torch.nn.Flatten(), torch.nn.Linear(12, config["classes"])))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    shard = ray.train.get_dataset_shard("train")
+    rank = ray.train.get_context().get_world_rank()
+    seen, losses = [], []
+    for _ in range(config["epochs"]):
+        keys = []
+        for row in shard.iter_torch_batches(batch_size=1):
+            images, labels, indices = row["image"][0], row["label"][0], row["index"][0]
+            h = _imgfeed.fold(_imgfeed.OFFSET64, _imgfeed.fingerprint(images.numpy().tobytes() + labels.numpy().tobytes()))
+            keys.append(([int(i) for i in indices], f"{h:016x}"))
+            loss = torch.nn.functional.cross_entropy(model(images), labels.long())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(float(loss))
+        seen.append(keys)
+    weights = [p.detach().numpy().tolist() for p in model.parameters()]
+    with open(f"{config['out']}/rank-{rank}.json", "w") as f:
+        json.dump({"seen": seen, "losses": losses, "weights": weights}, f)
+    ray.train.report({"loss": losses[-1] if losses else float("nan")})
+
+
+def test_ray_train_torch_trainer_reads_disjoint_complete_shards_and_trains(cluster, tmp_path):
+    _torch()
+    import json
+
+    from ray.train import RunConfig, ScalingConfig
+    from ray.train.torch import TorchTrainer
+
+    # 12 samples, 6 batches of 2: Ray Train's split (streaming_split, equal=True) gives each
+    # of the 2 workers 3 whole batches. Both nodes have one CPU: the workers take half of
+    # one each and the read tasks half, so neither waits for the other.
+    want = [batch_key(*b) for b in loader_batches("resnet50_train.toml", 1, batch_size=2)]
+    ds = iray.read(PIPELINES / "resnet50_train.toml", data=TREE, epoch=1, batch_size=2, parallelism=3,
+                   ray_remote_args={"num_cpus": 0.5})
+    out = tmp_path / "ranks"
+    out.mkdir()
+    trainer = TorchTrainer(
+        _train_loop,
+        train_loop_config={"out": str(out), "epochs": 2, "classes": 3},
+        scaling_config=ScalingConfig(num_workers=2, use_gpu=False, resources_per_worker={"CPU": 0.5}),
+        run_config=RunConfig(name="imgfeed-ray-train", storage_path=str(tmp_path / "results")),
+        datasets={"train": ds},
+    )
+    result = trainer.fit()
+    assert result.error is None, result.error
+    ranks = [json.loads((out / f"rank-{r}.json").read_text()) for r in range(2)]
+    for epoch in range(2):
+        parts = [[(idx, h) for idx, h in r["seen"][epoch]] for r in ranks]
+        assert all(len(p) == 3 for p in parts), [len(p) for p in parts]
+        union = parts[0] + parts[1]
+        assert sorted(union) == sorted(want)  # disjoint, complete, every batch whole and byte for byte
+    for r in ranks:
+        assert len(r["losses"]) == 6 and all(np.isfinite(r["losses"]))
+    # DDP averaged the gradients: both workers end with the same weights
+    assert ranks[0]["weights"] == ranks[1]["weights"]
 
 
 @pytest.mark.parametrize("pipeline", ["resnet50_eval.toml", "resnet50_train.toml"])
@@ -389,12 +489,29 @@ def test_runtime_env_pip_installs_the_wheel_offline_but_read_tasks_cannot_use_it
 
         return imgfeed.__file__
 
-    path = ray.get(where.remote(), timeout=180)
-    assert "runtime_resources/pip" in path and path != imgfeed.__file__
-    ds = iray.read(PIPELINES / "resnet50_train.toml", data=TREE, epoch=1, batch_size=4, parallelism=2,
-                   ray_remote_args={"runtime_env": env})
-    # Which import fails depends on the base interpreter: a dependency it lacks
-    # (ModuleNotFoundError) or one it holds at a version Ray's own modules cannot use (seen on
-    # the CI machine: an older google.protobuf, "cannot import name 'struct_pb2'").
-    with pytest.raises(Exception, match=r"ModuleNotFoundError: No module named|ImportError|cannot import name"):
-        read_batches(ds)
+    try:
+        path = ray.get(where.remote(), timeout=180)
+        assert "runtime_resources/pip" in path and path != imgfeed.__file__
+        ds = iray.read(PIPELINES / "resnet50_train.toml", data=TREE, epoch=1, batch_size=4, parallelism=2,
+                       ray_remote_args={"runtime_env": env})
+        # Which import fails depends on the base interpreter: a dependency it lacks
+        # (ModuleNotFoundError) or one it holds at a version Ray's own modules cannot use (seen on
+        # the CI machine: an older google.protobuf, "cannot import name 'struct_pb2'").
+        with pytest.raises(Exception, match=r"ModuleNotFoundError: No module named|ImportError|cannot import name"):
+            read_batches(ds)
+    finally:
+        _remove_runtime_env_clones(wheel)
+
+
+def _remove_runtime_env_clones(wheel: str) -> None:
+    """Ray makes the pip runtime_env's virtualenv by copying the environment it runs in (the
+    ray environment holds torch: about 6 GB) under the session folder, and removes it only
+    with the session's resources: remove the copies made for ``wheel`` now."""
+    import shutil
+
+    from ray._private.worker import _global_node
+
+    session = Path(_global_node.get_session_dir_path())
+    for reqs in session.glob("**/runtime_resources/pip/*/ray_runtime_env_internal_pip_requirements.txt"):
+        if wheel in reqs.read_text():
+            shutil.rmtree(reqs.parent, ignore_errors=True)
