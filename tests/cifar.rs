@@ -1375,7 +1375,10 @@ fn num_samples_limits_a_cifar_epoch() {
     );
     let src = c10(None).num_samples(0);
     match Pipeline::builder(src).build() {
-        Err(Error::Invalid(m)) => assert!(m.contains("num_samples"), "{m}"),
+        // typed: the sampling rule broken, as the error's source
+        Err(Error::Invalid(imgfeed::error::Invalid::Sampling(e))) => {
+            assert_eq!(e, imgfeed::plan::SamplingError::NoSamples)
+        }
         other => panic!("num_samples = 0 should be invalid, got {other:?}"),
     }
 }

@@ -11,6 +11,7 @@
 //! pool when the last array viewing it is released.
 
 use imgfeed::engine::fingerprint as fp;
+use imgfeed::pipeline::Overrides;
 use imgfeed::{Error, LabelType, Layout, PipelineConfig, SourceConfig, Spec, State, TimedOut};
 use numpy::ndarray::{ArrayView, IxDyn};
 use numpy::{Element, PyArray1, PyArrayDyn};
@@ -205,6 +206,23 @@ impl Pipeline {
         PipelineConfig::from_json(config_json)
             .map(drop)
             .map_err(|e| to_py(py, &e))
+    }
+
+    /// The pipeline's JSON tables with `overrides_json` applied (an object of the settings
+    /// the command line's flags also change: `batch_size`, `workers`, `seed`, ...; see
+    /// `imgfeed::pipeline::Overrides`), by the code the command line uses; `ValueError`
+    /// naming the setting refused.
+    #[staticmethod]
+    fn apply_overrides(
+        py: Python<'_>,
+        config_json: &str,
+        overrides_json: &str,
+    ) -> PyResult<String> {
+        let mut config = PipelineConfig::from_json(config_json).map_err(|e| to_py(py, &e))?;
+        Overrides::from_json(overrides_json)
+            .and_then(|o| o.apply(&mut config))
+            .map_err(|e| to_py(py, &e))?;
+        serde_json::to_string(&config).map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }
 
     /// A pipeline file's tables as JSON, with `root` made absolute (relative to the file).

@@ -102,9 +102,7 @@ impl ImageFolder {
             None => DEFAULT_EXTENSIONS.iter().map(|s| s.to_string()).collect(),
         };
         if exts.is_empty() || exts.iter().any(|e| e.is_empty()) {
-            return Err(Error::Invalid(
-                "image_folder: `extensions` must list non-empty extensions".into(),
-            ));
+            return Err(crate::error::Invalid::Extensions.into());
         }
         let meta = fs::metadata(root).map_err(|e| io_err(root, e))?;
         if !meta.is_dir() {
