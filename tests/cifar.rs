@@ -1572,7 +1572,7 @@ fn bad_usage_and_a_missing_file_are_exit_2() {
     let (_, err) = text(&o);
     assert_eq!(code(&o), 2, "{err}");
     assert!(
-        err.contains("--usage applies to cifar10 and cifar100"),
+        err.contains("usage (--usage) applies to cifar10 and cifar100"),
         "{err}"
     );
     let o = imgfeed(&[
