@@ -166,6 +166,17 @@ pub enum Invalid {
          package"
     )]
     NpyBfloat16,
+    /// `.npy` output asked for somewhere that is not a local folder (object storage takes
+    /// `convert --format shards` only).
+    #[error(
+        "--out {}: npy files are written to a local folder only (`convert --format shards` \
+         writes to object storage)",
+        out.display()
+    )]
+    NpyNotLocal {
+        /// The output asked for.
+        out: PathBuf,
+    },
     /// A `[store]` table (or `--shard-size`, `--store`) that cannot be used.
     #[error("{0}")]
     Store(#[from] StoreError),
