@@ -3,6 +3,10 @@
 
 use std::path::PathBuf;
 
+mod invalid;
+
+pub use invalid::Invalid;
+
 /// Everything that can go wrong in imgfeed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -15,9 +19,10 @@ pub enum Error {
         message: String,
     },
     /// A pipeline that parses but cannot run (a setting out of range, a sampling that
-    /// does not fit the dataset).
+    /// does not fit the dataset), or a command's settings that cannot: [`Invalid`] says
+    /// which rule, with the error behind it as the source where there is one.
     #[error("invalid pipeline: {0}")]
-    Invalid(String),
+    Invalid(#[from] Invalid),
     /// An op that cannot take its input or has a bad parameter, before any pixel is read.
     #[error("invalid pipeline: {}ops[{index}] ({op}): {reason}", at.as_ref().map(|p| format!("{p}: ")).unwrap_or_default())]
     Op {

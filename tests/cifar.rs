@@ -1375,7 +1375,10 @@ fn num_samples_limits_a_cifar_epoch() {
     );
     let src = c10(None).num_samples(0);
     match Pipeline::builder(src).build() {
-        Err(Error::Invalid(m)) => assert!(m.contains("num_samples"), "{m}"),
+        // typed: the sampling rule broken, as the error's source
+        Err(Error::Invalid(imgfeed::error::Invalid::Sampling(e))) => {
+            assert_eq!(e, imgfeed::plan::SamplingError::NoSamples)
+        }
         other => panic!("num_samples = 0 should be invalid, got {other:?}"),
     }
 }
@@ -1569,7 +1572,7 @@ fn bad_usage_and_a_missing_file_are_exit_2() {
     let (_, err) = text(&o);
     assert_eq!(code(&o), 2, "{err}");
     assert!(
-        err.contains("--usage applies to cifar10 and cifar100"),
+        err.contains("usage (--usage) applies to cifar10 and cifar100"),
         "{err}"
     );
     let o = imgfeed(&[

@@ -36,6 +36,7 @@ const FLAGS: &[(&str, Option<&str>)] = &[
     ("--sweep-workers", Some("1,2")),
     ("--plot", Some("x.svg")),
     ("--step-ms", Some("1")),
+    ("--print-config", None),
 ];
 
 const INPUT: &[&str] = &[
@@ -62,6 +63,7 @@ fn accepted(cmd: &str) -> Vec<&'static str> {
         "check" => {
             v.extend(INPUT);
             v.extend(SAMPLING);
+            v.extend(["--on-error", "--print-config"]);
         }
         "run" | "bench" => {
             v.extend(INPUT);

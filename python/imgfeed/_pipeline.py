@@ -40,6 +40,14 @@ def _op_tables(op: Any) -> List[Dict[str, Any]]:
     )
 
 
+def _absolute(path: Optional[PathLike]) -> Optional[str]:
+    """``path`` made absolute (a URL such as ``s3://bucket/prefix`` as given); ``None`` stays."""
+    if path is None:
+        return None
+    p = os.fspath(path)
+    return p if "://" in str(p) else os.path.abspath(p)
+
+
 class Pipeline:
     """A pipeline: where samples come from, the per-sample ops, batching and the engine's
     settings, as the tables of a pipeline file (``pipelines/*.toml``).
@@ -112,6 +120,7 @@ class Pipeline:
         batch_size: Optional[int] = None,
         drop_remainder: Optional[bool] = None,
         workers: Optional[int] = None,
+        work_unit: Optional[int] = None,
         shuffle: Optional[bool] = None,
         seed: Optional[int] = None,
         num_shards: Optional[int] = None,
@@ -119,41 +128,39 @@ class Pipeline:
         uneven: Optional[str] = None,
         on_error: Optional[str] = None,
         usage: Optional[str] = None,
+        endpoint: Optional[str] = None,
+        cache_dir: Optional[PathLike] = None,
+        cache_size: Optional[str] = None,
     ) -> "Pipeline":
-        """A copy with the given settings changed (the command line's flags of the same names)."""
-        cfg = self.config
-        src = cfg["source"]
-        batch = cfg.setdefault("batch", {"size": 1, "drop_remainder": False})
-        engine = cfg.setdefault("engine", {})
-        if data is not None:
-            root = os.fspath(data)
-            # A dataset in object storage (s3://bucket/prefix) is passed as given.
-            src["root"] = root if "://" in str(root) else os.path.abspath(root)
-        if batch_size is not None:
-            batch["size"] = int(batch_size)
-        if drop_remainder is not None:
-            batch["drop_remainder"] = bool(drop_remainder)
-        if workers is not None:
-            engine["workers"] = int(workers)
-        if shuffle is not None:
-            src["shuffle"] = bool(shuffle)
-        if seed is not None:
-            src["seed"] = int(seed)
-        if num_shards is not None or shard_id is not None:
-            if num_shards is None or shard_id is None:
-                raise ValueError("num_shards and shard_id must be given together")
-            src["shard"] = "config"
-            src["num_shards"] = int(num_shards)
-            src["shard_id"] = int(shard_id)
-        if uneven is not None:
-            src["uneven"] = uneven
-        if on_error is not None:
-            if on_error not in ("error", "skip", "replace"):
-                raise ValueError(f"on_error must be 'error', 'skip' or 'replace', not {on_error!r}")
-            engine["on_error"] = on_error
-        if usage is not None:
-            src["usage"] = usage
-        return Pipeline.from_config(cfg)
+        """A copy with the given settings changed: the command line's flags of the same names
+        (``shuffle=False`` is ``--no-shuffle``), applied and checked by the same code in the
+        engine (``ValueError`` naming a setting it refuses). A relative ``data`` or
+        ``cache_dir`` is made absolute here; a dataset in object storage (``s3://bucket/prefix``)
+        is passed as given."""
+        if (num_shards is None) != (shard_id is None):
+            raise ValueError("num_shards and shard_id must be given together")
+        given: Dict[str, Any] = {
+            "data": _absolute(data),
+            "batch_size": batch_size,
+            "drop_remainder": drop_remainder,
+            "workers": workers,
+            "work_unit": work_unit,
+            "shuffle": shuffle,
+            "seed": seed,
+            "num_shards": num_shards,
+            "shard_id": shard_id,
+            "uneven": uneven,
+            "on_error": on_error,
+            "usage": usage,
+            "endpoint": endpoint,
+            "cache_dir": _absolute(cache_dir),
+            "cache_size": cache_size,
+        }
+        overrides = {k: v for k, v in given.items() if v is not None}
+        if not overrides:
+            return Pipeline.from_config(self._config)
+        config = _imgfeed.Pipeline.apply_overrides(self.to_json(), json.dumps(overrides))
+        return Pipeline.from_config(json.loads(config))
 
     def to_json(self) -> str:
         """The tables as JSON (what the native engine reads)."""

@@ -10,56 +10,23 @@
 //! base object of the `images` and `labels` arrays. The buffer goes back to the pipeline's
 //! pool when the last array viewing it is released.
 
+mod batch;
+mod errors;
+
+use batch::{Batch, BatchMemory};
+use errors::to_py;
 use imgfeed::engine::fingerprint as fp;
+use imgfeed::pipeline::Overrides;
 use imgfeed::{Error, LabelType, Layout, PipelineConfig, SourceConfig, Spec, State, TimedOut};
-use numpy::ndarray::{ArrayView, IxDyn};
-use numpy::{Element, PyArray1, PyArrayDyn};
-use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
-use std::ptr::NonNull;
+use pyo3::types::PyDict;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// How long one wait for a batch lasts before the waiting thread takes the GIL back to
 /// let Python run its signal handlers (Ctrl-C raises `KeyboardInterrupt` within this).
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
-
-/// A library error as the Python exception a user expects: `imgfeed.SampleError` (a
-/// `ValueError`) for a bad sample, `ValueError` for a bad pipeline or dataset, `OSError`
-/// for a failed write, `RuntimeError` for a bug.
-fn to_py(py: Python<'_>, e: &Error) -> PyErr {
-    match e {
-        Error::Sample {
-            index,
-            file,
-            stage,
-            kind,
-            reason,
-        } => sample_error(py, &e.to_string(), file, *index, stage, kind.name(), reason)
-            .unwrap_or_else(|err| err),
-        Error::Config { .. } | Error::Invalid(_) | Error::Op { .. } | Error::Dataset { .. } => {
-            PyValueError::new_err(e.to_string())
-        }
-        Error::Io { .. } => PyOSError::new_err(e.to_string()),
-        Error::Internal(_) => PyRuntimeError::new_err(e.to_string()),
-    }
-}
-
-/// An `imgfeed.SampleError` instance (the class lives in `imgfeed/_errors.py`).
-fn sample_error(
-    py: Python<'_>,
-    message: &str,
-    path: &str,
-    index: usize,
-    stage: &str,
-    kind: &str,
-    reason: &str,
-) -> PyResult<PyErr> {
-    let class = py.import("imgfeed._errors")?.getattr("SampleError")?;
-    let value = class.call1((message, path, index, stage, kind, reason))?;
-    Ok(PyErr::from_value(value))
-}
 
 /// `MutexGuard` even after a panic elsewhere poisoned the lock (the data is still whole:
 /// every critical section here only moves values in or out).
@@ -205,6 +172,23 @@ impl Pipeline {
         PipelineConfig::from_json(config_json)
             .map(drop)
             .map_err(|e| to_py(py, &e))
+    }
+
+    /// The pipeline's JSON tables with `overrides_json` applied (an object of the settings
+    /// the command line's flags also change: `batch_size`, `workers`, `seed`, ...; see
+    /// `imgfeed::pipeline::Overrides`), by the code the command line uses; `ValueError`
+    /// naming the setting refused.
+    #[staticmethod]
+    fn apply_overrides(
+        py: Python<'_>,
+        config_json: &str,
+        overrides_json: &str,
+    ) -> PyResult<String> {
+        let mut config = PipelineConfig::from_json(config_json).map_err(|e| to_py(py, &e))?;
+        Overrides::from_json(overrides_json)
+            .and_then(|o| o.apply(&mut config))
+            .map_err(|e| to_py(py, &e))?;
+        serde_json::to_string(&config).map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }
 
     /// A pipeline file's tables as JSON, with `root` made absolute (relative to the file).
@@ -479,118 +463,6 @@ impl Drop for Epoch {
     /// without making Python wait for the sample each one is on.
     fn drop(&mut self) {
         self.stop_in_background();
-    }
-}
-
-/// Owns one batch's buffer while numpy arrays view it: the arrays' base object. When the
-/// last of them is released this is dropped and the buffer returns to the pool.
-#[pyclass(module = "imgfeed._imgfeed", frozen)]
-struct BatchMemory {
-    _batch: imgfeed::Batch,
-}
-
-/// A writable numpy array of `shape` over `ptr`, kept alive by `owner`.
-///
-/// # Safety
-/// `ptr` must point to `shape.product()` initialised, aligned `T`s that stay valid, and
-/// that nothing else reads or writes, for as long as `owner` lives.
-unsafe fn view<'py, T: Element>(
-    owner: &Bound<'py, BatchMemory>,
-    ptr: *mut u8,
-    shape: &[usize],
-) -> PyResult<Bound<'py, PyAny>> {
-    let ptr = if shape.iter().product::<usize>() == 0 {
-        NonNull::<T>::dangling().as_ptr()
-    } else {
-        ptr.cast::<T>()
-    };
-    // SAFETY: the caller's contract; the element count matches `shape`.
-    let arr = unsafe { ArrayView::from_shape_ptr(IxDyn(shape), ptr.cast_const()) };
-    // SAFETY: `owner` keeps the buffer alive and in place for the array's lifetime.
-    let out = unsafe { PyArrayDyn::<T>::borrow_from_array(&arr, owner.clone().into_any()) };
-    Ok(out.into_any())
-}
-
-/// One batch: `images` `[n, c, h, w]` (or `[n, h, w, c]`), `labels` `[n]` (or `[n, k]`),
-/// both numpy arrays over the engine's buffer; `indices` (source index of each sample);
-/// `number` (position in the epoch); `skipped` (the bad samples left out or replaced).
-#[pyclass(module = "imgfeed._imgfeed", frozen)]
-struct Batch {
-    #[pyo3(get)]
-    images: Py<PyAny>,
-    #[pyo3(get)]
-    labels: Py<PyAny>,
-    #[pyo3(get)]
-    indices: Py<PyAny>,
-    #[pyo3(get)]
-    number: usize,
-    #[pyo3(get)]
-    skipped: Py<PyList>,
-    len: usize,
-}
-
-impl Batch {
-    fn new(
-        py: Python<'_>,
-        mut batch: imgfeed::Batch,
-        label: LabelType,
-        dtype: imgfeed::DType,
-    ) -> PyResult<Batch> {
-        let image_shape = batch.shape().to_vec();
-        let label_shape = match batch.label_columns() {
-            1 => vec![batch.len()],
-            k => vec![batch.len(), k],
-        };
-        let (number, len) = (batch.number(), batch.len());
-        let indices = PyArray1::from_slice(py, batch.indices())
-            .into_any()
-            .unbind();
-        let skipped: Vec<Py<PyAny>> = batch
-            .skipped()
-            .iter()
-            .map(|e| to_py(py, e).into_value(py).into_any())
-            .collect();
-        let image_ptr = batch.image_bytes_mut().as_mut_ptr();
-        let label_ptr = batch.label_bytes_mut().as_mut_ptr();
-        // The buffers are heap allocations: moving the batch does not move them.
-        let owner = Bound::new(py, BatchMemory { _batch: batch })?;
-        // SAFETY: the pointers come from the batch now owned by `owner`, which no code
-        // touches again until it is dropped; the shapes are the batch's own, the element
-        // types the pipeline's output spec.
-        let (images, labels) = unsafe {
-            let images = match dtype {
-                imgfeed::DType::U8 => view::<u8>(&owner, image_ptr, &image_shape)?,
-                imgfeed::DType::F32 => view::<f32>(&owner, image_ptr, &image_shape)?,
-                // float16: numpy's own type, viewed over the bits; bfloat16 has no numpy
-                // type: its bits as uint16 (`torch.from_numpy(a).view(torch.bfloat16)`,
-                // `a.view(ml_dtypes.bfloat16)`; the Loader does the first).
-                imgfeed::DType::F16 => view::<u16>(&owner, image_ptr, &image_shape)?
-                    .call_method1("view", ("float16",))?,
-                _ => view::<u16>(&owner, image_ptr, &image_shape)?,
-            };
-            let labels = match label {
-                LabelType::U32 => view::<u32>(&owner, label_ptr, &label_shape)?,
-                LabelType::I32 => view::<i32>(&owner, label_ptr, &label_shape)?,
-                LabelType::I64 => view::<i64>(&owner, label_ptr, &label_shape)?,
-                LabelType::F32 => view::<f32>(&owner, label_ptr, &label_shape)?,
-            };
-            (images, labels)
-        };
-        Ok(Batch {
-            images: images.unbind(),
-            labels: labels.unbind(),
-            indices,
-            number,
-            skipped: PyList::new(py, skipped)?.unbind(),
-            len,
-        })
-    }
-}
-
-#[pymethods]
-impl Batch {
-    fn __len__(&self) -> usize {
-        self.len
     }
 }
 

@@ -200,7 +200,8 @@ fn measure(
     let p = Pipeline::new(cfg)?;
     super::warn(&p, false);
     if let Some(w) = p.empty_epoch_warning() {
-        return Err(imgfeed::Error::Invalid(format!("nothing to measure: {w}")).into());
+        let e = imgfeed::error::Invalid::NothingToMeasure(w);
+        return Err(imgfeed::Error::from(e).into());
     }
     if header {
         print_header(&p);

@@ -3,7 +3,12 @@
 use super::Common;
 use anyhow::Result;
 
-pub fn check(c: &Common) -> Result<i32> {
+/// `imgfeed check`: with `print_config`, the tables the flags make, as JSON, and nothing else.
+pub fn check(c: &Common, print_config: bool) -> Result<i32> {
+    if print_config {
+        println!("{}", serde_json::to_string(&c.config()?)?);
+        return Ok(0);
+    }
     let p = c.pipeline()?;
     super::warn(&p, true);
     println!("{}", p.source().describe());

@@ -7,6 +7,7 @@
 use super::report::Reporter;
 use super::{interrupt, progress};
 use anyhow::Result;
+use imgfeed::error::Invalid;
 use imgfeed::ops::{Decode, Op};
 use imgfeed::source::Usage;
 use imgfeed::validate::{validate, ValidateOptions, ValidateReport, SIDE_BUCKETS};
@@ -89,12 +90,13 @@ pub fn run(a: &ValidateArgs) -> Result<i32> {
     }
     let workers = a.workers.unwrap_or_else(imgfeed::pipeline::default_workers);
     if workers == 0 {
-        return Err(imgfeed::Error::Invalid("--workers must be at least 1".into()).into());
+        let setting = "--workers";
+        return Err(imgfeed::Error::from(Invalid::TooSmall { setting, min: 1 }).into());
     }
     // The same checks a pipeline makes (e.g. decoder = "turbo" needs the feature).
     imgfeed::ops::Op::Decode(decode.clone())
         .output_spec(&imgfeed::Spec::encoded())
-        .map_err(|e| imgfeed::Error::Invalid(format!("decode: {e}")))?;
+        .map_err(|e| imgfeed::Error::from(Invalid::Decode(e)))?;
     let jpeg = decode.decoder.describe();
     let opened = source.open()?;
     let mut bad = Reporter::new(a.report.as_deref())?;

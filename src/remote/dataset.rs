@@ -54,12 +54,12 @@ pub fn open_remote(
     let largest = manifest.shards.iter().map(|f| f.size).max().unwrap_or(0);
     let least = manifest.index.size + manifest.names.size + largest;
     if cache.limit() < least {
-        return Err(Error::Invalid(format!(
-            "--cache-size (source.cache_size) {} bytes cannot hold {url}'s index, names and \
-             largest shard ({least} bytes); give at least that, better a few shards more \
-             (shards are fetched ahead)",
-            cache.limit()
-        )));
+        return Err(crate::error::Invalid::CacheTooSmall {
+            limit: cache.limit(),
+            url: url.to_string(),
+            least,
+        }
+        .into());
     }
     let index = small_file(&client, &cache, &manifest.index, &[])?;
     let names = small_file(

@@ -36,12 +36,8 @@ impl RemoteOptions {
     pub fn cache_limit(&self) -> crate::Result<u64> {
         match &self.cache_size {
             None => Ok(super::cache::DEFAULT_CACHE_SIZE),
-            Some(s) => crate::shards::store::parse_size(s).map_err(|e| {
-                crate::Error::Invalid(format!(
-                    "source.cache_size: {}",
-                    e.to_string().trim_start_matches("store.shard_size: ")
-                ))
-            }),
+            Some(s) => crate::shards::store::parse_size(s)
+                .map_err(|e| crate::error::Invalid::CacheSize(e).into()),
         }
     }
 }

@@ -147,9 +147,11 @@ pub fn open_tree(
     }
     let max_file_bytes = match max_file_bytes {
         Some(0) => {
-            return Err(Error::Invalid(
-                "source: max_file_bytes must be positive".into(),
-            ))
+            return Err(crate::error::Invalid::TooSmall {
+                setting: "source.max_file_bytes",
+                min: 1,
+            }
+            .into())
         }
         Some(n) => n,
         None => DEFAULT_MAX_FILE_BYTES,

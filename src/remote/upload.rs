@@ -62,11 +62,11 @@ impl Uploader {
     pub fn new(out: &Path, options: &RemoteOptions, manifest: &str) -> Result<Uploader> {
         let url = RemoteUrl::parse(&out.to_string_lossy())?;
         if !url.is_s3() {
-            return Err(Error::Invalid(format!(
-                "--out {url}: datasets are written to s3:// locations (and local folders); \
-                 {}:// is read-only",
-                url.scheme
-            )));
+            return Err(crate::error::Invalid::ReadOnlyStore {
+                url: url.to_string(),
+                scheme: url.scheme.to_string(),
+            }
+            .into());
         }
         let client = S3Client::new(&url, options.endpoint.as_deref())?;
         if client.exists(manifest)? {

@@ -62,7 +62,7 @@ pub fn slice_range(n: usize, id: usize, count: usize) -> (usize, usize) {
 /// Check the pipeline for a conversion; returns the source, the compiled ops and the
 /// output spec.
 fn plan(config: &PipelineConfig, store: &StoreConfig) -> Result<(Arc<dyn Source>, Program, Spec)> {
-    let invalid = |m: String| Error::Invalid(m);
+    let invalid = |m: String| Error::Invalid(crate::error::Invalid::Conversion(m));
     store.check()?;
     if config.source.sampling.num_samples.is_some() {
         return Err(invalid(
@@ -233,9 +233,7 @@ pub fn convert_to_shards_until(
     let shard_size = store.check()?;
     let (id, count) = store.slice.unwrap_or((0, 1));
     if count == 0 || id >= count {
-        return Err(Error::Invalid(format!(
-            "slice {id}/{count}: the slice number must be below the number of slices"
-        )));
+        return Err(crate::error::Invalid::Slice { id, count }.into());
     }
     let (first, end) = slice_range(source.len(), id, count);
     let names = Names::new((count > 1).then_some((id, count)));

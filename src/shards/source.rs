@@ -248,10 +248,10 @@ impl Shards {
     pub fn record(&self, index: usize) -> Result<(Entry, &[u8])> {
         let (e, bytes) = self.locate(index)?;
         let Files::Mapped(maps) = &self.files else {
-            return Err(Error::Invalid(format!(
-                "{}: a dataset in object storage is read with record_into",
-                self.root.display()
-            )));
+            return Err(crate::error::Invalid::RemoteRecord {
+                root: self.root.clone(),
+            }
+            .into());
         };
         let bytes = maps
             .get(e.shard as usize)

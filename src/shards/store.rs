@@ -96,7 +96,7 @@ pub enum StoreError {
 
 impl From<StoreError> for crate::Error {
     fn from(e: StoreError) -> crate::Error {
-        crate::Error::Invalid(e.to_string())
+        crate::Error::Invalid(e.into())
     }
 }
 

@@ -133,11 +133,10 @@ pub fn write_npy_dir(
     on_skip: impl FnMut(&Error),
 ) -> Result<ConvertReport> {
     if crate::remote::is_remote(dir) {
-        return Err(Error::Invalid(format!(
-            "--out {}: npy files are written to a local folder only (`convert --format shards` \
-             writes to object storage)",
-            dir.display()
-        )));
+        return Err(crate::error::Invalid::NpyNotLocal {
+            out: dir.to_path_buf(),
+        }
+        .into());
     }
     crate::sink::create_out_dir(dir)?;
     let partial = |name: &str| dir.join(format!("{name}{PARTIAL}"));
@@ -171,14 +170,7 @@ fn write_partial(
         crate::DType::U8 => "|u1",
         crate::DType::F32 => "<f4",
         crate::DType::F16 => "<f2",
-        crate::DType::BF16 => {
-            return Err(Error::Invalid(
-                "bfloat16 images have no .npy type (numpy has no bfloat16): cast the image \
-                 to float16 or float32 for a conversion, or read bfloat16 batches from the \
-                 library or the Python package"
-                    .into(),
-            ))
-        }
+        crate::DType::BF16 => return Err(crate::error::Invalid::NpyBfloat16.into()),
     };
     let lab_descr = match spec.label {
         crate::LabelType::U32 => "<u4",

@@ -294,9 +294,7 @@ fn parse_extensions(extensions: Option<&[String]>) -> Result<Vec<String>> {
         None => DEFAULT_EXTENSIONS.iter().map(|s| s.to_string()).collect(),
     };
     if exts.is_empty() || exts.iter().any(|e| e.is_empty()) {
-        return Err(Error::Invalid(
-            "image_folder: `extensions` must list non-empty extensions".into(),
-        ));
+        return Err(crate::error::Invalid::Extensions.into());
     }
     Ok(exts)
 }

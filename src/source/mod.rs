@@ -11,6 +11,7 @@ use std::path::Path;
 pub mod cifar;
 pub mod cifar_pickle;
 pub mod config;
+mod dataset;
 pub mod image_folder;
 mod pickle;
 

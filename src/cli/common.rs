@@ -1,0 +1,111 @@
+//! What a command was given, merged from its flag groups: the pipeline file, the settings
+//! the flags override (the library's [`Overrides`], applied by it) and where to start.
+
+use super::args::{EngineFlags, ErrorFlags, Input, ResumeFlags, SamplingFlags};
+use imgfeed::pipeline::Overrides;
+use imgfeed::{Pipeline, PipelineConfig, State};
+use std::path::PathBuf;
+
+/// What a command was given: its flags, merged (a group a command does not take is left
+/// at its defaults).
+#[derive(Debug, Default)]
+pub(super) struct Common {
+    pub(super) pipeline: PathBuf,
+    /// The settings the flags change on the pipeline file's.
+    pub(super) overrides: Overrides,
+    pub(super) start_epoch: u64,
+    pub(super) start_batch: usize,
+    pub(super) start_sample: Option<usize>,
+    /// Whether any resume flag was given (even at its default value).
+    pub(super) resume_given: bool,
+}
+
+impl Common {
+    pub(super) fn new(input: Input, engine: EngineFlags) -> Common {
+        let mut o = Overrides::default();
+        o.data = input.data;
+        o.usage = input.usage;
+        o.endpoint = input.endpoint;
+        o.cache_dir = input.cache_dir;
+        o.cache_size = input.cache_size;
+        o.workers = engine.workers;
+        o.batch_size = engine.batch_size;
+        o.work_unit = engine.work_unit;
+        Common {
+            pipeline: input.pipeline,
+            overrides: o,
+            ..Common::default()
+        }
+    }
+
+    pub(super) fn sampling(mut self, s: SamplingFlags) -> Common {
+        let o = &mut self.overrides;
+        o.seed = s.seed;
+        // the last of --shuffle and --no-shuffle wins (clap clears the other)
+        o.shuffle = match (s.shuffle, s.no_shuffle) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        };
+        o.num_shards = s.num_shards;
+        o.shard_id = s.shard_id;
+        o.uneven = s.uneven;
+        self
+    }
+
+    pub(super) fn errors(mut self, e: ErrorFlags) -> Common {
+        self.overrides.on_error = e.on_error;
+        self
+    }
+
+    pub(super) fn resume(mut self, r: ResumeFlags) -> Common {
+        self.start_epoch = r.start_epoch.unwrap_or(0);
+        self.start_batch = r.start_batch.unwrap_or(0);
+        self.start_sample = r.start_sample;
+        self.resume_given =
+            r.start_epoch.is_some() || r.start_batch.is_some() || r.start_sample.is_some();
+        self
+    }
+
+    /// Whether any resume flag was given.
+    pub(super) fn resumes(&self) -> bool {
+        self.resume_given
+    }
+
+    /// The sampling flags given, by name.
+    pub(super) fn sampling_flags(&self) -> Vec<&'static str> {
+        let o = &self.overrides;
+        let given = [
+            (o.seed.is_some(), "--seed"),
+            (o.shuffle == Some(true), "--shuffle"),
+            (o.shuffle == Some(false), "--no-shuffle"),
+            (o.num_shards.is_some(), "--num-shards"),
+            (o.shard_id.is_some(), "--shard-id"),
+            (o.uneven.is_some(), "--uneven"),
+        ];
+        given
+            .into_iter()
+            .filter_map(|(yes, name)| yes.then_some(name))
+            .collect()
+    }
+
+    /// The pipeline file's tables with the flags applied.
+    pub(super) fn config(&self) -> imgfeed::Result<PipelineConfig> {
+        let mut cfg = PipelineConfig::from_file(&self.pipeline)?;
+        self.overrides.apply(&mut cfg)?;
+        Ok(cfg)
+    }
+
+    pub(super) fn pipeline(&self) -> imgfeed::Result<Pipeline> {
+        Pipeline::new(self.config()?)
+    }
+
+    /// Where `--start-epoch`, `--start-batch` and `--start-sample` say to start.
+    pub(super) fn start(&self) -> State {
+        State {
+            epoch: self.start_epoch,
+            batch: self.start_batch,
+            sample: self.start_sample,
+        }
+    }
+}

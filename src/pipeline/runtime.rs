@@ -1,0 +1,383 @@
+//! The runtime pipeline: a checked [`PipelineConfig`] with its source opened and its ops
+//! compiled, starting epochs (from the start, from a resume state, or one slice of one).
+
+use super::check::{self, Checked};
+use super::config::{BatchConfig, EngineConfig, PipelineConfig};
+use crate::batch_ops::{BatchLowered, BatchOp};
+use crate::engine::batch::{BufShape, Pool};
+use crate::engine::program::Program;
+use crate::engine::{Epoch, Job, OnError, State};
+use crate::error::{Invalid, Result};
+use crate::ops::Op;
+use crate::plan::batch_count;
+use crate::source::{Source, SourceConfig};
+use crate::spec::Spec;
+use std::path::Path;
+use std::sync::Arc;
+
+/// A checked pipeline, ready to run epochs.
+pub struct Pipeline {
+    config: PipelineConfig,
+    warnings: Vec<String>,
+    source: Arc<dyn Source>,
+    stages: Vec<(String, Spec)>,
+    program: Arc<Program>,
+    pool: Arc<Pool>,
+    prefetch: usize,
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("source", &self.source.describe())
+            .field("stages", &self.stages)
+            .finish()
+    }
+}
+
+/// Build a pipeline in code.
+///
+/// ```no_run
+/// use imgfeed::ops::{CenterCrop, Decode, Op, Resize};
+/// use imgfeed::{Pipeline, SourceConfig, SourceKind};
+/// let p = Pipeline::builder(SourceConfig::new(SourceKind::ImageFolder, "data/train"))
+///     .op(Op::Decode(Decode::default()))
+///     .op(Op::Resize(Resize::new(256)))
+///     .op(Op::CenterCrop(CenterCrop::new(224)))
+///     .batch(32, true)
+///     .workers(2)
+///     .build()?;
+/// # Ok::<(), imgfeed::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct PipelineBuilder {
+    config: PipelineConfig,
+}
+
+impl PipelineBuilder {
+    /// Append an op.
+    pub fn op(mut self, op: Op) -> Self {
+        self.config.ops.push(op);
+        self
+    }
+    /// Append a batch op.
+    pub fn batch_op(mut self, op: BatchOp) -> Self {
+        self.config.batch_ops.push(op);
+        self
+    }
+    /// Batch size and whether to drop the last incomplete batch.
+    pub fn batch(mut self, size: usize, drop_remainder: bool) -> Self {
+        self.config.batch = BatchConfig {
+            size,
+            drop_remainder,
+        };
+        self
+    }
+    /// Worker threads.
+    pub fn workers(mut self, n: usize) -> Self {
+        self.config.engine.workers = n;
+        self
+    }
+    /// Replace the whole engine table.
+    pub fn engine(mut self, engine: EngineConfig) -> Self {
+        self.config.engine = engine;
+        self
+    }
+    /// Check and build.
+    pub fn build(self) -> Result<Pipeline> {
+        Pipeline::new(self.config)
+    }
+}
+
+impl Pipeline {
+    /// Start building a pipeline over `source` (batch 1, no ops, default engine).
+    pub fn builder(source: SourceConfig) -> PipelineBuilder {
+        PipelineBuilder {
+            config: PipelineConfig::new(source, Vec::new(), BatchConfig::default()),
+        }
+    }
+
+    /// Read, parse and check a pipeline file.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Pipeline> {
+        Pipeline::new(PipelineConfig::from_file(path)?)
+    }
+
+    /// Check a configuration against its source and build it.
+    pub fn new(config: PipelineConfig) -> Result<Pipeline> {
+        // The settings are checked before the dataset is listed.
+        let config = check::settings(config)?;
+        let source = config.source.open()?;
+        Pipeline::with_source(config, source)
+    }
+
+    /// [`Pipeline::new`] over a source already opened from `config.source` (a caller that
+    /// listed the dataset once to show its size and classes does not list it again).
+    pub fn with_source(config: PipelineConfig, source: Arc<dyn Source>) -> Result<Pipeline> {
+        let config = check::settings(config)?;
+        let Checked {
+            stages,
+            spec,
+            elems,
+        } = check::chain(&config, &source.spec())?;
+        let program = config.compile(source.as_ref(), &spec)?;
+        let shape = BufShape {
+            batch_size: config.batch.size,
+            sample_elems: elems,
+            dtype: spec.dtype,
+            label: spec.label,
+            label_cols: spec.label_columns,
+            fingerprints: config.engine.fingerprint,
+        };
+        let e = &config.engine;
+        let batch_bytes = (shape.batch_size * shape.sample_elems * shape.dtype.size()).max(1);
+        // Soft labels can outweigh the images (one_hot with many classes): keep the pool's
+        // label buffers under 1 GiB.
+        let label_bytes = (shape.batch_size * shape.label_cols * spec.label.size()).max(1);
+        let prefetch = e
+            .prefetch
+            .unwrap_or_else(|| {
+                ((6 << 20) / batch_bytes)
+                    .clamp(2, 16)
+                    .min((1 << 30) / label_bytes)
+            })
+            .max(1);
+        let pool = Arc::new(Pool::new(shape, prefetch + e.queue.max(1) + 2));
+        Ok(Pipeline {
+            warnings: check::unit_warnings(&config.ops, &stages),
+            config,
+            source,
+            stages,
+            program: Arc::new(program),
+            pool,
+            prefetch,
+        })
+    }
+
+    /// What looks like a mistake but runs: a `normalize` given 0–1 mean and std (torchvision's
+    /// units) on 0–255 pixels, which would produce values around ±2000. Every command
+    /// prints these; nothing is changed.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The warning for a pipeline whose epochs yield no batch (fewer samples than a batch
+    /// with `drop_remainder`), or `None`.
+    pub fn empty_epoch_warning(&self) -> Option<String> {
+        (self.batches_per_epoch() == 0).then(|| {
+            format!(
+                "{} an epoch, fewer than the batch size {} with drop_remainder: every epoch \
+                 yields no batch (lower the batch size, or set drop_remainder = false)",
+                crate::spec::count(self.samples_per_epoch() as u64, "sample", "samples"),
+                self.config.batch.size
+            )
+        })
+    }
+
+    /// The configuration it was built from.
+    pub fn config(&self) -> &PipelineConfig {
+        &self.config
+    }
+
+    /// The source.
+    pub fn source(&self) -> &dyn Source {
+        self.source.as_ref()
+    }
+
+    /// `(stage, spec after it)`, starting with the source.
+    pub fn stages(&self) -> &[(String, Spec)] {
+        &self.stages
+    }
+
+    /// The fusions the engine applies, in words.
+    pub fn fusions(&self) -> &[String] {
+        &self.program.fusions
+    }
+
+    /// The spec of one output sample.
+    pub fn output_spec(&self) -> &Spec {
+        &self.program.out
+    }
+
+    /// Samples read per epoch (this shard, after `num_samples`).
+    pub fn samples_per_epoch(&self) -> usize {
+        self.config.source.sampling.len(self.source.len())
+    }
+
+    /// Batches per epoch.
+    pub fn batches_per_epoch(&self) -> usize {
+        batch_count(
+            self.samples_per_epoch(),
+            self.config.batch.size,
+            self.config.batch.drop_remainder,
+        )
+    }
+
+    /// Start epoch `epoch` (it seeds the shuffle and the random ops).
+    pub fn epoch(&self, epoch: u64) -> Epoch {
+        let order = self.config.source.sampling.order(self.source.len(), epoch);
+        self.launch(State::epoch_start(epoch), order, 0)
+    }
+
+    /// Start where `state` says: the batches a run that stopped at `state` would have
+    /// yielded next, with any worker count (the order and every random choice depend
+    /// only on the seed, the epoch and the sample).
+    pub fn resume(&self, state: State) -> Result<Epoch> {
+        let order = self
+            .config
+            .source
+            .sampling
+            .order(self.source.len(), state.epoch);
+        let (bs, drop) = (self.config.batch.size, self.config.batch.drop_remainder);
+        let batches = batch_count(order.len(), bs, drop);
+        if state.batch > batches {
+            return Err(Invalid::ResumeBatch {
+                batch: state.batch,
+                epoch: state.epoch,
+                batches,
+            }
+            .into());
+        }
+        let start = match state.sample {
+            Some(s) if self.config.engine.on_error == OnError::Skip => s,
+            _ => (state.batch * bs).min(order.len()),
+        };
+        if start > order.len() {
+            return Err(Invalid::ResumeSample {
+                sample: start,
+                epoch: state.epoch,
+                samples: order.len(),
+            }
+            .into());
+        }
+        Ok(self.launch(state, order, start))
+    }
+
+    /// Epoch `epoch`'s contiguous slice `id` of `count` of this shard's order (positions
+    /// [`crate::shards::slice_range`]): the slices of a conversion split into jobs, which
+    /// together hold the epoch's samples once, in order, with the same bytes (every random
+    /// draw depends on the sample, not on the slice). Batches are numbered from 0.
+    pub fn epoch_slice(&self, epoch: u64, id: usize, count: usize) -> Result<Epoch> {
+        if count == 0 || id >= count {
+            return Err(Invalid::Slice { id, count }.into());
+        }
+        let mut order = self.config.source.sampling.order(self.source.len(), epoch);
+        let (first, end) = crate::shards::slice_range(order.len(), id, count);
+        order.truncate(end);
+        Ok(self.launch(State::epoch_start(epoch), order, first))
+    }
+
+    /// Run this shard's `order` of `state.epoch` from position `start` (checked to be
+    /// inside it), numbering batches from `state.batch`.
+    fn launch(&self, state: State, order: Vec<usize>, start: usize) -> Epoch {
+        let e = &self.config.engine;
+        let (bs, drop) = (self.config.batch.size, self.config.batch.drop_remainder);
+        // Skip mode reads to the end of the order (later samples fill in for skipped
+        // ones); the others read exactly the announced batches.
+        let end = if e.on_error == OnError::Skip {
+            order.len()
+        } else {
+            (batch_count(order.len(), bs, drop) * bs).min(order.len())
+        };
+        let total = end.saturating_sub(start);
+        self.source
+            .epoch_starts(state.epoch, order.get(start..end).unwrap_or(&[]));
+        Epoch::start(Job {
+            source: Arc::clone(&self.source),
+            program: Arc::clone(&self.program),
+            pool: Arc::clone(&self.pool),
+            order,
+            start,
+            total,
+            first_batch: state.batch,
+            batches: total.div_ceil(bs),
+            drop_remainder: drop,
+            seed: self.config.source.sampling.seed,
+            epoch: state.epoch,
+            workers: e.workers,
+            prefetch: self.prefetch,
+            queue: e.queue,
+            on_error: e.on_error,
+            profile: e.profile,
+            work_unit: e
+                .work_unit
+                .unwrap_or_else(|| self.source.work_unit())
+                .max(1),
+            label_rows: self
+                .config
+                .batch_ops
+                .iter()
+                .find_map(|op| match op.def().lower() {
+                    BatchLowered::LabelRows { on, off, stage } => Some((on, off, stage)),
+                    BatchLowered::Batch(_) => None,
+                }),
+            batch_kernels: self
+                .config
+                .batch_ops
+                .iter()
+                .filter_map(|op| match op.def().lower() {
+                    BatchLowered::Batch(k) => Some(k),
+                    BatchLowered::LabelRows { .. } => None,
+                })
+                .collect(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::image::{bug, Sample};
+    use crate::ops::kernel::Kernel;
+    use crate::source::SourceKind;
+    use crate::{Error, Fault};
+
+    /// A kernel that finds its own state inconsistent on every sample.
+    #[derive(Debug)]
+    struct Broken;
+
+    impl Kernel for Broken {
+        fn name(&self) -> &'static str {
+            "broken"
+        }
+
+        fn run(&self, _: &mut Sample<'_, '_>) -> std::result::Result<(), Fault> {
+            Err(bug("the kernel's plan does not fit the image"))
+        }
+    }
+
+    /// An internal fault (a bug, not a bad file) ends the epoch as `Error::Internal`, under
+    /// every error policy: never skipped, replaced or reported as a bad sample.
+    #[test]
+    fn an_internal_fault_ends_the_epoch_as_a_bug_whatever_the_error_policy() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/imagefolder");
+        for on_error in [OnError::Error, OnError::Skip, OnError::Replace] {
+            let source = SourceConfig::new(SourceKind::ImageFolder, &root);
+            let config = PipelineConfig::new(
+                source,
+                vec![
+                    Op::Decode(Default::default()),
+                    Op::CenterCrop(crate::ops::CenterCrop::new(8)),
+                ],
+                BatchConfig::new(2),
+            )
+            .engine(EngineConfig::default().workers(2).on_error(on_error));
+            let mut p = Pipeline::new(config).expect("builds");
+            let mut program = (*p.program).clone();
+            program.kernels.push(Arc::new(Broken));
+            p.program = Arc::new(program);
+            let results: Vec<_> = p.epoch(0).collect();
+            assert_eq!(
+                results.len(),
+                1,
+                "{on_error:?}: the first error ends the epoch"
+            );
+            match &results[0] {
+                Err(Error::Internal(m)) => assert!(
+                    m.contains("broken: the kernel's plan does not fit the image"),
+                    "{on_error:?}: {m}"
+                ),
+                other => panic!("{on_error:?}: expected Error::Internal, got {other:?}"),
+            }
+        }
+    }
+}
