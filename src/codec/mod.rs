@@ -8,11 +8,14 @@
 //! * [`inspect`] — what a file's header says (size, colour type, progressive, ...).
 //! * `libjpeg` — the shim over the system libjpeg-turbo (`csrc/jpeg_shim.c`).
 //! * `turbo` — libjpeg-turbo built from source (the `turbojpeg` feature).
+//! * `pickle` — a restricted pickle reader (never executes anything): the format parser
+//!   under the torchvision CIFAR files (`source::cifar_pickle` reads their dicts).
 
 pub mod decoder;
 pub mod inspect;
 #[cfg(imgfeed_libjpeg)]
 pub(crate) mod libjpeg;
+pub(crate) mod pickle;
 #[cfg(feature = "turbojpeg")]
 pub(crate) mod turbo;
 

@@ -12,8 +12,8 @@
 //! as latin-1 text; those are decoded once.
 
 use super::cifar::{CifarKind, PIXELS};
-use super::pickle::{parse, Parsed, Value};
-pub use super::pickle::{PickleError, MAX_DEPTH};
+use crate::codec::pickle::{parse, Parsed, Value};
+pub use crate::codec::pickle::{PickleError, MAX_DEPTH};
 use std::ops::Range;
 
 /// Where a CIFAR pickle's pixel bytes are.
