@@ -88,6 +88,18 @@ fn free_port() -> u16 {
         .expect("a free loopback port")
 }
 
+/// Wait (at most `limit`) until a server started by a test listens on `port` on loopback.
+fn wait_listening(port: u16, limit: Duration, what: &str) {
+    let t0 = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t0.elapsed() < limit,
+            "{what} did not listen within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// A moto_server on loopback, killed on drop.
 struct Moto {
     child: Child,
@@ -117,14 +129,7 @@ impl Moto {
         }
         let child = cmd.spawn().expect("moto_server starts");
         let moto = Moto { child, port };
-        let t0 = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                t0.elapsed() < Duration::from_secs(60),
-                "moto_server did not listen within 60 s"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        wait_listening(port, Duration::from_secs(60), "moto_server");
         moto
     }
 
@@ -1482,14 +1487,7 @@ impl WebServer {
             .spawn()
             .expect("python3 -m http.server starts");
         let server = WebServer { child, port };
-        let t0 = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                t0.elapsed() < Duration::from_secs(30),
-                "http.server did not listen"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_listening(port, Duration::from_secs(30), "http.server");
         server
     }
 }
