@@ -6,7 +6,9 @@ Normalize -> HWC2CHW, batches of 32), one epoch per run, alternating rounds:
 * `loader`       -- `imgfeed.Loader(pipeline, data=DIR, workers=CPUS)` in the driver process
                     (as many engine threads as the cluster has CPUs; the cluster idles)
 * `ray`          -- `imgfeed.ray.read(pipeline, data=DIR)` (rows = batches, float32),
-                    consumed with `imgfeed.ray.batches(ds.iter_batches(batch_size=None))`
+                    consumed with `imgfeed.ray.batches(ds)` (each block's batches as views)
+* `ray-numpy`    -- the same consumed with `imgfeed.ray.batches(ds.iter_batches(batch_size=None))`
+                    (Ray's numpy format: each block's batches concatenated into one array)
 * `ray-samples`  -- the same with `rows="samples"`, consumed with `iter_batches(batch_size=32)`
 * `ray-uint8`    -- `uint8=True` (no normalize in the engine; the consumer's map is not timed)
 * `ray-pil`      -- Ray Data's `read_images(DIR, mode="RGB")` + `map_batches` doing the
@@ -176,14 +178,17 @@ def run_loader(data: str, workers: int):
     return n, nbytes, time.perf_counter() - t
 
 
-def run_ray(data: str, parallelism, rows: str = "batches", uint8: bool = False):
+def run_ray(data: str, parallelism, rows: str = "batches", uint8: bool = False, numpy_blocks: bool = False):
     import imgfeed.ray
 
     t = time.perf_counter()
     ds = imgfeed.ray.read(EVAL, data=data, parallelism=parallelism, rows=rows, uint8=uint8)
     n = nbytes = 0
     if rows == "batches":
-        for images, labels, _ in imgfeed.ray.batches(ds.iter_batches(batch_size=None)):
+        # the blocks' batches as views (the default), or Ray's numpy blocks (a block's batches
+        # concatenated into one array first)
+        it = ds.iter_batches(batch_size=None) if numpy_blocks else ds
+        for images, labels, _ in imgfeed.ray.batches(it):
             float(images[0, 0, 0, 0])
             n += len(images)
             nbytes += images.nbytes
@@ -270,6 +275,7 @@ def main() -> int:
         contenders = {
             "loader": lambda: run_loader(args.data, args.cpus),
             "ray": lambda: run_ray(args.data, args.parallelism),
+            "ray-numpy": lambda: run_ray(args.data, args.parallelism, numpy_blocks=True),
             "ray-samples": lambda: run_ray(args.data, args.parallelism, rows="samples"),
             "ray-uint8": lambda: run_ray(args.data, args.parallelism, uint8=True),
             "ray-pil": lambda: run_ray_pil(args.data),

@@ -5,8 +5,9 @@ engine over a contiguous range of the epoch's batches; :func:`convert` runs ``im
 
     import imgfeed.ray
     ds = imgfeed.ray.read("pipelines/resnet50_train.toml", data="/data/train", epoch=3)
-    for images, labels, indices in imgfeed.ray.batches(ds.iter_batches(batch_size=1)):
+    for images, labels, indices in imgfeed.ray.batches(ds):
         ...                             # exactly the batches imgfeed.Loader yields for epoch 3
+    # iterating ds again reads epoch 4 (a new shuffle), as Ray Train does once per epoch
 
 Needs Ray Data (``pip install 'ray[data]'``); the cluster's workers need this package
 installed and the dataset at the same path (a shared file system).
@@ -154,7 +155,10 @@ def _read_range(config_json: str, epoch: int, first: int, end: int, rows: str, w
 class ImgfeedDatasource(Datasource):
     """A ``ray.data.Datasource`` over one epoch of an imgfeed pipeline (see :func:`read`)."""
 
-    def __init__(self, pipeline: Pipeline, epoch: int = 0, *, rows: str = "batches", with_node_id: bool = False) -> None:
+    def __init__(
+        self, pipeline: Pipeline, epoch: int = 0, *, rows: str = "batches", with_node_id: bool = False,
+        advance: bool = True,
+    ) -> None:
         super().__init__()
         if rows not in ("batches", "samples"):
             raise ValueError(f"rows must be 'batches' or 'samples', not {rows!r}")
@@ -167,6 +171,13 @@ class ImgfeedDatasource(Datasource):
             )
         self.pipeline = pipeline
         self.epoch = int(epoch)
+        self.advance = bool(advance)
+        if self.advance and not hasattr(ray.data.DataContext.get_current(), "_execution_idx"):
+            raise ValueError(
+                f"imgfeed.ray.read: this Ray ({ray.__version__}) does not count a dataset's executions, so a "
+                "second pass cannot move to the next epoch: pass advance_epoch=False and make one dataset per "
+                "epoch (read(..., epoch=e))"
+            )
         self.rows = rows
         self.with_node_id = with_node_id
         native = pipeline.build()
@@ -192,13 +203,22 @@ class ImgfeedDatasource(Datasource):
         samples = min(end * self.batch_size, self.num_samples) - first * self.batch_size
         return (end - first if self.rows == "batches" else samples), samples
 
+    def epoch_of(self, data_context: Any) -> int:
+        """The epoch an execution reads: ``epoch``, plus (when advancing) the number of this
+        dataset's executions that ended before without an error (Ray Data's execution index,
+        kept in the dataset's ``DataContext``, which Ray's own file shuffling reseeds from)."""
+        if not self.advance or data_context is None:
+            return self.epoch
+        return self.epoch + int(getattr(data_context, "_execution_idx", 0))
+
     def get_read_tasks(self, parallelism: int, per_task_row_limit: Optional[int] = None, data_context: Any = None) -> List[ReadTask]:
         """``min(parallelism, batches)`` tasks, each over a contiguous range of the epoch's batches."""
         tasks = []
+        epoch = self.epoch_of(data_context)
         for first, end in _ranges(self.num_batches, parallelism):
             rows, samples = self._rows_in(first, end)
             meta = BlockMetadata(num_rows=rows, size_bytes=samples * self._sample_bytes, input_files=None, exec_stats=None)
-            args = (self._json, self.epoch, first, end, self.rows, self.with_node_id)
+            args = (self._json, epoch, first, end, self.rows, self.with_node_id)
             tasks.append(ReadTask(lambda args=args: _read_range(*args), meta, per_task_row_limit=per_task_row_limit))
         return tasks
 
@@ -216,6 +236,7 @@ def read(
     uint8: bool = False,
     rows: str = "batches",
     with_node_id: bool = False,
+    advance_epoch: bool = True,
     ray_remote_args: Optional[Dict[str, Any]] = None,
     **overrides: Any,
 ) -> "ray.data.Dataset":
@@ -229,7 +250,7 @@ def read(
         pipeline: a pipeline file or an :class:`imgfeed.Pipeline`.
         data: the dataset root (the file's ``root`` otherwise); every worker must see it at
             this path.
-        epoch: the epoch (seeds the shuffle and the random ops).
+        epoch: the epoch (seeds the shuffle and the random ops) of the dataset's first pass.
         parallelism: read tasks, at most one per batch (default: two per slot of the
             cluster's CPUs, ``CPU / num_cpus``, so that a task ending early leaves no CPU idle
             for long).
@@ -239,6 +260,16 @@ def read(
             [B], ``index`` [B]); a block never splits a batch, so ``streaming_split`` and
             Ray's block resizing keep batches whole. ``"samples"``: a row is one sample.
         with_node_id: add a ``node_id`` column: the Ray node that read the row.
+        advance_epoch: each pass over the dataset after a completed one reads the next
+            epoch (``epoch``, ``epoch + 1``, ...: a new shuffle and new random draws, as
+            :class:`imgfeed.Loader` does without ``set_epoch``). Ray Train executes its
+            datasets once per epoch (``get_dataset_shard(...).iter_torch_batches()`` in each
+            epoch's loop), so its epochs are imgfeed's. The count is Ray Data's execution
+            index of this dataset (kept in its ``DataContext``, the one Ray's own file
+            shuffling reseeds from), which counts the passes that ended without an error: a
+            pass that failed is read again as the same epoch; one stopped early counts once
+            Ray has shut it down (when its iterator is released). ``False``: every pass
+            reads ``epoch``.
         ray_remote_args: the read tasks' Ray options, given to ``ray.data.read_datasource``
             (``num_cpus``: default 1; ``memory``, ``resources``, ``runtime_env``, ...).
         **overrides: :meth:`imgfeed.Pipeline.replace`'s settings (``batch_size``, ``seed``,
@@ -252,7 +283,7 @@ def read(
     p = p.replace(data=data, **overrides)
     if uint8:
         p, _ = uint8_pipeline(p)
-    source = ImgfeedDatasource(p, epoch, rows=rows, with_node_id=with_node_id)
+    source = ImgfeedDatasource(p, epoch, rows=rows, with_node_id=with_node_id, advance=advance_epoch)
     if parallelism is None:
         parallelism = _default_parallelism(source.num_batches, float(remote["num_cpus"]))
     ctx = ray.data.DataContext.get_current()
@@ -282,14 +313,45 @@ def _default_parallelism(batches: int, num_cpus: float) -> int:
     return max(1, min(batches, 2 * slots))
 
 
-def batches(it: Iterable[Dict[str, Any]]) -> Iterator[Tuple[Any, Any, Any]]:
-    """``(images, labels, indices)`` of each imgfeed batch in the batches that Ray's
-    ``iter_batches`` / ``iter_torch_batches`` yield over a :func:`read` dataset with
-    ``rows="batches"`` (any Ray ``batch_size``: each row is one imgfeed batch)."""
-    for group in it:
+def batches(source: Any) -> Iterator[Tuple[Any, Any, Any]]:
+    """``(images, labels, indices)`` of each imgfeed batch of a :func:`read` dataset with
+    ``rows="batches"``, in order.
+
+    ``source`` is the dataset itself, or what iterates it (a ``DataIterator``: a
+    ``streaming_split`` part, Ray Train's ``get_dataset_shard(...)``): its blocks are then
+    taken whole (``iter_batches(batch_size=None, batch_format="pyarrow")``) and each batch's
+    arrays are views of the block in the object store, not copies (Ray's numpy format would
+    first concatenate a block's batches, one copy of up to 128 MiB per block). Or an iterable
+    of the dicts that ``iter_batches`` / ``iter_torch_batches`` yield (any ``batch_size``:
+    each row is one imgfeed batch). The views are read-only and live as long as the block:
+    copy what must outlive the next batch."""
+    if hasattr(source, "iter_batches"):
+        yield from _batches_of_blocks(source.iter_batches(batch_size=None, batch_format="pyarrow"))
+        return
+    for group in source:
         images, labels, indices = group["image"], group["label"], group["index"]
         for i in range(len(images)):
             yield images[i], labels[i], indices[i]
+
+
+def _numpy(chunk: Any) -> Any:
+    """An Arrow array as numpy: Ray's tensor arrays without a copy."""
+    try:
+        return chunk.to_numpy(zero_copy_only=True)
+    except (TypeError, ValueError, NotImplementedError):
+        return chunk.to_numpy(zero_copy_only=False)
+
+
+def _batches_of_blocks(blocks: Iterable[Any]) -> Iterator[Tuple[Any, Any, Any]]:
+    for table in blocks:
+        columns = [table.column(name) for name in ("image", "label", "index")]
+        if len({tuple(len(c) for c in col.chunks) for col in columns}) == 1:
+            parts = [col.chunks for col in columns]  # one chunk per batch the task yielded
+        else:  # chunked unlike each other: one array per column (a copy)
+            parts = [[col.combine_chunks()] for col in columns]
+        for images, labels, indices in zip(*([_numpy(c) for c in part] for part in parts)):
+            for i in range(len(images)):
+                yield images[i], labels[i], indices[i]
 
 
 # --- conversions ---------------------------------------------------------------------------

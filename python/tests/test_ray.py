@@ -101,6 +101,21 @@ def test_blocks_in_order_are_the_epoch_read_on_both_nodes(cluster, cli, pipeline
         assert {r["node_id"][0] for r in rows} == node_ids(), "the read tasks ran on one node only"
 
 
+def test_batches_of_the_dataset_are_views_of_its_blocks_and_the_epoch(cluster):
+    # 6 batches over 2 tasks: each block holds 3 batches, which batches(ds) yields as views
+    ds = iray.read(PIPELINES / "resnet50_train.toml", data=TREE, epoch=1, parallelism=2, batch_size=2,
+                   advance_epoch=False)
+    want = loader_batches("resnet50_train.toml", 1, batch_size=2)
+    for source in (ds, ds.iterator(), ds.iter_batches(batch_size=None)):
+        got = list(iray.batches(source))
+        assert len(got) == len(want) == 6
+        for (gi, gl, gx), (wi, wl, wx) in zip(got, want):
+            assert (gi.dtype, gi.shape, gl.dtype, gx.tolist()) == (wi.dtype, wi.shape, wl.dtype, wx.tolist())
+            assert gi.tobytes() == wi.tobytes() and gl.tobytes() == wl.tobytes()
+    # views of the blocks' Arrow buffers (in the object store), not arrays of their own
+    assert all(not i.flags.owndata and not i.flags.writeable for i, _, _ in iray.batches(ds))
+
+
 def test_read_sets_its_dataset_context_and_leaves_the_callers_alone(cluster):
     ctx = ray.data.DataContext.get_current()
     before = (ctx.execution_options.preserve_order, ctx.op_resource_reservation_enabled)
@@ -134,6 +149,19 @@ def test_a_new_epoch_is_a_new_order_for_the_training_pipeline(cluster):
     evals = [[int(i) for _, _, idx in read_batches(iray.read(PIPELINES / "resnet50_eval.toml", data=TREE, epoch=e,
                                                           batch_size=2)) for i in idx] for e in (0, 1)]
     assert evals[0] == evals[1] == list(range(12))
+
+
+def test_each_pass_over_the_dataset_reads_the_next_epoch(cluster):
+    ds = iray.read(PIPELINES / "resnet50_train.toml", data=TREE, epoch=2, parallelism=3, batch_size=2)
+    want = {e: [x.tolist() for _, _, x in loader_batches("resnet50_train.toml", e, batch_size=2)] for e in (2, 3, 4)}
+    assert want[2] != want[3] != want[4]
+    passes = [[x.tolist() for _, _, x in read_batches(ds)] for _ in range(2)]
+    assert passes == [want[2], want[3]]
+    assert [x.tolist() for _, _, x in read_batches(ds)] == want[4]
+    # without advancing, every pass is the same epoch
+    fixed = iray.read(PIPELINES / "resnet50_train.toml", data=TREE, epoch=2, parallelism=3, batch_size=2,
+                      advance_epoch=False)
+    assert [[x.tolist() for _, _, x in read_batches(fixed)] for _ in range(2)] == [want[2], want[2]]
 
 
 def test_the_last_short_batch_is_kept_without_drop_remainder(cluster, cli):
@@ -271,7 +299,10 @@ def test_ray_train_torch_trainer_reads_disjoint_complete_shards_and_trains(clust
     # 12 samples, 6 batches of 2: Ray Train's split (streaming_split, equal=True) gives each
     # of the 2 workers 3 whole batches. Both nodes have one CPU: the workers take half of
     # one each and the read tasks half, so neither waits for the other.
-    want = [batch_key(*b) for b in loader_batches("resnet50_train.toml", 1, batch_size=2)]
+    # Ray Train executes the dataset once per epoch: the first pass reads epoch 1, the second
+    # epoch 2 (a new shuffle), each exactly the Loader's.
+    want = [[batch_key(*b) for b in loader_batches("resnet50_train.toml", e, batch_size=2)] for e in (1, 2)]
+    assert sorted(want[0]) != sorted(want[1])
     ds = iray.read(PIPELINES / "resnet50_train.toml", data=TREE, epoch=1, batch_size=2, parallelism=3,
                    ray_remote_args={"num_cpus": 0.5})
     out = tmp_path / "ranks"
@@ -290,7 +321,7 @@ def test_ray_train_torch_trainer_reads_disjoint_complete_shards_and_trains(clust
         parts = [[(idx, h) for idx, h in r["seen"][epoch]] for r in ranks]
         assert all(len(p) == 3 for p in parts), [len(p) for p in parts]
         union = parts[0] + parts[1]
-        assert sorted(union) == sorted(want)  # disjoint, complete, every batch whole and byte for byte
+        assert sorted(union) == sorted(want[epoch])  # disjoint, complete, every batch whole and byte for byte
     for r in ranks:
         assert len(r["losses"]) == 6 and all(np.isfinite(r["losses"]))
     # DDP averaged the gradients: both workers end with the same weights
