@@ -9,6 +9,8 @@ Normalize -> HWC2CHW, batches of 32), one epoch per run, alternating rounds:
                     consumed with `imgfeed.ray.batches(ds)` (each block's batches as views)
 * `ray-numpy`    -- the same consumed with `imgfeed.ray.batches(ds.iter_batches(batch_size=None))`
                     (Ray's numpy format: each block's batches concatenated into one array)
+* `ray-queue2`   -- `ray` with the read tasks' engine queue left at the pipeline's 2 batches
+                    (`ImgfeedDatasource.hold_block_batches = False`) instead of a Ray block's
 * `ray-samples`  -- the same with `rows="samples"`, consumed with `iter_batches(batch_size=32)`
 * `ray-uint8`    -- `uint8=True` (no normalize in the engine; the consumer's map is not timed)
 * `ray-pil`      -- Ray Data's `read_images(DIR, mode="RGB")` + `map_batches` doing the
@@ -178,11 +180,16 @@ def run_loader(data: str, workers: int):
     return n, nbytes, time.perf_counter() - t
 
 
-def run_ray(data: str, parallelism, rows: str = "batches", uint8: bool = False, numpy_blocks: bool = False):
+def run_ray(data: str, parallelism, rows: str = "batches", uint8: bool = False, numpy_blocks: bool = False,
+            hold_block: bool = True):
     import imgfeed.ray
 
     t = time.perf_counter()
-    ds = imgfeed.ray.read(EVAL, data=data, parallelism=parallelism, rows=rows, uint8=uint8)
+    imgfeed.ray.ImgfeedDatasource.hold_block_batches = hold_block
+    try:
+        ds = imgfeed.ray.read(EVAL, data=data, parallelism=parallelism, rows=rows, uint8=uint8)
+    finally:
+        imgfeed.ray.ImgfeedDatasource.hold_block_batches = True
     n = nbytes = 0
     if rows == "batches":
         # the blocks' batches as views (the default), or Ray's numpy blocks (a block's batches
@@ -276,6 +283,7 @@ def main() -> int:
             "loader": lambda: run_loader(args.data, args.cpus),
             "ray": lambda: run_ray(args.data, args.parallelism),
             "ray-numpy": lambda: run_ray(args.data, args.parallelism, numpy_blocks=True),
+            "ray-queue2": lambda: run_ray(args.data, args.parallelism, hold_block=False),
             "ray-samples": lambda: run_ray(args.data, args.parallelism, rows="samples"),
             "ray-uint8": lambda: run_ray(args.data, args.parallelism, uint8=True),
             "ray-pil": lambda: run_ray_pil(args.data),

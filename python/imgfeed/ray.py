@@ -189,6 +189,29 @@ class ImgfeedDatasource(Datasource):
         size = int(np.prod([d for d in spec["shape"] if d])) if spec.get("shape") else 0
         self._sample_bytes = size * np.dtype(_numpy_dtype(spec["dtype"])).itemsize + 16
         self.batch_size = int(pipeline.config["batch"]["size"])
+        if self.hold_block_batches:
+            # Ray's output buffer holds a task's batches until they fill a block (up to
+            # target_max_block_size, 128 MiB: 7 float32 ImageNet batches) before it copies
+            # them into the object store; the engine's pool keeps its queue's worth of free
+            # buffers, so with the default queue of 2 most batches got freshly allocated
+            # memory (page faults, zeroing). A queue of a block's batches lets the buffers
+            # go round: measured, BENCHMARKS.md.
+            cfg = pipeline.config
+            engine = cfg.setdefault("engine", {})
+            need = self._block_batches() + 1
+            if int(engine.get("queue", 2)) < need:
+                engine["queue"] = need
+                self._json = json.dumps(cfg)
+
+    #: Raise the read tasks' engine queue to a Ray block's batches (see ``__init__``);
+    #: ``False`` keeps the pipeline's own (``benches/ray_read.py`` compares the two).
+    hold_block_batches: bool = True
+
+    def _block_batches(self) -> int:
+        """Batches in one of Ray's blocks: its target block size over a batch's bytes."""
+        target = getattr(ray.data.DataContext.get_current(), "target_max_block_size", None) or 128 * 1024 * 1024
+        batch_bytes = max(1, self.batch_size * self._sample_bytes)
+        return max(1, min(64, -(-int(target) // batch_bytes)))
 
     def get_name(self) -> str:
         """The read tasks' name in Ray's progress and stats."""

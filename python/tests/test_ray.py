@@ -184,7 +184,7 @@ class Consumer:
         from imgfeed import _imgfeed
 
         out = []
-        for images, labels, indices in iray.batches(it.iter_batches(batch_size=1)):
+        for images, labels, indices in iray.batches(it):  # a streaming_split part: views of its blocks
             h = _imgfeed.fold(_imgfeed.OFFSET64, _imgfeed.fingerprint(images.tobytes() + labels.tobytes()))
             out.append(([int(i) for i in indices], f"{h:016x}"))
         return out
@@ -233,7 +233,9 @@ def _torch():
 @pytest.mark.parametrize("rows", ["batches", "samples"])
 def test_iter_torch_batches_gives_the_numpy_batches_as_tensors(cluster, rows):
     torch = _torch()
-    ds = iray.read(PIPELINES / "resnet50_train.toml", data=TREE, epoch=1, batch_size=4, parallelism=2, rows=rows)
+    # two passes over one dataset: both epoch 1
+    ds = iray.read(PIPELINES / "resnet50_train.toml", data=TREE, epoch=1, batch_size=4, parallelism=2, rows=rows,
+                   advance_epoch=False)
     size = 1 if rows == "batches" else 4
     tensors = list(ds.iter_torch_batches(batch_size=size))
     arrays = list(ds.iter_batches(batch_size=size))
@@ -377,11 +379,22 @@ def _read_task_pids() -> List[int]:
     return pids
 
 
-def test_a_read_task_killed_midway_is_retried_and_the_epoch_is_exact(cluster, cli, slow_tree):
-    # Three large JPEGs (about half a second each to decode): one task reads the three
-    # batches; its worker process is killed a second after it starts, mid-way.
-    digests = run_digests(cli, "resnet50_eval.toml", "--data", str(slow_tree), "--batch-size", "1")
-    ds = iray.read(PIPELINES / "resnet50_eval.toml", data=slow_tree, parallelism=1, batch_size=1)
+@pytest.fixture(scope="module")
+def long_tree(slow_tree, tmp_path_factory):
+    """Eight of ``slow_tree``'s large JPEGs (0.3–0.5 s each to decode, hard links of one
+    file): a task over them runs for seconds, on a quiet machine too."""
+    root = tmp_path_factory.mktemp("long")
+    (root / "a").mkdir()
+    for i in range(8):
+        os.link(slow_tree / "a" / "0.jpg", root / "a" / f"{i}.jpg")
+    return root
+
+
+def test_a_read_task_killed_midway_is_retried_and_the_epoch_is_exact(cluster, cli, long_tree):
+    # Eight large JPEGs: one task reads the eight batches; its worker process is killed a
+    # second after it starts, mid-way.
+    digests = run_digests(cli, "resnet50_eval.toml", "--data", str(long_tree), "--batch-size", "1")
+    ds = iray.read(PIPELINES / "resnet50_eval.toml", data=long_tree, parallelism=1, batch_size=1)
     killed: List[int] = []
     done = threading.Event()
 
@@ -406,7 +419,7 @@ def test_a_read_task_killed_midway_is_retried_and_the_epoch_is_exact(cluster, cl
         killer.join(timeout=70)
     assert killed, "no read task was found still running a second after it started, to kill"
     assert not Path(f"/proc/{killed[0]}").exists()
-    assert [int(r["index"][0][0]) for r in got] == [0, 1, 2]
+    assert [int(r["index"][0][0]) for r in got] == list(range(8))
     assert digest_of((r["image"][0], r["label"][0]) for r in got) == digests[0]
 
 
@@ -462,9 +475,9 @@ def test_convert_shards_in_slices_holds_the_same_records(cluster, cli, tmp_path)
         cli, "resnet50_eval.toml", "--data", str(local), "--batch-size", "2")[0]
 
 
-def test_convert_a_killed_slice_task_is_retried_without_duplicates(cluster, cli, slow_tree, tmp_path):
+def test_convert_a_killed_slice_task_is_retried_without_duplicates(cluster, cli, long_tree, tmp_path):
     local = tmp_path / "local"
-    cli("convert", str(PIPELINES / "resnet50_eval.toml"), "--data", str(slow_tree), "--out", str(local),
+    cli("convert", str(PIPELINES / "resnet50_eval.toml"), "--data", str(long_tree), "--out", str(local),
         "--workers", "1")
     out = tmp_path / "ray"
     killed: List[int] = []
@@ -485,7 +498,7 @@ def test_convert_a_killed_slice_task_is_retried_without_duplicates(cluster, cli,
     killer = threading.Thread(target=kill_the_first_slice_task)
     killer.start()
     try:
-        iray.convert(PIPELINES / "resnet50_eval.toml", slow_tree, out, slices=1, args=["--workers", "1"],
+        iray.convert(PIPELINES / "resnet50_eval.toml", long_tree, out, slices=1, args=["--workers", "1"],
                      binary=_binary(), timeout_s=180)
     finally:
         done.set()
