@@ -186,10 +186,10 @@ class ImgfeedDatasource(Datasource):
         self.num_samples: int = native.samples_per_epoch()
         spec = native.output_spec()
         self.output_spec: Dict[str, Any] = spec
-        size = int(np.prod([d for d in spec["shape"] if d])) if spec.get("shape") else 0
-        self._sample_bytes = size * np.dtype(_numpy_dtype(spec["dtype"])).itemsize + 16
+        self._sample_bytes = _sample_bytes(spec)
         self.batch_size = int(pipeline.config["batch"]["size"])
-        if self.hold_block_batches:
+        fixed = all(spec.get(k) for k in ("height", "width", "channels")) and not spec.get("encoded")
+        if self.hold_block_batches and fixed:  # a batch's bytes are known
             # Ray's output buffer holds a task's batches until they fill a block (up to
             # target_max_block_size, 128 MiB: 7 float32 ImageNet batches) before it copies
             # them into the object store; the engine's pool keeps its queue's worth of free
@@ -248,6 +248,22 @@ class ImgfeedDatasource(Datasource):
 
 def _numpy_dtype(name: str) -> str:
     return {"bfloat16": "uint16"}.get(name, name)
+
+
+#: A sample's source index in a batch (``uint64``).
+_INDEX_BYTES = 8
+
+
+def _sample_bytes(spec: Dict[str, Any]) -> int:
+    """A sample's bytes in a batch: image (when its size is fixed), labels and index."""
+    dims = [spec.get(k) for k in ("height", "width", "channels")]
+    pixels = int(np.prod(dims)) if all(dims) and not spec.get("encoded") else 0
+    try:
+        image = pixels * np.dtype(_numpy_dtype(spec["dtype"])).itemsize
+        label = np.dtype(spec.get("label") or "int32").itemsize * int(spec.get("label_columns") or 1)
+    except TypeError:  # a dtype numpy does not name
+        image, label = 0, 8
+    return image + label + _INDEX_BYTES
 
 
 def read(

@@ -116,6 +116,24 @@ def test_batches_of_the_dataset_are_views_of_its_blocks_and_the_epoch(cluster):
     assert all(not i.flags.owndata and not i.flags.writeable for i, _, _ in iray.batches(ds))
 
 
+def test_read_tasks_queue_a_ray_blocks_worth_of_batches(cluster):
+    import json
+
+    # Ray holds a task's batches until they fill a 128 MiB block: 7 float32 batches of 32
+    # (19.3 MB each), 28 uint8 ones; the engine's queue (its pool's free buffers) holds
+    # that many plus one, so the buffers go round instead of being allocated anew.
+    p = imgfeed.Pipeline.from_file(PIPELINES / "resnet50_eval.toml").replace(data=TREE)
+    assert json.loads(iray.ImgfeedDatasource(p)._json)["engine"]["queue"] == 8
+    u8, _ = iray.uint8_pipeline(p)
+    assert json.loads(iray.ImgfeedDatasource(u8)._json)["engine"]["queue"] == 29
+    assert p.config["engine"]["queue"] == 2  # the caller's pipeline is left as it was
+    iray.ImgfeedDatasource.hold_block_batches = False
+    try:
+        assert json.loads(iray.ImgfeedDatasource(p)._json)["engine"]["queue"] == 2
+    finally:
+        iray.ImgfeedDatasource.hold_block_batches = True
+
+
 def test_read_sets_its_dataset_context_and_leaves_the_callers_alone(cluster):
     ctx = ray.data.DataContext.get_current()
     before = (ctx.execution_options.preserve_order, ctx.op_resource_reservation_enabled)
