@@ -1613,11 +1613,11 @@ fn fork_probe() {
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork failed");
     if pid == 0 {
-        let r = std::panic::catch_unwind(|| {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let d = [epoch_digest(&p, 0), epoch_digest(&p, 1)];
             let t = imgfeed::remote::snapshot().since(&before);
             format!("{}\n{}\n{}\n", d[0], d[1], t.downloads)
-        });
+        }));
         let code = match r {
             Ok(text) => std::fs::write(format!("{out}.child"), text).map_or(3, |_| 0),
             Err(_) => 2,

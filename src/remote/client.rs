@@ -75,6 +75,12 @@ pub(super) struct Io {
     pub(super) multipart: Option<Arc<dyn MultipartStore>>,
 }
 
+// `StoreClient` hands `&Io` to any thread (through its `AtomicPtr`): it must be shareable.
+const _: fn() = || {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Io>();
+};
+
 /// A bucket (container) and prefix in object storage, or a plain HTTP server's folder
 /// (read-only), with the runtime that drives the requests (see the module).
 pub struct StoreClient {
