@@ -1679,6 +1679,11 @@ fn a_forked_process_reads_the_store_like_its_parent() {
     let ep = moto.endpoint();
     let remote = fork_pipeline(local.path(), "s3://data/ds", Some(&ep), cache.path());
     let out = local.path().join("digests");
+    // The probe's output goes to a file, and it runs in a process group of its own: a
+    // forked child left hanging (the failure this test is for) holds neither a pipe of
+    // this process nor outlives the test.
+    let log_path = local.path().join("probe.log");
+    let log_file = std::fs::File::create(&log_path).expect("the probe's log");
     let mut cmd = Command::new(std::env::current_exe().expect("this test binary"));
     cmd.args([
         "fork_probe",
@@ -1695,28 +1700,28 @@ fn a_forked_process_reads_the_store_like_its_parent() {
     .env("AWS_SECRET_ACCESS_KEY", "test")
     .env("AWS_REGION", "us-east-1")
     .env("AWS_EC2_METADATA_DISABLED", "true")
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
+    .stdin(Stdio::null())
+    .stdout(log_file.try_clone().expect("the log"))
+    .stderr(log_file);
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let mut child = cmd.spawn().expect("the probe starts");
+    let group = child.id() as i32;
     let t0 = Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().expect("waits") {
-            break s;
+            break Some(s);
         }
         if t0.elapsed() > CHILD_LIMIT * 2 + COMMAND_LIMIT {
-            let _ = child.kill();
-            panic!("the fork probe ran past its limit");
+            break None;
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let mut log = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut log);
-    }
-    if let Some(mut o) = child.stdout.take() {
-        let _ = o.read_to_string(&mut log);
-    }
-    assert!(status.success(), "the fork probe failed: {log}");
+    // SAFETY: the probe's own process group (its forked child included), made above.
+    unsafe { libc::kill(-group, libc::SIGKILL) };
+    let _ = child.wait();
+    let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let status = status.unwrap_or_else(|| panic!("the fork probe ran past its limit: {log}"));
+    assert!(status.success(), "the fork probe failed ({status}): {log}");
     let read = |ext: &str| {
         std::fs::read_to_string(format!("{}.{ext}", out.display()))
             .unwrap_or_else(|e| panic!("{ext}'s digests: {e}; {log}"))
