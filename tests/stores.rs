@@ -978,3 +978,66 @@ fn without_credentials_and_metadata_the_stores_say_what_they_looked_for() {
         );
     }
 }
+
+/// `convert --out gs://` unsigned (`GOOGLE_SKIP_SIGNATURE`) asks no instance-metadata
+/// server for a token (object_store 0.14 does on writes unless given a credential). The
+/// emulator refuses the XML API's PUT and multipart uploads (400, "invalid uploadType"),
+/// so the conversion fails naming the object, for the emulator's reason; a later emulator
+/// that takes them makes it succeed, and then the dataset must read back as the local one.
+#[test]
+fn an_unsigned_write_to_gcs_asks_no_metadata_server() {
+    if !ready(
+        "an_unsigned_write_to_gcs_asks_no_metadata_server",
+        Server::FakeGcs,
+    ) {
+        return;
+    }
+    let gcs = Running::start(Server::FakeGcs);
+    create(&gcs, Server::FakeGcs, "out");
+    let base = gcs.url();
+    let env = [("GOOGLE_SKIP_SIGNATURE", "true")];
+    let o = imgfeed(
+        &[
+            "convert",
+            "pipelines/convert_jpeg256.toml",
+            "--data",
+            "fixtures/imagefolder",
+            "--format",
+            "shards",
+            "--shard-size",
+            "30kB",
+            "--endpoint",
+            &base,
+            "--out",
+            "gs://out/ds",
+        ],
+        &env,
+    );
+    let err = text(&o.stderr);
+    assert!(
+        !err.contains("169.254.169.254") && !err.contains("token request"),
+        "{err}"
+    );
+    if o.status.success() {
+        let local = local_shards();
+        let cache = tempfile::tempdir().expect("tempdir");
+        let back = run(
+            EVAL,
+            "gs://out/ds",
+            cache.path(),
+            &["--endpoint", &base],
+            &env,
+        );
+        assert!(back.status.success(), "{}", text(&back.stderr));
+        assert_eq!(
+            digests(&back),
+            local_digests(EVAL, &local.path().join("ds"))
+        );
+    } else {
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("gs://out/ds/shard-00000.bin") && err.contains("400"),
+            "{err}"
+        );
+    }
+}

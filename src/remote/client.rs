@@ -41,11 +41,14 @@ use super::{stats, RemoteError, RemoteUrl};
 use futures_util::StreamExt;
 use object_store::aws::AmazonS3Builder;
 use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
-use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
+use object_store::gcp::{GcpCredential, GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::http::HttpBuilder;
 use object_store::multipart::MultipartStore;
 use object_store::path::Path as ObjectPath;
-use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, RetryConfig};
+use object_store::{
+    ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, RetryConfig,
+    StaticCredentialProvider,
+};
 use std::io::Write;
 use std::ops::Range;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -214,27 +217,32 @@ fn gcs(url: &RemoteUrl, endpoint: Option<&str>) -> Result<Stores, String> {
     }
     let base = builder.get_config_value(&GoogleConfigKey::BaseUrl);
     let options = client_options(Store::Gcs, base.as_deref())?;
-    if metadata_disabled(Store::Gcs) {
-        let set = |k: GoogleConfigKey| builder.get_config_value(&k).is_some_and(|v| !v.is_empty());
-        let skip = builder
-            .get_config_value(&GoogleConfigKey::SkipSignature)
-            .is_some_and(|v| v == "true");
-        let found = skip
-            || set(GoogleConfigKey::ServiceAccount)
-            || set(GoogleConfigKey::ServiceAccountKey)
-            || set(GoogleConfigKey::ApplicationCredentials)
-            || set(GoogleConfigKey::BearerToken)
-            || std::env::var_os("SERVICE_ACCOUNT").is_some()
-            || gcloud_adc_file().is_some();
-        if !found {
-            return Err(
-                "no credentials (GOOGLE_APPLICATION_CREDENTIALS, GOOGLE_SERVICE_ACCOUNT, \
-                        GOOGLE_SERVICE_ACCOUNT_KEY, GOOGLE_BEARER_TOKEN or \
-                        GOOGLE_SKIP_SIGNATURE=true), and the instance-metadata server is not \
-                        asked (IMGFEED_NO_METADATA or NO_GCE_CHECK)"
-                    .into(),
-            );
-        }
+    let set = |k: GoogleConfigKey| builder.get_config_value(&k).is_some_and(|v| !v.is_empty());
+    let skip = builder
+        .get_config_value(&GoogleConfigKey::SkipSignature)
+        .is_some_and(|v| v == "true");
+    let given = set(GoogleConfigKey::ServiceAccount)
+        || set(GoogleConfigKey::ServiceAccountKey)
+        || set(GoogleConfigKey::ApplicationCredentials)
+        || set(GoogleConfigKey::BearerToken)
+        || std::env::var_os("SERVICE_ACCOUNT").is_some()
+        || gcloud_adc_file().is_some();
+    if skip && !given {
+        // Unsigned (a public bucket, an emulator): object_store 0.14 still asks for a token
+        // on writes (PUT, multipart), from the instance metadata server; give it an empty
+        // one instead, so that nothing is asked of that server.
+        builder =
+            builder.with_credentials(Arc::new(StaticCredentialProvider::new(GcpCredential {
+                bearer: String::new(),
+            })));
+    } else if !given && metadata_disabled(Store::Gcs) {
+        return Err(
+            "no credentials (GOOGLE_APPLICATION_CREDENTIALS, GOOGLE_SERVICE_ACCOUNT, \
+                    GOOGLE_SERVICE_ACCOUNT_KEY, GOOGLE_BEARER_TOKEN or \
+                    GOOGLE_SKIP_SIGNATURE=true), and the instance-metadata server is not asked \
+                    (IMGFEED_NO_METADATA or NO_GCE_CHECK)"
+                .into(),
+        );
     }
     let store = builder
         .with_client_options(options)
