@@ -1594,7 +1594,7 @@ const CHILD_LIMIT: Duration = Duration::from_secs(120);
 /// (this test binary, started again with `IMGFEED_FORK_PROBE`); a no-op otherwise. Opens
 /// the pipeline, reads one batch (the client's runtime, connections and the prefetcher
 /// are running), forks; the child reads epochs 0 and 1 and writes their digests and its
-/// downloads to `OUT.child`, the parent waits for it (bounded), reads the same epochs and
+/// requests to `OUT.child`, the parent waits for it (bounded), reads the same epochs and
 /// writes `OUT.parent`.
 #[test]
 fn fork_probe() {
@@ -1616,7 +1616,7 @@ fn fork_probe() {
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let d = [epoch_digest(&p, 0), epoch_digest(&p, 1)];
             let t = imgfeed::remote::snapshot().since(&before);
-            format!("{}\n{}\n{}\n", d[0], d[1], t.downloads)
+            format!("{}\n{}\n{}\n", d[0], d[1], t.requests)
         }));
         let code = match r {
             Ok(text) => std::fs::write(format!("{out}.child"), text).map_or(3, |_| 0),
@@ -1675,14 +1675,26 @@ fn a_forked_process_reads_the_store_like_its_parent() {
     assert!(o.status.success(), "convert: {}", text(&o.stderr));
     let moto = Moto::start(None);
     upload(moto.port, "data", "ds", &dir, |_, b| Some(b));
-    let cache = tempfile::tempdir().expect("tempdir");
     let ep = moto.endpoint();
-    let remote = fork_pipeline(local.path(), "s3://data/ds", Some(&ep), cache.path());
-    let out = local.path().join("digests");
+    fork_reads_alike(local.path(), "s3://data/ds", &dir, &ep);
+    // An image tree: the fetcher threads are the parent's too.
+    let tree = common::repo().join("fixtures/imagefolder");
+    assert_eq!(upload_tree(moto.port, "data", "tree", &tree), 14);
+    fork_reads_alike(local.path(), "s3://data/tree", &tree, &ep);
+}
+
+/// Run [`fork_probe`] on `url` (through `ep`) and compare what the forked child and its
+/// parent read with what `local` gives here.
+fn fork_reads_alike(work: &Path, url: &str, local: &Path, ep: &str) {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let remote = fork_pipeline(work, url, Some(ep), cache.path());
+    let out = work.join("digests");
+    let _ = std::fs::remove_file(out.with_extension("child"));
+    let _ = std::fs::remove_file(out.with_extension("parent"));
     // The probe's output goes to a file, and it runs in a process group of its own: a
     // forked child left hanging (the failure this test is for) holds neither a pipe of
     // this process nor outlives the test.
-    let log_path = local.path().join("probe.log");
+    let log_path = work.join("probe.log");
     let log_file = std::fs::File::create(&log_path).expect("the probe's log");
     let mut cmd = Command::new(std::env::current_exe().expect("this test binary"));
     cmd.args([
@@ -1730,18 +1742,13 @@ fn a_forked_process_reads_the_store_like_its_parent() {
     let child_lines: Vec<&str> = child_said.lines().collect();
     let parent_lines: Vec<&str> = parent_said.lines().collect();
     // The local dataset's digests, in this process.
-    let local_toml = fork_pipeline(
-        local.path(),
-        dir.to_str().expect("utf-8"),
-        None,
-        cache.path(),
-    );
+    let local_toml = fork_pipeline(work, local.to_str().expect("utf-8"), None, cache.path());
     let p = imgfeed::Pipeline::from_file(&local_toml).expect("opens");
     let want = [epoch_digest(&p, 0), epoch_digest(&p, 1)];
     assert_ne!(want[0], want[1], "shuffled epochs differ");
-    assert_eq!(child_lines[..2], want[..], "the child's epochs");
-    assert_eq!(parent_lines[..2], want[..], "the parent's epochs");
-    // The child went to the store itself (shards not fetched before the fork).
-    let downloads: u64 = child_lines[2].parse().expect("a count");
-    assert!(downloads > 0, "the child downloaded nothing: {child_said}");
+    assert_eq!(child_lines[..2], want[..], "{url}: the child's epochs");
+    assert_eq!(parent_lines[..2], want[..], "{url}: the parent's epochs");
+    // The child went to the store itself (what was not fetched before the fork).
+    let requests: u64 = child_lines[2].parse().expect("a count");
+    assert!(requests > 0, "{url}: the child asked nothing: {child_said}");
 }
