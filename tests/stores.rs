@@ -609,13 +609,15 @@ fn azure_env() -> [(&'static str, &'static str); 2] {
     ]
 }
 
-/// A service-account file for the emulator: no OAuth (what object_store reads for GCS
-/// emulators), no key.
-fn gcs_credentials(dir: &Path) -> PathBuf {
+/// A service-account file for the emulator at `base`: no OAuth, no key, the emulator's
+/// URL (what object_store reads for GCS emulators).
+fn gcs_credentials(dir: &Path, base: &str) -> PathBuf {
     let path = dir.join("service-account.json");
     std::fs::write(
         &path,
-        r#"{"disable_oauth": true, "client_email": "", "private_key": "", "private_key_id": ""}"#,
+        format!(
+            r#"{{"disable_oauth": true, "gcs_base_url": "{base}", "client_email": "", "private_key": "", "private_key_id": ""}}"#
+        ),
     )
     .expect("writes");
     path
@@ -871,17 +873,18 @@ fn gcs_shards_give_the_local_digests_cold_and_warm() {
     }
     let gcs = Running::start(Server::FakeGcs);
     let creds = tempfile::tempdir().expect("tempdir");
-    let creds = gcs_credentials(creds.path());
-    let creds = creds.to_str().expect("utf-8");
     let base = gcs.url();
+    // The emulator's URL in the service-account file (no --endpoint).
+    let creds = gcs_credentials(creds.path(), &base);
+    let creds = creds.to_str().expect("utf-8");
     shards_read_alike(
         Server::FakeGcs,
         "gs://data/ds",
         &gcs,
         &[("GOOGLE_SERVICE_ACCOUNT", creds)],
-        &["--endpoint", &base],
+        &[],
     );
-    // The base URL from GOOGLE_BASE_URL instead of --endpoint, and no signature at all.
+    // The base URL from GOOGLE_BASE_URL instead, and no signature at all.
     let cache = tempfile::tempdir().expect("tempdir");
     let o = run(
         EVAL,

@@ -209,13 +209,24 @@ fn gcloud_adc_file() -> Option<std::path::PathBuf> {
     f.is_file().then_some(f)
 }
 
+/// The `gcs_base_url` of the service-account file (an emulator's), for the plain-`http://`
+/// check: object_store reads it itself when it builds the store.
+fn account_base_url(builder: &GoogleCloudStorageBuilder) -> Option<String> {
+    let path = builder.get_config_value(&GoogleConfigKey::ServiceAccount)?;
+    let text = std::fs::read_to_string(path).ok()?;
+    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
+    json.get("gcs_base_url")?.as_str().map(str::to_string)
+}
+
 /// A Google Cloud Storage store: `endpoint` is the base URL (an emulator's).
 fn gcs(url: &RemoteUrl, endpoint: Option<&str>) -> Result<Stores, String> {
     let mut builder = GoogleCloudStorageBuilder::from_env().with_bucket_name(&url.bucket);
     if let Some(ep) = endpoint {
         builder = builder.with_base_url(ep);
     }
-    let base = builder.get_config_value(&GoogleConfigKey::BaseUrl);
+    let base = builder
+        .get_config_value(&GoogleConfigKey::BaseUrl)
+        .or_else(|| account_base_url(&builder));
     let options = client_options(Store::Gcs, base.as_deref())?;
     let set = |k: GoogleConfigKey| builder.get_config_value(&k).is_some_and(|v| !v.is_empty());
     let skip = builder
