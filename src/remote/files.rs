@@ -168,6 +168,8 @@ impl RemoteFiles {
         st.queue.clear();
         let stopped = st.stop;
         drop(st);
+        // A read of this process already waiting for one of those downloads fetches it.
+        self.inner.changed.notify_all();
         if !stopped {
             spawn_prefetcher(&self.inner);
         }

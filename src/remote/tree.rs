@@ -205,6 +205,8 @@ impl Shared {
         w.in_flight.clear();
         w.held = w.held.saturating_sub(lost);
         drop(w);
+        // A read of this process already waiting for one of those fetches makes it.
+        self.changed.notify_all();
         spawn_fetchers(self)
     }
 
