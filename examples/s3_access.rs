@@ -7,7 +7,7 @@
 //!   cargo run --release --example s3_access -- s3://bucket/prefix LOCAL_DIR
 //! ```
 
-use imgfeed::remote::{RemoteUrl, S3Client};
+use imgfeed::remote::{RemoteUrl, StoreClient};
 use imgfeed::shards::format::{Entry, HEADER_LEN};
 use imgfeed::shards::Manifest;
 use std::time::Instant;
@@ -19,7 +19,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let local = std::path::Path::new(local);
     let url = RemoteUrl::parse(url)?;
-    let client = S3Client::new(&url, None)?;
+    let client = StoreClient::new(&url, None)?;
     let manifest = Manifest::read(&local.join("manifest.json"))?;
     let index = std::fs::read(local.join(&manifest.index.file))?;
     let body = index.get(HEADER_LEN..).ok_or("short index")?;

@@ -1540,3 +1540,215 @@ fn a_shards_dataset_on_a_plain_http_server_reads_like_the_local_one() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("read-only"), "{err}");
 }
+
+/// The digest of every batch of `epoch` (images and labels, in order).
+fn epoch_digest(p: &imgfeed::Pipeline, epoch: u64) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    let mut batches = 0;
+    for b in p.epoch(epoch) {
+        let b = b.expect("a batch");
+        let images = b.images_f32().expect("float32 images");
+        for v in images {
+            eat(&v.to_le_bytes());
+        }
+        eat(b.label_bytes());
+        batches += 1;
+    }
+    format!("{batches} batches {h:016x}")
+}
+
+/// A pipeline file reading `root` (shuffled, batches of 4) through `endpoint`, with its
+/// cache in `cache`.
+fn fork_pipeline(dir: &Path, root: &str, endpoint: Option<&str>, cache: &Path) -> PathBuf {
+    let toml = std::fs::read_to_string(common::repo().join("pipelines/resnet50_eval.toml"))
+        .expect("reads");
+    let mut source = format!("root = {root:?}\ncache_dir = {cache:?}\n");
+    if let Some(ep) = endpoint {
+        source.push_str(&format!("endpoint = {ep:?}\n"));
+    }
+    let toml = toml
+        .replace("root = \"../fixtures/imagefolder\"\n", &source)
+        .replace("shuffle = false", "shuffle = true")
+        .replace(
+            "size = 32\ndrop_remainder = true",
+            "size = 4\ndrop_remainder = false",
+        );
+    let path = dir.join(format!(
+        "fork-{}.toml",
+        if endpoint.is_some() { "s3" } else { "local" }
+    ));
+    std::fs::write(&path, toml).expect("writes");
+    path
+}
+
+/// Most time the forked child may take to read its epochs: a child that inherited the
+/// parent's runtime without its threads hangs, and fails here instead.
+const CHILD_LIMIT: Duration = Duration::from_secs(120);
+
+/// Run by [`a_forked_process_reads_the_store_like_its_parent`] in a process of its own
+/// (this test binary, started again with `IMGFEED_FORK_PROBE`); a no-op otherwise. Opens
+/// the pipeline, reads one batch (the client's runtime, connections and the prefetcher
+/// are running), forks; the child reads epochs 0 and 1 and writes their digests and its
+/// requests to `OUT.child`, the parent waits for it (bounded), reads the same epochs and
+/// writes `OUT.parent`.
+#[test]
+fn fork_probe() {
+    let Ok(spec) = std::env::var("IMGFEED_FORK_PROBE") else {
+        return;
+    };
+    let (toml, out) = spec.split_once('|').expect("PIPELINE|OUT");
+    let p = imgfeed::Pipeline::from_file(toml).expect("the pipeline opens");
+    {
+        let mut first = p.epoch(0);
+        first.next().expect("a batch").expect("reads");
+    }
+    let before = imgfeed::remote::snapshot();
+    // SAFETY: the child only reads the dataset through the library (which rebuilds what
+    // it needs after a fork) and leaves with `_exit`.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let d = [epoch_digest(&p, 0), epoch_digest(&p, 1)];
+            let t = imgfeed::remote::snapshot().since(&before);
+            format!("{}\n{}\n{}\n", d[0], d[1], t.requests)
+        }));
+        let code = match r {
+            Ok(text) => std::fs::write(format!("{out}.child"), text).map_or(3, |_| 0),
+            Err(_) => 2,
+        };
+        // SAFETY: leaving the forked child without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    let t0 = Instant::now();
+    let mut status = 0;
+    loop {
+        // SAFETY: waiting for the child forked above.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid {
+            break;
+        }
+        if t0.elapsed() > CHILD_LIMIT {
+            // SAFETY: killing the child forked above.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+            panic!("the forked child did not read its epochs within {CHILD_LIMIT:?}: it hung");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the forked child failed (status {status:#x})"
+    );
+    let d = [epoch_digest(&p, 0), epoch_digest(&p, 1)];
+    std::fs::write(format!("{out}.parent"), format!("{}\n{}\n", d[0], d[1])).expect("writes");
+}
+
+#[test]
+fn a_forked_process_reads_the_store_like_its_parent() {
+    if !ready("a_forked_process_reads_the_store_like_its_parent") {
+        return;
+    }
+    // Shards of about 8 kB: many, so the child downloads some after the fork.
+    let local = tempfile::tempdir().expect("tempdir");
+    let dir = local.path().join("ds");
+    let o = imgfeed(
+        &[
+            "convert",
+            "pipelines/convert_jpeg256.toml",
+            "--data",
+            "fixtures/imagefolder",
+            "--format",
+            "shards",
+            "--shard-size",
+            "8kB",
+            "--out",
+        ],
+        &[dir.to_str().expect("utf-8")],
+        &[],
+    );
+    assert!(o.status.success(), "convert: {}", text(&o.stderr));
+    let moto = Moto::start(None);
+    upload(moto.port, "data", "ds", &dir, |_, b| Some(b));
+    let ep = moto.endpoint();
+    fork_reads_alike(local.path(), "s3://data/ds", &dir, &ep);
+    // An image tree: the fetcher threads are the parent's too.
+    let tree = common::repo().join("fixtures/imagefolder");
+    assert_eq!(upload_tree(moto.port, "data", "tree", &tree), 14);
+    fork_reads_alike(local.path(), "s3://data/tree", &tree, &ep);
+}
+
+/// Run [`fork_probe`] on `url` (through `ep`) and compare what the forked child and its
+/// parent read with what `local` gives here.
+fn fork_reads_alike(work: &Path, url: &str, local: &Path, ep: &str) {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let remote = fork_pipeline(work, url, Some(ep), cache.path());
+    let out = work.join("digests");
+    let _ = std::fs::remove_file(out.with_extension("child"));
+    let _ = std::fs::remove_file(out.with_extension("parent"));
+    // The probe's output goes to a file, and it runs in a process group of its own: a
+    // forked child left hanging (the failure this test is for) holds neither a pipe of
+    // this process nor outlives the test.
+    let log_path = work.join("probe.log");
+    let log_file = std::fs::File::create(&log_path).expect("the probe's log");
+    let mut cmd = Command::new(std::env::current_exe().expect("this test binary"));
+    cmd.args([
+        "fork_probe",
+        "--exact",
+        "--nocapture",
+        "--test-threads",
+        "1",
+    ])
+    .env(
+        "IMGFEED_FORK_PROBE",
+        format!("{}|{}", remote.display(), out.display()),
+    )
+    .env("AWS_ACCESS_KEY_ID", "test")
+    .env("AWS_SECRET_ACCESS_KEY", "test")
+    .env("AWS_REGION", "us-east-1")
+    .env("AWS_EC2_METADATA_DISABLED", "true")
+    .stdin(Stdio::null())
+    .stdout(log_file.try_clone().expect("the log"))
+    .stderr(log_file);
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = cmd.spawn().expect("the probe starts");
+    let group = child.id() as i32;
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("waits") {
+            break Some(s);
+        }
+        if t0.elapsed() > CHILD_LIMIT * 2 + COMMAND_LIMIT {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // SAFETY: the probe's own process group (its forked child included), made above.
+    unsafe { libc::kill(-group, libc::SIGKILL) };
+    let _ = child.wait();
+    let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let status = status.unwrap_or_else(|| panic!("the fork probe ran past its limit: {log}"));
+    assert!(status.success(), "the fork probe failed ({status}): {log}");
+    let read = |ext: &str| {
+        std::fs::read_to_string(format!("{}.{ext}", out.display()))
+            .unwrap_or_else(|e| panic!("{ext}'s digests: {e}; {log}"))
+    };
+    let (child_said, parent_said) = (read("child"), read("parent"));
+    let child_lines: Vec<&str> = child_said.lines().collect();
+    let parent_lines: Vec<&str> = parent_said.lines().collect();
+    // The local dataset's digests, in this process.
+    let local_toml = fork_pipeline(work, local.to_str().expect("utf-8"), None, cache.path());
+    let p = imgfeed::Pipeline::from_file(&local_toml).expect("opens");
+    let want = [epoch_digest(&p, 0), epoch_digest(&p, 1)];
+    assert_ne!(want[0], want[1], "shuffled epochs differ");
+    assert_eq!(child_lines[..2], want[..], "{url}: the child's epochs");
+    assert_eq!(parent_lines[..2], want[..], "{url}: the parent's epochs");
+    // The child went to the store itself (what was not fetched before the fork).
+    let requests: u64 = child_lines[2].parse().expect("a count");
+    assert!(requests > 0, "{url}: the child asked nothing: {child_said}");
+}

@@ -124,9 +124,10 @@ pub(super) enum Command {
     /// --slice I/K --out DIR`, one per slice) into DIR/manifest.json.
     #[command(after_help = MERGE_EXIT_CODES)]
     MergeIndex {
-        /// The folder the slices were written to (or `s3://bucket/prefix`).
+        /// The folder the slices were written to (or `s3://`, `gs://`, `az://` prefix).
         dir: PathBuf,
-        /// S3-compatible endpoint for an s3:// DIR, overriding `AWS_ENDPOINT_URL`.
+        /// The store's endpoint for a URL DIR: an S3-compatible server (overriding
+        /// `AWS_ENDPOINT_URL`), the GCS base URL, or the Azure blob service URL.
         #[arg(long, value_name = "URL")]
         endpoint: Option<String>,
     },
@@ -221,11 +222,13 @@ pub(super) struct Input {
     /// CIFAR split, overriding `source.usage` (default: train for cifar10/cifar100).
     #[arg(long, value_enum)]
     pub(super) usage: Option<Usage>,
-    /// S3-compatible endpoint for an s3:// root, overriding `source.endpoint` and
-    /// AWS_ENDPOINT_URL (http:// for a loopback address only).
+    /// Where the store of a URL root is reached, overriding `source.endpoint`: an
+    /// S3-compatible server for s3:// (overriding AWS_ENDPOINT_URL), the base URL for gs://
+    /// (an emulator's), the blob service URL for az:// (Azurite's
+    /// http://127.0.0.1:10000/devstoreaccount1); http:// for a loopback address only.
     #[arg(long)]
     pub(super) endpoint: Option<String>,
-    /// Cache root for an s3:// root, overriding `source.cache_dir` (default
+    /// Cache root for a URL root, overriding `source.cache_dir` (default
     /// $XDG_CACHE_HOME/imgfeed, else ~/.cache/imgfeed).
     #[arg(long)]
     pub(super) cache_dir: Option<PathBuf>,

@@ -178,7 +178,7 @@ pub enum Invalid {
         out: PathBuf,
     },
     /// A conversion's `--out` in a store imgfeed reads but does not write (`http(s)://`).
-    #[error("--out {url}: datasets are written to s3:// locations (and local folders); {scheme}:// is read-only")]
+    #[error("--out {url}: datasets are written to s3://, gs://, az:// and abfs[s]:// locations (and local folders); {scheme}:// is read-only")]
     ReadOnlyStore {
         /// The output asked for.
         url: String,

@@ -1,25 +1,57 @@
-//! The S3 client: `object_store`'s Amazon S3 store driven by a small Tokio runtime that
-//! this client owns (two threads), so the engine stays thread-based and blocks on each
-//! call. Its own retries are off: every request goes through [`RetryPolicy`], which counts
-//! them.
+//! The object-store client: an `object_store` store (Amazon S3, Google Cloud Storage,
+//! Azure Blob Storage or a plain HTTP server) driven by a small Tokio runtime that this
+//! client owns (two threads), so the engine stays thread-based and blocks on each call.
+//! The stores' own retries are off: every request goes through [`RetryPolicy`], which
+//! counts them.
 //!
-//! Configuration comes from the environment, as the AWS SDKs read it
-//! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`,
-//! `AWS_ENDPOINT_URL`, ...; instance metadata when no key is set, unless
-//! `AWS_EC2_METADATA_DISABLED=true`); an endpoint given in the pipeline (`endpoint`)
-//! overrides `AWS_ENDPOINT_URL`. Plain `http://` is accepted for a loopback endpoint
-//! (elsewhere only with `AWS_ALLOW_HTTP=true`). Secrets are never printed: errors carry the
-//! store's answer, which holds none.
+//! Configuration comes from the environment, as each store's SDKs read it
+//! (`object_store`'s `from_env` of each builder): for S3 `AWS_ACCESS_KEY_ID`,
+//! `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`, `AWS_ENDPOINT_URL`, ...; for
+//! GCS `GOOGLE_APPLICATION_CREDENTIALS`, `GOOGLE_SERVICE_ACCOUNT` (a service-account JSON
+//! file, which may hold `"gcs_base_url"` and `"disable_oauth": true` for an emulator),
+//! `GOOGLE_SERVICE_ACCOUNT_KEY`, `GOOGLE_BEARER_TOKEN`, `GOOGLE_SKIP_SIGNATURE`; for Azure
+//! `AZURE_STORAGE_ACCOUNT_NAME`, `AZURE_STORAGE_ACCOUNT_KEY`, `AZURE_STORAGE_SAS_TOKEN`,
+//! `AZURE_STORAGE_TOKEN`, the `AZURE_CLIENT_ID`/`AZURE_CLIENT_SECRET`/`AZURE_TENANT_ID`
+//! service principal, `AZURE_STORAGE_USE_EMULATOR` (Azurite, at `AZURITE_BLOB_STORAGE_URL`).
+//! Without credentials each store falls back to its instance-metadata service, unless
+//! `IMGFEED_NO_METADATA=true` (or the SDKs' own `AWS_EC2_METADATA_DISABLED=true` for S3,
+//! `NO_GCE_CHECK=true` for GCS): then the client is not set up, saying which credentials
+//! it looked for, and nothing is asked of a metadata server.
+//!
+//! The `endpoint` (the pipeline's field, `--endpoint`) is where the store is reached: an
+//! S3-compatible server's URL (overriding `AWS_ENDPOINT_URL`), the GCS base URL (an
+//! emulator's `http://127.0.0.1:4443`, overriding `GOOGLE_BASE_URL` and the
+//! service-account file's `gcs_base_url`), or the Azure blob service URL (Azurite's
+//! `http://127.0.0.1:10000/devstoreaccount1`, path-style, overriding
+//! `AZURE_STORAGE_ENDPOINT` and the emulator setting). Plain `http://` is accepted for a
+//! loopback endpoint (elsewhere only with `AWS_ALLOW_HTTP=true`, `GOOGLE_ALLOW_HTTP=true`
+//! or `AZURE_ALLOW_HTTP=true`). Secrets are never printed: errors carry the store's
+//! answer, which holds none.
+//!
+//! Fork safety: the runtime's threads and the connection pool belong to the process that
+//! built them. The client records that process's id; a call from another process (a
+//! DataLoader worker forked after the dataset was opened) builds a fresh runtime and store
+//! for itself, and the parent's are leaked there, never dropped (dropping a runtime whose
+//! threads do not exist in this process could block). The check is one `getpid` and one
+//! atomic load per request.
 
 use super::retry::{Failure, RetryPolicy};
+use super::url::Store;
 use super::{stats, RemoteError, RemoteUrl};
 use futures_util::StreamExt;
-use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::aws::AmazonS3Builder;
+use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+use object_store::gcp::{GcpCredential, GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::http::HttpBuilder;
+use object_store::multipart::MultipartStore;
 use object_store::path::Path as ObjectPath;
-use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, RetryConfig};
+use object_store::{
+    ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, RetryConfig,
+    StaticCredentialProvider,
+};
 use std::io::Write;
 use std::ops::Range;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,20 +68,38 @@ pub struct ObjectInfo {
     pub e_tag: Option<String>,
 }
 
-/// An S3 bucket and prefix (or a plain HTTP server's folder, read-only), with the runtime
-/// that drives the requests.
-pub struct S3Client {
-    url: RemoteUrl,
-    pub(super) store: Arc<dyn ObjectStore>,
-    /// The S3 store, for multipart uploads (`None` for HTTP).
-    pub(super) s3: Option<AmazonS3>,
+/// The runtime and the store of one process.
+pub(super) struct Io {
+    /// The process that built them.
+    pid: u32,
     pub(super) runtime: tokio::runtime::Runtime,
+    pub(super) store: Arc<dyn ObjectStore>,
+    /// The store's multipart uploads (`None` for a plain HTTP server: read-only).
+    pub(super) multipart: Option<Arc<dyn MultipartStore>>,
+}
+
+// `StoreClient` hands `&Io` to any thread (through its `AtomicPtr`): it must be shareable.
+const _: fn() = || {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Io>();
+};
+
+/// A bucket (container) and prefix in object storage, or a plain HTTP server's folder
+/// (read-only), with the runtime that drives the requests (see the module).
+pub struct StoreClient {
+    url: RemoteUrl,
+    endpoint: Option<String>,
+    /// This process's [`Io`]: built in [`StoreClient::new`], replaced (the old one leaked)
+    /// when a call comes from another process. Never null; freed only in `drop`.
+    io: AtomicPtr<Io>,
     pub(super) retry: RetryPolicy,
 }
 
-impl std::fmt::Debug for S3Client {
+impl std::fmt::Debug for StoreClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("S3Client").field("url", &self.url).finish()
+        f.debug_struct("StoreClient")
+            .field("url", &self.url)
+            .finish()
     }
 }
 
@@ -70,107 +120,286 @@ fn env_true(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true"))
 }
 
-impl S3Client {
-    /// A client for `url`; `endpoint` overrides `AWS_ENDPOINT_URL`.
-    pub fn new(url: &RemoteUrl, endpoint: Option<&str>) -> Result<S3Client, RemoteError> {
+/// Whether instance-metadata lookups are off for `store` (see the module).
+fn metadata_disabled(store: Store) -> bool {
+    env_true("IMGFEED_NO_METADATA")
+        || match store {
+            Store::S3 => env_true("AWS_EC2_METADATA_DISABLED"),
+            Store::Gcs => env_true("NO_GCE_CHECK"),
+            _ => false,
+        }
+}
+
+/// The variable that allows plain `http://` to a host other than loopback.
+fn allow_http_var(store: Store) -> &'static str {
+    match store {
+        Store::Gcs => "GOOGLE_ALLOW_HTTP",
+        Store::Azure => "AZURE_ALLOW_HTTP",
+        _ => "AWS_ALLOW_HTTP",
+    }
+}
+
+/// The client options for a store reached at `endpoint`: timeouts, and plain `http://`
+/// for a loopback endpoint (elsewhere when the store's variable allows it).
+fn client_options(store: Store, endpoint: Option<&str>) -> Result<ClientOptions, String> {
+    let mut options = ClientOptions::new()
+        .with_timeout(REQUEST_TIMEOUT)
+        .with_connect_timeout(CONNECT_TIMEOUT);
+    let var = allow_http_var(store);
+    if env_true(var) {
+        options = options.with_allow_http(true);
+    }
+    if let Some(ep) = endpoint {
+        if ep.starts_with("http://") {
+            if !is_loopback(ep) && !env_true(var) {
+                return Err(format!(
+                    "endpoint {ep}: plain http:// is accepted for a loopback endpoint only \
+                     (set {var}=true to allow it elsewhere)"
+                ));
+            }
+            options = options.with_allow_http(true);
+        } else if !ep.starts_with("https://") {
+            return Err(format!("endpoint {ep:?} is not an http:// or https:// URL"));
+        }
+    }
+    Ok(options)
+}
+
+fn no_retries() -> RetryConfig {
+    RetryConfig {
+        max_retries: 0,
+        ..RetryConfig::default()
+    }
+}
+
+/// A store, and the same as multipart uploads (`None`: read-only).
+type Stores = (Arc<dyn ObjectStore>, Option<Arc<dyn MultipartStore>>);
+
+/// An S3 store: `endpoint` overrides `AWS_ENDPOINT_URL`.
+fn s3(url: &RemoteUrl, endpoint: Option<&str>) -> Result<Stores, String> {
+    let mut builder = AmazonS3Builder::from_env().with_bucket_name(&url.bucket);
+    let endpoint = endpoint
+        .map(str::to_string)
+        .or_else(|| std::env::var("AWS_ENDPOINT_URL_S3").ok())
+        .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok());
+    let options = client_options(Store::S3, endpoint.as_deref())?;
+    if let Some(ep) = &endpoint {
+        builder = builder.with_endpoint(ep);
+        if std::env::var("AWS_REGION").is_err() && std::env::var("AWS_DEFAULT_REGION").is_err() {
+            builder = builder.with_region("us-east-1");
+        }
+    }
+    if metadata_disabled(Store::S3) {
+        // No instance-metadata lookup: point it at a closed loopback port.
+        builder = builder.with_metadata_endpoint("http://127.0.0.1:9");
+    }
+    let store = builder
+        .with_client_options(options)
+        .with_retry(no_retries())
+        .build()
+        .map_err(|e| e.to_string())?;
+    let store = Arc::new(store);
+    Ok((store.clone(), Some(store)))
+}
+
+/// The default file of `gcloud auth application-default login`.
+fn gcloud_adc_file() -> Option<std::path::PathBuf> {
+    let home = std::env::var_os("HOME")?;
+    let f = std::path::Path::new(&home).join(".config/gcloud/application_default_credentials.json");
+    f.is_file().then_some(f)
+}
+
+/// The `gcs_base_url` of the service-account file (an emulator's), for the plain-`http://`
+/// check: object_store reads it itself when it builds the store.
+fn account_base_url(builder: &GoogleCloudStorageBuilder) -> Option<String> {
+    let path = builder.get_config_value(&GoogleConfigKey::ServiceAccount)?;
+    let text = std::fs::read_to_string(path).ok()?;
+    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
+    json.get("gcs_base_url")?.as_str().map(str::to_string)
+}
+
+/// A Google Cloud Storage store: `endpoint` is the base URL (an emulator's).
+fn gcs(url: &RemoteUrl, endpoint: Option<&str>) -> Result<Stores, String> {
+    let mut builder = GoogleCloudStorageBuilder::from_env().with_bucket_name(&url.bucket);
+    if let Some(ep) = endpoint {
+        builder = builder.with_base_url(ep);
+    }
+    let base = builder
+        .get_config_value(&GoogleConfigKey::BaseUrl)
+        .or_else(|| account_base_url(&builder));
+    let options = client_options(Store::Gcs, base.as_deref())?;
+    let set = |k: GoogleConfigKey| builder.get_config_value(&k).is_some_and(|v| !v.is_empty());
+    let skip = builder
+        .get_config_value(&GoogleConfigKey::SkipSignature)
+        .is_some_and(|v| v == "true");
+    let given = set(GoogleConfigKey::ServiceAccount)
+        || set(GoogleConfigKey::ServiceAccountKey)
+        || set(GoogleConfigKey::ApplicationCredentials)
+        || set(GoogleConfigKey::BearerToken)
+        || std::env::var_os("SERVICE_ACCOUNT").is_some()
+        || gcloud_adc_file().is_some();
+    if skip && !given {
+        // Unsigned (a public bucket, an emulator): object_store 0.14 still asks for a token
+        // on writes (PUT, multipart), from the instance metadata server; give it an empty
+        // one instead, so that nothing is asked of that server.
+        builder =
+            builder.with_credentials(Arc::new(StaticCredentialProvider::new(GcpCredential {
+                bearer: String::new(),
+            })));
+    } else if !given && metadata_disabled(Store::Gcs) {
+        return Err(
+            "no credentials (GOOGLE_APPLICATION_CREDENTIALS, GOOGLE_SERVICE_ACCOUNT, \
+                    GOOGLE_SERVICE_ACCOUNT_KEY, GOOGLE_BEARER_TOKEN or \
+                    GOOGLE_SKIP_SIGNATURE=true), and the instance-metadata server is not asked \
+                    (IMGFEED_NO_METADATA or NO_GCE_CHECK)"
+                .into(),
+        );
+    }
+    let store = builder
+        .with_client_options(options)
+        .with_retry(no_retries())
+        .build()
+        .map_err(|e| e.to_string())?;
+    let store = Arc::new(store);
+    Ok((store.clone(), Some(store)))
+}
+
+/// An Azure Blob Storage store: the account from the URL (`abfs://c@account...`) or
+/// `AZURE_STORAGE_ACCOUNT_NAME`; `endpoint` is the blob service URL (path-style for
+/// Azurite: `http://127.0.0.1:10000/devstoreaccount1`).
+fn azure(url: &RemoteUrl, endpoint: Option<&str>) -> Result<Stores, String> {
+    let mut builder = MicrosoftAzureBuilder::from_env().with_container_name(&url.bucket);
+    if let Some(account) = &url.account {
+        builder = builder.with_account(account);
+    }
+    if let Some(ep) = endpoint {
+        builder = builder
+            .with_endpoint(ep.to_string())
+            .with_use_emulator(false);
+    }
+    let emulator = builder
+        .get_config_value(&AzureConfigKey::UseEmulator)
+        .is_some_and(|v| v == "true");
+    let at = builder.get_config_value(&AzureConfigKey::Endpoint);
+    let options = client_options(Store::Azure, if emulator { None } else { at.as_deref() })?;
+    if !emulator && metadata_disabled(Store::Azure) {
+        let set = |k: AzureConfigKey| builder.get_config_value(&k).is_some_and(|v| !v.is_empty());
+        let flag = |k: AzureConfigKey| builder.get_config_value(&k).is_some_and(|v| v == "true");
+        let found = set(AzureConfigKey::AccessKey)
+            || set(AzureConfigKey::SasKey)
+            || set(AzureConfigKey::Token)
+            || set(AzureConfigKey::ClientSecret)
+            || set(AzureConfigKey::FederatedTokenFile)
+            || flag(AzureConfigKey::UseAzureCli)
+            || flag(AzureConfigKey::SkipSignature);
+        if !found {
+            return Err(
+                "no credentials (AZURE_STORAGE_ACCOUNT_KEY, AZURE_STORAGE_SAS_TOKEN, \
+                        AZURE_STORAGE_TOKEN, a service principal, or \
+                        AZURE_STORAGE_USE_EMULATOR=true), and the managed-identity endpoint is \
+                        not asked (IMGFEED_NO_METADATA)"
+                    .into(),
+            );
+        }
+    }
+    let store = builder
+        .with_client_options(options)
+        .with_retry(no_retries())
+        .build()
+        .map_err(|e| e.to_string())?;
+    let store = Arc::new(store);
+    Ok((store.clone(), Some(store)))
+}
+
+/// A plain HTTP(S) server (`url.bucket` is its host and port): GET and HEAD only. Plain
+/// `http://` for a loopback server only (elsewhere with `AWS_ALLOW_HTTP=true`, as for S3
+/// endpoints).
+fn http(url: &RemoteUrl) -> Result<Stores, String> {
+    let server = format!("{}://{}", url.scheme, url.bucket);
+    let options = client_options(Store::Http, Some(&server)).map_err(|_| {
+        "plain http:// is accepted for a loopback server only (set AWS_ALLOW_HTTP=true to \
+         allow it elsewhere)"
+            .to_string()
+    })?;
+    let store = HttpBuilder::new()
+        .with_url(server)
+        .with_client_options(options)
+        .with_retry(no_retries())
+        .build()
+        .map_err(|e| e.to_string())?;
+    Ok((Arc::new(store), None))
+}
+
+impl Io {
+    /// The store of `url` and a runtime, for this process.
+    fn build(url: &RemoteUrl, endpoint: Option<&str>) -> Result<Io, RemoteError> {
         let setup = |reason: String| RemoteError::Setup {
             url: url.to_string(),
             reason,
         };
-        if !url.is_s3() {
-            return S3Client::http(url);
+        let (store, multipart) = match url.store() {
+            Store::S3 => s3(url, endpoint),
+            Store::Gcs => gcs(url, endpoint),
+            Store::Azure => azure(url, endpoint),
+            Store::Http => http(url),
         }
-        let mut builder = AmazonS3Builder::from_env().with_bucket_name(&url.bucket);
-        let endpoint = endpoint
-            .map(str::to_string)
-            .or_else(|| std::env::var("AWS_ENDPOINT_URL_S3").ok())
-            .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok());
-        let mut options = ClientOptions::new()
-            .with_timeout(REQUEST_TIMEOUT)
-            .with_connect_timeout(CONNECT_TIMEOUT);
-        if let Some(ep) = &endpoint {
-            if ep.starts_with("http://") {
-                if !is_loopback(ep) && !env_true("AWS_ALLOW_HTTP") {
-                    return Err(setup(format!(
-                        "endpoint {ep}: plain http:// is accepted for a loopback endpoint only \
-                         (set AWS_ALLOW_HTTP=true to allow it elsewhere)"
-                    )));
-                }
-                options = options.with_allow_http(true);
-            } else if !ep.starts_with("https://") {
-                return Err(setup(format!(
-                    "endpoint {ep:?} is not an http:// or https:// URL"
-                )));
-            }
-            builder = builder.with_endpoint(ep);
-            if std::env::var("AWS_REGION").is_err() && std::env::var("AWS_DEFAULT_REGION").is_err()
-            {
-                builder = builder.with_region("us-east-1");
-            }
-        }
-        if env_true("AWS_EC2_METADATA_DISABLED") {
-            // No instance-metadata lookup: point it at a closed loopback port.
-            builder = builder.with_metadata_endpoint("http://127.0.0.1:9");
-        }
-        let store = builder
-            .with_client_options(options)
-            .with_retry(RetryConfig {
-                max_retries: 0,
-                ..RetryConfig::default()
-            })
-            .build()
-            .map_err(|e| setup(e.to_string()))?;
-        Ok(S3Client {
-            url: url.clone(),
-            store: Arc::new(store.clone()),
-            s3: Some(store),
+        .map_err(setup)?;
+        Ok(Io {
+            pid: std::process::id(),
             runtime: runtime(url)?,
+            store,
+            multipart,
+        })
+    }
+}
+
+impl StoreClient {
+    /// A client for `url`; `endpoint` says where its store is reached (see the module).
+    pub fn new(url: &RemoteUrl, endpoint: Option<&str>) -> Result<StoreClient, RemoteError> {
+        let io = Io::build(url, endpoint)?;
+        Ok(StoreClient {
+            url: url.clone(),
+            endpoint: endpoint.map(str::to_string),
+            io: AtomicPtr::new(Box::into_raw(Box::new(io))),
             retry: RetryPolicy::default(),
         })
     }
 
-    /// A client for a plain HTTP(S) server (`url.bucket` is its host and port): GET and
-    /// HEAD only. Plain `http://` for a loopback server only (elsewhere with
-    /// `AWS_ALLOW_HTTP=true`, as for S3 endpoints).
-    fn http(url: &RemoteUrl) -> Result<S3Client, RemoteError> {
-        let server = format!("{}://{}", url.scheme, url.bucket);
-        let mut options = ClientOptions::new()
-            .with_timeout(REQUEST_TIMEOUT)
-            .with_connect_timeout(CONNECT_TIMEOUT);
-        if url.scheme == "http" {
-            if !is_loopback(&server) && !env_true("AWS_ALLOW_HTTP") {
-                return Err(RemoteError::Setup {
-                    url: url.to_string(),
-                    reason: "plain http:// is accepted for a loopback server only (set \
-                             AWS_ALLOW_HTTP=true to allow it elsewhere)"
-                        .into(),
-                });
+    /// This process's runtime and store: the ones built here, or fresh ones when this is
+    /// a forked child of the process that built them (theirs are leaked, see the module).
+    pub(super) fn io(&self) -> Result<&Io, RemoteError> {
+        let pid = std::process::id();
+        loop {
+            let current = self.io.load(Ordering::Acquire);
+            // SAFETY: `io` is never null and what it points to is freed only in `drop`
+            // (which has `&mut self`): a replaced one is leaked, so the reference lives as
+            // long as `&self`.
+            let io = unsafe { &*current };
+            if io.pid == pid {
+                return Ok(io);
             }
-            options = options.with_allow_http(true);
+            let fresh = Box::into_raw(Box::new(Io::build(&self.url, self.endpoint.as_deref())?));
+            match self
+                .io
+                .compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire)
+            {
+                // The parent's `Io` (at `current`) is leaked on purpose.
+                Ok(_) => {
+                    // SAFETY: just installed, never freed before `drop`.
+                    return Ok(unsafe { &*fresh });
+                }
+                Err(_) => {
+                    // Another thread of this process installed one first: drop ours (its
+                    // runtime's threads are this process's) and use theirs.
+                    // SAFETY: `fresh` came from `Box::into_raw` above and was not shared.
+                    drop(unsafe { Box::from_raw(fresh) });
+                }
+            }
         }
-        let store = HttpBuilder::new()
-            .with_url(server)
-            .with_client_options(options)
-            .with_retry(RetryConfig {
-                max_retries: 0,
-                ..RetryConfig::default()
-            })
-            .build()
-            .map_err(|e| RemoteError::Setup {
-                url: url.to_string(),
-                reason: e.to_string(),
-            })?;
-        Ok(S3Client {
-            url: url.clone(),
-            store: Arc::new(store),
-            s3: None,
-            runtime: runtime(url)?,
-            retry: RetryPolicy::default(),
-        })
     }
 
     /// With another retry policy.
-    pub fn with_retry(mut self, retry: RetryPolicy) -> S3Client {
+    pub fn with_retry(mut self, retry: RetryPolicy) -> StoreClient {
         self.retry = retry;
         self
     }
@@ -191,6 +420,7 @@ impl S3Client {
             | object_store::Error::Unauthenticated { source, .. } => {
                 Failure::Fatal(RemoteError::Denied {
                     object,
+                    store: self.url.store(),
                     reason: short(&source.to_string()),
                 })
             }
@@ -227,6 +457,7 @@ impl S3Client {
         let location = ObjectPath::from(self.url.key(file));
         let mut written: u64 = 0;
         let mut info: Option<ObjectInfo> = None;
+        let io = self.io()?;
         self.retry.run(&object, |_| {
             let opts = GetOptions {
                 range: (written > 0).then_some(GetRange::Offset(written)),
@@ -234,8 +465,8 @@ impl S3Client {
                 ..GetOptions::default()
             };
             stats::request();
-            self.runtime.block_on(async {
-                let got = self
+            io.runtime.block_on(async {
+                let got = io
                     .store
                     .get_opts(&location, opts)
                     .await
@@ -293,10 +524,11 @@ impl S3Client {
     pub fn get(&self, file: &str, limit: u64) -> Result<(Vec<u8>, ObjectInfo), RemoteError> {
         let object = self.url.object(file);
         let location = ObjectPath::from(self.url.key(file));
+        let io = self.io()?;
         self.retry.run(&object, |_| {
             stats::request();
-            self.runtime.block_on(async {
-                let got = self
+            io.runtime.block_on(async {
+                let got = io
                     .store
                     .get_opts(&location, GetOptions::default())
                     .await
@@ -330,10 +562,11 @@ impl S3Client {
         let object = self.url.object(file);
         let location = ObjectPath::from(self.url.key(file));
         let want = range.end.saturating_sub(range.start);
+        let io = self.io()?;
         self.retry.run(&object, |_| {
             stats::request();
-            self.runtime.block_on(async {
-                let bytes = self
+            io.runtime.block_on(async {
+                let bytes = io
                     .store
                     .get_range(&location, range.clone())
                     .await
@@ -351,11 +584,24 @@ impl S3Client {
     }
 }
 
+impl Drop for StoreClient {
+    fn drop(&mut self) {
+        let io = *self.io.get_mut();
+        // SAFETY: `io` came from `Box::into_raw` and is freed only here.
+        let io = unsafe { Box::from_raw(io) };
+        if io.pid != std::process::id() {
+            // Built by the parent of this forked process: its runtime's threads are not
+            // here, and dropping it could block.
+            std::mem::forget(io);
+        }
+    }
+}
+
 /// The client's own small Tokio runtime (two threads).
 fn runtime(url: &RemoteUrl) -> Result<tokio::runtime::Runtime, RemoteError> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
-        .thread_name("imgfeed-s3")
+        .thread_name("imgfeed-store")
         .enable_all()
         .build()
         .map_err(|e| RemoteError::Setup {

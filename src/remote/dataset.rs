@@ -4,7 +4,7 @@
 //! are fetched when an epoch needs them ([`RemoteFiles`]): the same checks as a local
 //! dataset's, the same records, the same batches.
 
-use super::{Cache, RemoteError, RemoteFiles, RemoteOptions, RemoteUrl, S3Client};
+use super::{Cache, RemoteError, RemoteFiles, RemoteOptions, RemoteUrl, StoreClient};
 use crate::error::{Error, Result};
 use crate::plan::Sampling;
 use crate::shards::format::{Entry, FileEntry, Manifest, HEADER_LEN, MANIFEST, MAX_MANIFEST_BYTES};
@@ -24,7 +24,7 @@ pub fn open_remote(
 ) -> Result<Shards> {
     let text = root.to_string_lossy();
     let url = RemoteUrl::parse(&text)?;
-    let client = S3Client::new(&url, options.endpoint.as_deref())?;
+    let client = StoreClient::new(&url, options.endpoint.as_deref())?;
     let (bytes, _) = match client.get(MANIFEST, MAX_MANIFEST_BYTES) {
         Ok(v) => v,
         Err(RemoteError::NotFound { object, .. }) => {
@@ -88,7 +88,7 @@ fn kind_name(kind: SourceKind) -> String {
 
 /// The index or the names: from the cache, or downloaded into it.
 fn small_file(
-    client: &S3Client,
+    client: &StoreClient,
     cache: &Cache,
     entry: &FileEntry,
     keep: &[PathBuf],

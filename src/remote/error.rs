@@ -1,7 +1,25 @@
 //! What can go wrong reading a dataset from object storage, naming the object and the
 //! reason. Every variant becomes a dataset error (exit code 2) naming the object.
 
+use super::url::Store;
 use std::path::PathBuf;
+
+/// Where a store's credentials come from, for an access-denied message.
+fn credentials_hint(store: Store) -> &'static str {
+    match store {
+        Store::S3 | Store::Http => {
+            "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (or the profile) and the bucket policy"
+        }
+        Store::Gcs => {
+            "GOOGLE_APPLICATION_CREDENTIALS (or GOOGLE_SERVICE_ACCOUNT) and the bucket's IAM \
+             permissions"
+        }
+        Store::Azure => {
+            "AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY (or a SAS token, a \
+             service principal) and the container's access"
+        }
+    }
+}
 
 /// Why a remote dataset cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -33,12 +51,15 @@ pub enum RemoteError {
     },
     /// The credentials were refused or do not allow reading the object (401/403).
     #[error(
-        "{object}: access denied ({reason}); check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY \
-         (or the profile) and the bucket policy"
+        "{object}: access denied by {} ({reason}); check {}",
+        store.name(),
+        credentials_hint(*store)
     )]
     Denied {
         /// `s3://bucket/key`.
         object: String,
+        /// The store that refused.
+        store: Store,
         /// The store's answer, without secrets.
         reason: String,
     },

@@ -12,14 +12,14 @@
 //! count. When the cache limit needs room, the least recently used shards that no worker
 //! is fetching are removed (their maps dropped first).
 
-use super::{Cache, RemoteError, S3Client};
+use super::{Cache, RemoteError, StoreClient};
 use crate::error::{Error, Result};
 use crate::plan::Sampling;
 use crate::shards::format::{FileEntry, Manifest};
 use memmap2::Mmap;
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 /// Shards fetched ahead of the one being read.
@@ -39,7 +39,7 @@ impl From<Error> for Fetch {
 
 /// What the workers and the prefetcher share.
 struct Inner {
-    client: S3Client,
+    client: StoreClient,
     cache: Cache,
     manifest: Manifest,
     /// Paths that must stay in the cache (index, names).
@@ -51,6 +51,35 @@ struct Inner {
     changed: Condvar,
     /// Samples read, to know the epoch (reads / samples per epoch).
     reads: AtomicU64,
+    /// The process whose prefetcher thread this is (see [`RemoteFiles::forked`]).
+    pid: AtomicU32,
+}
+
+/// Start the thread that fetches the queued shards. A failed fetch is left for the read
+/// that needs the shard, which fetches it again and reports the error; without the
+/// thread (it could not start), every shard is fetched by the read that needs it.
+fn spawn_prefetcher(inner: &Arc<Inner>) {
+    let worker = Arc::clone(inner);
+    let spawned = std::thread::Builder::new()
+        .name("imgfeed-prefetch".into())
+        .spawn(move || loop {
+            let next = {
+                let mut st = lock(&worker.state);
+                loop {
+                    if st.stop {
+                        return;
+                    }
+                    if let Some(s) = st.queue.pop_front() {
+                        break s;
+                    }
+                    st = worker.changed.wait(st).unwrap_or_else(|p| p.into_inner());
+                }
+            };
+            let _ = worker.get(next);
+        });
+    if spawned.is_err() {
+        lock(&inner.state).stop = true;
+    }
 }
 
 #[derive(Default)]
@@ -91,7 +120,7 @@ impl RemoteFiles {
     /// The shards of `manifest`, fetched by `client` into `cache`; `keep` are the cached
     /// index and names; `shard_of` the shard of every sample; `sampling` the epochs' order.
     pub(crate) fn new(
-        client: S3Client,
+        client: StoreClient,
         cache: Cache,
         manifest: Manifest,
         keep: Vec<PathBuf>,
@@ -112,38 +141,45 @@ impl RemoteFiles {
             }),
             changed: Condvar::new(),
             reads: AtomicU64::new(0),
+            pid: AtomicU32::new(std::process::id()),
         });
-        let worker = Arc::clone(&inner);
-        // The prefetcher: a failed fetch is left for the read that needs the shard, which
-        // fetches it again and reports the error.
-        let spawned = std::thread::Builder::new()
-            .name("imgfeed-prefetch".into())
-            .spawn(move || loop {
-                let next = {
-                    let mut st = lock(&worker.state);
-                    loop {
-                        if st.stop {
-                            return;
-                        }
-                        if let Some(s) = st.queue.pop_front() {
-                            break s;
-                        }
-                        st = worker.changed.wait(st).unwrap_or_else(|p| p.into_inner());
-                    }
-                };
-                let _ = worker.get(next);
-            });
-        if spawned.is_err() {
-            // Without the prefetcher, every shard is fetched by the read that needs it.
-            lock(&inner.state).stop = true;
-        }
+        spawn_prefetcher(&inner);
         RemoteFiles { inner }
+    }
+
+    /// In a process forked from the one that opened the dataset (a DataLoader worker), the
+    /// prefetcher thread and the downloads it had in flight stayed in the parent: forget
+    /// those downloads (this process fetches the shards itself) and start a prefetcher of
+    /// this process's own. One atomic load when nothing forked.
+    fn forked(&self) {
+        let pid = std::process::id();
+        let was = self.inner.pid.load(Ordering::Acquire);
+        if was == pid
+            || self
+                .inner
+                .pid
+                .compare_exchange(was, pid, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+        {
+            return;
+        }
+        let mut st = lock(&self.inner.state);
+        st.fetching.clear();
+        st.queue.clear();
+        let stopped = st.stop;
+        drop(st);
+        // A read of this process already waiting for one of those downloads fetches it.
+        self.inner.changed.notify_all();
+        if !stopped {
+            spawn_prefetcher(&self.inner);
+        }
     }
 
     /// Epoch `epoch` reads the samples `order` (indices, in order; a resumed epoch's from
     /// where it resumes): prefetching follows the shards' order of first use in it, and
     /// starts with its first shards now.
     pub(crate) fn start_epoch(&self, epoch: u64, order: &[usize]) {
+        self.forked();
         let order = self.inner.shard_order_of(order.iter().copied());
         let mut position = vec![usize::MAX; self.inner.manifest.shards.len()];
         for (k, &s) in order.iter().enumerate() {
@@ -176,6 +212,7 @@ impl RemoteFiles {
         scratch: &mut Vec<u8>,
     ) -> Result<()> {
         let _ = index;
+        self.forked();
         self.inner.hint(shard);
         let t0 = std::time::Instant::now();
         let map = self.inner.get(shard)?;
@@ -193,6 +230,7 @@ impl RemoteFiles {
     /// Fetch every shard (each is checked against the manifest's size and CRC-32 as it
     /// arrives; a cached one was when it arrived).
     pub(crate) fn verify_all(&self) -> Result<()> {
+        self.forked();
         for shard in 0..self.inner.manifest.shards.len() {
             self.inner.get(shard)?;
         }

@@ -2,7 +2,7 @@
 //! reads the slices' manifests, indexes and names from there and writes the merged ones
 //! back (the manifest last, as the caller does it).
 
-use super::{RemoteOptions, RemoteUrl, S3Client};
+use super::{RemoteOptions, RemoteUrl, StoreClient};
 use crate::error::Result;
 use crate::shards::folder::Folder;
 use std::path::{Path, PathBuf};
@@ -13,14 +13,14 @@ const MAX_LISTED: usize = 1_000_000;
 /// `s3://bucket/prefix` as a folder of files.
 #[derive(Debug)]
 pub struct RemoteFolder {
-    client: S3Client,
+    client: StoreClient,
 }
 
 impl RemoteFolder {
     /// The prefix `root` (`s3://bucket/prefix`), reached as `options` say.
     pub fn open(root: &Path, options: &RemoteOptions) -> Result<RemoteFolder> {
         let url = RemoteUrl::parse(&root.to_string_lossy())?;
-        let client = S3Client::new(&url, options.endpoint.as_deref())?;
+        let client = StoreClient::new(&url, options.endpoint.as_deref())?;
         Ok(RemoteFolder { client })
     }
 }

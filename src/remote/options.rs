@@ -13,7 +13,9 @@ pub const REMOTE_FIELDS: &[&str] = &["endpoint", "cache_dir", "cache_size"];
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct RemoteOptions {
-    /// An S3-compatible endpoint (`http://127.0.0.1:9000`), overriding `AWS_ENDPOINT_URL`.
+    /// Where the store is reached: an S3-compatible server (`http://127.0.0.1:9000`,
+    /// overriding `AWS_ENDPOINT_URL`), the GCS base URL (an emulator's), or the Azure blob
+    /// service URL (Azurite's `http://127.0.0.1:10000/devstoreaccount1`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
     /// The cache root (default `$XDG_CACHE_HOME/imgfeed`, else `~/.cache/imgfeed`).

@@ -16,13 +16,14 @@
 //! rate, not the bandwidth, is the limit): `bench` says so and points at
 //! `convert --format shards`.
 
-use super::{stats, RemoteError, RemoteOptions, RemoteUrl, S3Client};
+use super::{stats, RemoteError, RemoteOptions, RemoteUrl, StoreClient};
 use crate::error::{Error, Result, SampleErrorKind};
 use crate::source::image_folder::{Ignored, ImageFolder, DEFAULT_MAX_FILE_BYTES};
 use crate::source::{Raw, RawSample, Source};
 use crate::spec::Spec;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 /// Most keys listed under one prefix.
@@ -57,13 +58,15 @@ struct Window {
 }
 
 struct Shared {
-    client: S3Client,
+    client: StoreClient,
     /// The key of each sample, relative to the prefix.
     keys: Vec<String>,
     sizes: Vec<u64>,
     max_file_bytes: u64,
     window: Mutex<Window>,
     changed: Condvar,
+    /// The process whose fetcher threads these are (see [`Shared::forked`]).
+    pid: AtomicU32,
 }
 
 /// An ImageFolder dataset in object storage (see the module).
@@ -96,10 +99,10 @@ pub fn open_tree(
     options: &RemoteOptions,
 ) -> Result<Option<RemoteTree>> {
     let url = RemoteUrl::parse(&root.to_string_lossy())?;
-    if !url.is_s3() {
+    if url.store() == super::url::Store::Http {
         return Ok(None); // a plain HTTP server has no listing: shards only
     }
-    let client = S3Client::new(&url, options.endpoint.as_deref())?;
+    let client = StoreClient::new(&url, options.endpoint.as_deref())?;
     if client.exists(crate::shards::format::MANIFEST)? {
         return Ok(None);
     }
@@ -163,18 +166,50 @@ pub fn open_tree(
         max_file_bytes,
         window: Mutex::new(Window::default()),
         changed: Condvar::new(),
+        pid: AtomicU32::new(std::process::id()),
     });
+    spawn_fetchers(&shared)?;
+    Ok(Some(RemoteTree { listing, shared }))
+}
+
+/// Start the [`FETCHERS`] threads.
+fn spawn_fetchers(shared: &Arc<Shared>) -> Result<()> {
     for k in 0..FETCHERS {
-        let s = Arc::clone(&shared);
+        let s = Arc::clone(shared);
         std::thread::Builder::new()
             .name(format!("imgfeed-fetch-{k}"))
             .spawn(move || s.fetch_ahead())
             .map_err(|e| Error::Internal(format!("cannot start a fetch thread: {e}")))?;
     }
-    Ok(Some(RemoteTree { listing, shared }))
+    Ok(())
 }
 
 impl Shared {
+    /// In a process forked from the one that listed the prefix (a DataLoader worker), the
+    /// fetcher threads and the fetches they had in flight stayed in the parent: forget
+    /// those fetches (the reads fetch their objects themselves) and start fetchers of this
+    /// process's own. One atomic load when nothing forked.
+    fn forked(self: &Arc<Shared>) -> Result<()> {
+        let pid = std::process::id();
+        let was = self.pid.load(Ordering::Acquire);
+        if was == pid
+            || self
+                .pid
+                .compare_exchange(was, pid, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+        {
+            return Ok(());
+        }
+        let mut w = lock(&self.window);
+        let lost: u64 = w.in_flight.values().sum();
+        w.in_flight.clear();
+        w.held = w.held.saturating_sub(lost);
+        drop(w);
+        // A read of this process already waiting for one of those fetches makes it.
+        self.changed.notify_all();
+        spawn_fetchers(self)
+    }
+
     /// Read `order` from now on: what was fetched ahead for the previous order is dropped.
     fn announce(&self, order: Vec<usize>) {
         let mut position = vec![usize::MAX; self.keys.len()];
@@ -336,6 +371,8 @@ impl Source for RemoteTree {
     }
 
     fn epoch_starts(&self, _epoch: u64, order: &[usize]) {
+        // A thread that cannot start here leaves the reads to fetch their own objects.
+        let _ = self.shared.forked();
         self.shared.announce(order.to_vec());
     }
 
@@ -359,6 +396,7 @@ impl Source for RemoteTree {
                 format!("object is {size} bytes, over the limit of {max} (max_file_bytes)"),
             ));
         }
+        self.shared.forked()?;
         match self.shared.take(index) {
             Ok(mut bytes) => {
                 // The fetched buffer becomes the sample's: no copy.

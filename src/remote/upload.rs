@@ -1,4 +1,5 @@
-//! A conversion's output in object storage (`convert --format shards --out s3://...`):
+//! A conversion's output in object storage (`convert --format shards --out s3://...`, or
+//! `gs://`, `az://`, `abfs[s]://`: every store but a plain HTTP server):
 //! the [`Publish`] that uploads each finished file of the [`ShardWriter`] from a local
 //! staging folder while the conversion goes on, then the manifest last.
 //!
@@ -12,7 +13,7 @@
 //!
 //! [`ShardWriter`]: crate::shards::ShardWriter
 
-use super::{RemoteError, RemoteOptions, RemoteUrl, S3Client};
+use super::{RemoteError, RemoteOptions, RemoteUrl, StoreClient};
 use crate::error::{Error, Result};
 use crate::shards::publish::Publish;
 use std::path::{Path, PathBuf};
@@ -21,9 +22,9 @@ use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-/// Uploads a conversion's files to `s3://bucket/prefix` (see the module).
+/// Uploads a conversion's files to a prefix in object storage (see the module).
 pub struct Uploader {
-    client: Arc<S3Client>,
+    client: Arc<StoreClient>,
     staging: PathBuf,
     jobs: Option<SyncSender<(PathBuf, String)>>,
     thread: Option<JoinHandle<std::result::Result<(), RemoteError>>>,
@@ -57,18 +58,18 @@ fn staging_dir() -> Result<PathBuf> {
 }
 
 impl Uploader {
-    /// An uploader to `out` (`s3://bucket/prefix`), reached as `options` say. Refuses a
+    /// An uploader to `out` (`s3://bucket/prefix`, ...), reached as `options` say. Refuses a
     /// prefix that already holds `manifest` (a dataset, or this slice of one).
     pub fn new(out: &Path, options: &RemoteOptions, manifest: &str) -> Result<Uploader> {
         let url = RemoteUrl::parse(&out.to_string_lossy())?;
-        if !url.is_s3() {
+        if url.store() == super::url::Store::Http {
             return Err(crate::error::Invalid::ReadOnlyStore {
                 url: url.to_string(),
                 scheme: url.scheme.to_string(),
             }
             .into());
         }
-        let client = S3Client::new(&url, options.endpoint.as_deref())?;
+        let client = StoreClient::new(&url, options.endpoint.as_deref())?;
         if client.exists(manifest)? {
             return Err(Error::Dataset {
                 path: PathBuf::from(url.object(manifest)),

@@ -1,73 +1,142 @@
-//! Object-storage locations: `s3://bucket/prefix` (or a plain HTTP server's
-//! `http(s)://host/path`, read-only) as a dataset root.
+//! Object-storage locations as dataset roots: `s3://bucket/prefix` (AWS S3 and
+//! S3-compatible stores), `gs://bucket/prefix` (Google Cloud Storage),
+//! `az://container/prefix` and `abfs[s]://container@account.dfs.core.windows.net/prefix`
+//! (Azure Blob Storage), or a plain HTTP server's `http(s)://host/path` (read-only).
 //!
-//! A root is remote when it starts with a scheme this build reads (`s3://`); it stays a
-//! [`Path`] everywhere else in the library (configs, `--data`), so a local path and a URL
-//! travel the same way and only opening the dataset tells them apart.
+//! A root is remote when it starts with one of these schemes; it stays a [`Path`]
+//! everywhere else in the library (configs, `--data`), so a local path and a URL travel
+//! the same way and only opening the dataset tells them apart.
 
 use super::RemoteError;
 use std::path::Path;
 
 /// Schemes read from object storage.
-pub const SCHEMES: &[&str] = &["s3://", "http://", "https://"];
+pub const SCHEMES: &[&str] = &[
+    "s3://", "gs://", "az://", "abfs://", "abfss://", "http://", "https://",
+];
 
-/// Schemes of stores that a later version may read (named in errors).
-const LATER: &[&str] = &["gs://", "az://", "abfs://"];
+/// The kind of store a location is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Store {
+    /// `s3://`: AWS S3 or an S3-compatible store.
+    S3,
+    /// `gs://`: Google Cloud Storage.
+    Gcs,
+    /// `az://`, `abfs://`, `abfss://`: Azure Blob Storage.
+    Azure,
+    /// `http://`, `https://`: a plain web server (GET and HEAD only).
+    Http,
+}
 
-/// `s3://bucket/prefix`: a bucket and a key prefix (no leading or trailing `/`); or
-/// `http(s)://host[:port]/path`: the server in `bucket`, the path in `prefix`.
+impl Store {
+    /// The store's name, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Store::S3 => "S3",
+            Store::Gcs => "Google Cloud Storage",
+            Store::Azure => "Azure Blob Storage",
+            Store::Http => "HTTP server",
+        }
+    }
+}
+
+/// A bucket (container) and a key prefix (no leading or trailing `/`); for HTTP, the
+/// server's `host[:port]` in `bucket` and the path in `prefix`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RemoteUrl {
-    /// `s3`, `http` or `https`.
+    /// `s3`, `gs`, `az`, `abfs`, `abfss`, `http` or `https`.
     pub scheme: String,
-    /// The bucket (for HTTP, the server's host and port).
+    /// The bucket or container (for HTTP, the server's host and port).
     pub bucket: String,
     /// The key prefix of the dataset's objects, without a trailing `/` (may be empty).
     pub prefix: String,
+    /// The Azure storage account named in an `abfs[s]://container@account...` URL (`None`:
+    /// `AZURE_STORAGE_ACCOUNT_NAME`).
+    pub account: Option<String>,
+    /// What stands between `://` and the prefix, as given (`container@account.dfs...`).
+    authority: String,
 }
 
-/// True when `root` names an object-storage location (any URL scheme this build knows of,
-/// read or not: opening one it cannot read is an error saying so).
+/// True when `root` names an object-storage location.
 pub fn is_remote(root: &Path) -> bool {
     root.to_str()
-        .is_some_and(|s| SCHEMES.iter().chain(LATER).any(|p| s.starts_with(p)))
+        .is_some_and(|s| SCHEMES.iter().any(|p| s.starts_with(p)))
+}
+
+/// A bucket name of `store`: S3 and Azure take lowercase letters, digits, '-' (and '.' for
+/// S3), GCS also '_'.
+fn bucket_ok(store: Store, name: &str) -> Result<(), &'static str> {
+    let ok = |c: char| match store {
+        Store::S3 => c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.',
+        Store::Gcs => {
+            c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.' || c == '_'
+        }
+        Store::Azure => c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-',
+        Store::Http => true,
+    };
+    if name.chars().all(ok) {
+        return Ok(());
+    }
+    Err(match store {
+        Store::S3 => "a bucket name holds lowercase letters, digits, '-' and '.' only",
+        Store::Gcs => "a bucket name holds lowercase letters, digits, '-', '_' and '.' only",
+        _ => "a container name holds lowercase letters, digits and '-' only",
+    })
 }
 
 impl RemoteUrl {
-    /// Parse `s3://bucket[/prefix]`.
+    /// Parse a location (see the module for the forms).
     pub fn parse(text: &str) -> Result<RemoteUrl, RemoteError> {
         let bad = |why: &str| RemoteError::Url {
             url: text.to_string(),
             reason: why.to_string(),
         };
-        let (scheme, rest) = match text.split_once("://") {
-            Some((s @ ("s3" | "http" | "https"), rest)) => (s, rest),
-            _ => {
-                return Err(bad(
-                    "only s3:// (and S3-compatible stores through AWS_ENDPOINT_URL) and \
-                     http(s):// (read-only) are read so far",
-                ))
-            }
+        let (scheme, rest) =
+            match text.split_once("://") {
+                Some((s @ ("s3" | "gs" | "az" | "abfs" | "abfss" | "http" | "https"), rest)) => {
+                    (s, rest)
+                }
+                _ => return Err(bad(
+                    "not an object-storage URL: s3://, gs://, az://, abfs[s]:// and http(s):// \
+                     (read-only) are read",
+                )),
+            };
+        let store = store_of(scheme);
+        let (authority, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        let (bucket, account) = match store {
+            Store::Azure => match authority.split_once('@') {
+                None => (authority, None),
+                Some((container, host)) => {
+                    let account = host
+                        .strip_suffix(".dfs.core.windows.net")
+                        .or_else(|| host.strip_suffix(".blob.core.windows.net"))
+                        .filter(|a| {
+                            !a.is_empty()
+                                && a.chars()
+                                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+                        })
+                        .ok_or_else(|| {
+                            bad("an Azure location is az://container/prefix or \
+                                 abfs[s]://container@account.dfs.core.windows.net/prefix")
+                        })?;
+                    (container, Some(account.to_string()))
+                }
+            },
+            _ => (authority, None),
         };
-        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
         if bucket.is_empty() {
-            return Err(bad(if scheme == "s3" {
-                "no bucket name"
-            } else {
-                "no host"
+            return Err(bad(match store {
+                Store::Http => "no host",
+                Store::Azure => "no container name",
+                _ => "no bucket name",
             }));
         }
-        if scheme != "s3" {
+        if store == Store::Http {
             if bucket.contains(['@', '?', '#']) {
                 return Err(bad("a host[:port] without user, query or fragment"));
             }
-        } else if !bucket
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
-        {
-            return Err(bad(
-                "a bucket name holds lowercase letters, digits, '-' and '.' only",
-            ));
+        } else {
+            bucket_ok(store, bucket).map_err(bad)?;
         }
         let prefix = prefix.trim_matches('/');
         if prefix.split('/').any(|p| p == "." || p == "..") {
@@ -77,6 +146,8 @@ impl RemoteUrl {
             scheme: scheme.to_string(),
             bucket: bucket.to_string(),
             prefix: prefix.to_string(),
+            account,
+            authority: authority.to_string(),
         })
     }
 
@@ -89,23 +160,37 @@ impl RemoteUrl {
         }
     }
 
-    /// `s3://bucket/key` of `file`, for messages.
+    /// `scheme://bucket/key` of `file`, for messages.
     pub fn object(&self, file: &str) -> String {
-        format!("{}://{}/{}", self.scheme, self.bucket, self.key(file))
+        format!("{}://{}/{}", self.scheme, self.authority, self.key(file))
     }
 
-    /// Whether this is an S3 location (the stores written to).
+    /// The kind of store.
+    pub fn store(&self) -> Store {
+        store_of(&self.scheme)
+    }
+
+    /// Whether this is an S3 location.
     pub fn is_s3(&self) -> bool {
-        self.scheme == "s3"
+        self.store() == Store::S3
+    }
+}
+
+fn store_of(scheme: &str) -> Store {
+    match scheme {
+        "s3" => Store::S3,
+        "gs" => Store::Gcs,
+        "az" | "abfs" | "abfss" => Store::Azure,
+        _ => Store::Http,
     }
 }
 
 impl std::fmt::Display for RemoteUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.prefix.is_empty() {
-            write!(f, "{}://{}", self.scheme, self.bucket)
+            write!(f, "{}://{}", self.scheme, self.authority)
         } else {
-            write!(f, "{}://{}/{}", self.scheme, self.bucket, self.prefix)
+            write!(f, "{}://{}/{}", self.scheme, self.authority, self.prefix)
         }
     }
 }
@@ -138,13 +223,47 @@ mod tests {
             "s3://",
             "s3:///x",
             "s3://Big/x",
-            "gs://b/x",
+            "gs://B/x",
+            "az://con.tainer/x",
+            "abfs://c@acct.example.com/x",
+            "ftp://b/x",
             "s3://b/../x",
             "http:///x",
         ] {
             assert!(RemoteUrl::parse(bad).is_err(), "{bad}");
         }
+        let gs = RemoteUrl::parse("gs://my_bucket/a/b").expect("parses");
+        assert_eq!(
+            (gs.store(), gs.object("m.json").as_str()),
+            (Store::Gcs, "gs://my_bucket/a/b/m.json")
+        );
+        let az = RemoteUrl::parse("az://data/ds").expect("parses");
+        assert_eq!(
+            (az.store(), az.bucket.as_str(), az.account.as_deref()),
+            (Store::Azure, "data", None)
+        );
+        let abfs = RemoteUrl::parse("abfss://data@acct1.dfs.core.windows.net/ds/").expect("parses");
+        assert_eq!(
+            (
+                abfs.bucket.as_str(),
+                abfs.account.as_deref(),
+                abfs.prefix.as_str()
+            ),
+            ("data", Some("acct1"), "ds")
+        );
+        assert_eq!(
+            abfs.object("x.bin"),
+            "abfss://data@acct1.dfs.core.windows.net/ds/x.bin"
+        );
+        assert_eq!(
+            abfs.to_string(),
+            "abfss://data@acct1.dfs.core.windows.net/ds"
+        );
         assert!(is_remote(Path::new("s3://b/x")) && is_remote(Path::new("gs://b")));
+        assert!(
+            is_remote(Path::new("az://c/x"))
+                && is_remote(Path::new("abfs://c@a.dfs.core.windows.net"))
+        );
         assert!(!is_remote(Path::new("data/s3:/x")));
     }
 

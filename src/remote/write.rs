@@ -4,8 +4,9 @@
 //! existence checks, listings bounded in count, and deletes. Every request goes through
 //! the client's [`RetryPolicy`](super::RetryPolicy) and is counted ([`super::stats`]).
 
+use super::client::Io;
 use super::retry::Failure;
-use super::{stats, RemoteError, S3Client};
+use super::{stats, RemoteError, StoreClient};
 use futures_util::StreamExt;
 use object_store::multipart::{MultipartStore, PartId};
 use object_store::path::Path as ObjectPath;
@@ -38,7 +39,7 @@ fn local(path: &Path, what: &str, e: std::io::Error) -> RemoteError {
     }
 }
 
-impl S3Client {
+impl StoreClient {
     fn location(&self, file: &str) -> ObjectPath {
         ObjectPath::from(self.url().key(file))
     }
@@ -47,10 +48,11 @@ impl S3Client {
     pub fn exists(&self, file: &str) -> Result<bool, RemoteError> {
         let object = self.url().object(file);
         let location = self.location(file);
+        let io = self.io()?;
         let found = self.retry.run(&object, |_| {
             stats::request();
-            self.runtime
-                .block_on(self.store.head(&location))
+            io.runtime
+                .block_on(io.store.head(&location))
                 .map(|_| true)
                 .map_err(|e| self.classify(file, e))
         });
@@ -66,10 +68,11 @@ impl S3Client {
         let location = self.location(file);
         let len = bytes.len() as u64;
         let payload = PutPayload::from(bytes);
+        let io = self.io()?;
         self.retry.run(&object, |_| {
             stats::request();
-            self.runtime
-                .block_on(self.store.put(&location, payload.clone()))
+            io.runtime
+                .block_on(io.store.put(&location, payload.clone()))
                 .map_err(|e| self.classify(file, e))
         })?;
         stats::sent(len);
@@ -92,32 +95,36 @@ impl S3Client {
         }
         let object = self.url().object(file);
         let location = self.location(file);
-        let s3 = self.s3.as_ref().ok_or_else(|| RemoteError::Request {
-            object: object.clone(),
-            reason: "only s3:// locations are written to".into(),
-        })?;
+        let io = self.io()?;
+        let mp = io
+            .multipart
+            .as_deref()
+            .ok_or_else(|| RemoteError::Request {
+                object: object.clone(),
+                reason: "a plain HTTP server is read-only".into(),
+            })?;
         let id = self.retry.run(&object, |_| {
             stats::request();
-            self.runtime
-                .block_on(s3.create_multipart(&location))
+            io.runtime
+                .block_on(mp.create_multipart(&location))
                 .map_err(|e| self.classify(file, e))
         })?;
-        let parts = self.upload_parts(s3, path, file, &location, &id, size, part);
+        let parts = self.upload_parts(io, mp, path, file, &location, &id, size, part);
         let done = parts.and_then(|parts| {
             let mut attempt_done = false;
             self.retry.run(&object, |_| {
                 stats::request();
                 let first = !attempt_done;
                 attempt_done = true;
-                match self
+                match io
                     .runtime
-                    .block_on(s3.complete_multipart(&location, &id, parts.clone()))
+                    .block_on(mp.complete_multipart(&location, &id, parts.clone()))
                 {
                     Ok(_) => Ok(()),
                     // A retried completion whose first attempt went through (its answer
                     // lost): the upload is gone, the object is there.
                     Err(object_store::Error::NotFound { .. }) if !first => {
-                        match self.runtime.block_on(self.store.head(&location)) {
+                        match io.runtime.block_on(io.store.head(&location)) {
                             Ok(meta) if meta.size == size => Ok(()),
                             _ => Err(Failure::Fatal(RemoteError::Request {
                                 object: object.clone(),
@@ -138,7 +145,7 @@ impl S3Client {
                 // Best effort: the parts stored so far are not left behind (a store also
                 // drops them after its own expiry rule, where one is set).
                 stats::request();
-                let _ = self.runtime.block_on(s3.abort_multipart(&location, &id));
+                let _ = io.runtime.block_on(mp.abort_multipart(&location, &id));
                 Err(e)
             }
         }
@@ -148,7 +155,8 @@ impl S3Client {
     #[allow(clippy::too_many_arguments)]
     fn upload_parts(
         &self,
-        s3: &object_store::aws::AmazonS3,
+        io: &Io,
+        mp: &dyn MultipartStore,
         path: &Path,
         file: &str,
         location: &ObjectPath,
@@ -171,8 +179,8 @@ impl S3Client {
             let payload = PutPayload::from(buf);
             let got = self.retry.run(&object, |_| {
                 stats::request();
-                self.runtime
-                    .block_on(s3.put_part(location, id, idx, payload.clone()))
+                io.runtime
+                    .block_on(mp.put_part(location, id, idx, payload.clone()))
                     .map_err(|e| self.classify(file, e))
             })?;
             stats::sent(n as u64);
@@ -186,9 +194,10 @@ impl S3Client {
     /// Remove `file` (one attempt: for cleaning up after a failure).
     pub fn delete_once(&self, file: &str) -> Result<(), RemoteError> {
         let location = self.location(file);
+        let io = self.io()?;
         stats::request();
-        self.runtime
-            .block_on(self.store.delete(&location))
+        io.runtime
+            .block_on(io.store.delete(&location))
             .map_err(|e| match self.classify(file, e) {
                 Failure::Fatal(e) => e,
                 Failure::Transient(reason) => RemoteError::Request {
@@ -205,10 +214,11 @@ impl S3Client {
         let object = format!("{}/", self.url());
         let prefix = self.url().prefix.clone();
         let location = (!prefix.is_empty()).then(|| ObjectPath::from(prefix.as_str()));
+        let io = self.io()?;
         self.retry.run(&object, |_| {
             stats::request();
-            self.runtime.block_on(async {
-                let mut stream = self.store.list(location.as_ref());
+            io.runtime.block_on(async {
+                let mut stream = io.store.list(location.as_ref());
                 let mut out = Vec::new();
                 while let Some(meta) = stream.next().await {
                     let meta = meta.map_err(|e| self.classify("", e))?;
