@@ -13,6 +13,10 @@
 //! failure. Every server, subprocess and loop here is bounded in time.
 
 mod common;
+#[path = "common/remote.rs"]
+mod remote;
+
+use remote::{digests, files_of, free_port, local_shards, text, traffic, COMMAND_LIMIT};
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -21,9 +25,6 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Longest any one `imgfeed` command may take here.
-const COMMAND_LIMIT: Duration = Duration::from_secs(180);
 
 /// Why this machine cannot run the tests, or `None` when it can.
 fn unavailable() -> Option<String> {
@@ -79,13 +80,6 @@ fn moto_server() -> Option<PathBuf> {
     let env = String::from_utf8(out.stdout).ok()?;
     let bin = Path::new(env.trim()).join("bin/moto_server");
     (out.status.success() && bin.is_file()).then_some(bin)
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
 }
 
 /// Wait (at most `limit`) until a server started by a test listens on `port` on loopback.
@@ -153,43 +147,7 @@ fn http(port: u16, method: &str, path: &str, body: &[u8]) -> u16 {
 
 /// [`http`], returning the status and the response body (Content-Length or chunked).
 fn http_full(port: u16, method: &str, path: &str, body: &[u8]) -> (u16, Vec<u8>) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connects");
-    s.set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("timeout");
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\n\
-         Connection: close\r\n\r\n",
-        body.len()
-    );
-    s.write_all(head.as_bytes()).expect("writes");
-    s.write_all(body).expect("writes");
-    let mut resp = Vec::new();
-    let _ = s.read_to_end(&mut resp);
-    let at = resp
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map_or(resp.len(), |p| p + 4);
-    let head = String::from_utf8_lossy(&resp[..at]).to_ascii_lowercase();
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let mut body = resp[at..].to_vec();
-    if head.contains("transfer-encoding: chunked") {
-        let (mut out, mut rest) = (Vec::new(), &body[..]);
-        while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
-            let n = usize::from_str_radix(String::from_utf8_lossy(&rest[..eol]).trim(), 16)
-                .unwrap_or(0);
-            if n == 0 || rest.len() < eol + 2 + n {
-                break;
-            }
-            out.extend_from_slice(&rest[eol + 2..eol + 2 + n]);
-            rest = &rest[(eol + 4 + n).min(rest.len())..];
-        }
-        body = out;
-    }
-    (status, body)
+    remote::request(port, method, path, &[], body)
 }
 
 /// Create `bucket`, with a policy that lets this file's unsigned requests read the
@@ -231,20 +189,6 @@ fn object(port: u16, bucket: &str, key: &str) -> Vec<u8> {
     let (st, body) = http_full(port, "GET", &format!("/{bucket}/{key}"), b"");
     assert_eq!(st, 200, "get {bucket}/{key}");
     body
-}
-
-/// Every file of `dir`, sorted by name, with its bytes.
-fn files_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
-        .expect("dir")
-        .flatten()
-        .map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            (name, std::fs::read(e.path()).expect("reads"))
-        })
-        .collect();
-    out.sort();
-    out
 }
 
 /// The objects under `bucket/prefix/`, as [`files_of`] gives a folder's files.
@@ -289,107 +233,18 @@ fn upload(
     n
 }
 
-/// The fixtures converted to jpeg shards of about 30 kB (several shards for 12 samples).
-fn local_shards() -> tempfile::TempDir {
-    let out = tempfile::tempdir().expect("tempdir");
-    let dir = out.path().join("ds");
-    let o = imgfeed(
-        &[
-            "convert",
-            "pipelines/convert_jpeg256.toml",
-            "--data",
-            "fixtures/imagefolder",
-            "--format",
-            "shards",
-            "--shard-size",
-            "30kB",
-            "--out",
-        ],
-        &[dir.to_str().expect("utf-8")],
-        &[],
-    );
-    assert!(o.status.success(), "convert: {}", text(&o.stderr));
-    out
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 /// Run `imgfeed ARGS MORE` in the repository with S3 settings `env` (and dummy
 /// credentials, no instance metadata), killed after [`COMMAND_LIMIT`].
 fn imgfeed(args: &[&str], more: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_imgfeed"));
-    cmd.current_dir(common::repo())
-        .args(args)
-        .args(more)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, _) in std::env::vars() {
-        if k.starts_with("AWS_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_EC2_METADATA_DISABLED", "true");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("imgfeed starts");
-    let (mut out, mut err) = (child.stdout.take(), child.stderr.take());
-    let reader = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        if let Some(o) = out.as_mut() {
-            let _ = o.read_to_end(&mut b);
-        }
-        b
-    });
-    let ereader = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        if let Some(e) = err.as_mut() {
-            let _ = e.read_to_end(&mut b);
-        }
-        b
-    });
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("waits") {
-            break s;
-        }
-        if t0.elapsed() > COMMAND_LIMIT {
-            let _ = child.kill();
-            panic!("imgfeed {args:?} {more:?} ran past {COMMAND_LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Output {
-        status,
-        stdout: reader.join().unwrap_or_default(),
-        stderr: ereader.join().unwrap_or_default(),
-    }
-}
-
-/// The `digest` of every epoch line.
-fn digests(o: &Output) -> Vec<String> {
-    text(&o.stdout)
-        .lines()
-        .filter_map(|l| l.split("digest ").nth(1))
-        .map(|d| d.split(';').next().unwrap_or("").to_string())
-        .collect()
-}
-
-/// A count from the `object store:` lines (`N retries`, `N files downloaded`), summed.
-fn traffic(o: &Output, what: &str) -> u64 {
-    text(&o.stdout)
-        .lines()
-        .filter(|l| l.contains("object store:"))
-        .filter_map(|l| {
-            let at = l.find(what)?;
-            l[..at].split_whitespace().last()?.parse::<u64>().ok()
-        })
-        .sum()
+    let all: Vec<&str> = args.iter().chain(more).copied().collect();
+    let mut vars = vec![
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+    ];
+    vars.extend_from_slice(env);
+    remote::imgfeed_with_env(&all, &vars)
 }
 
 const EVAL: &[&str] = &[

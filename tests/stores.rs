@@ -16,16 +16,17 @@
 //! subprocess and loop here is bounded in time.
 
 mod common;
+#[path = "common/remote.rs"]
+mod remote;
+
+use remote::{digests, files_of, free_port, local_shards, request, text, traffic};
 
 use base64::Engine;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-/// Longest any one `imgfeed` command may take here.
-const COMMAND_LIMIT: Duration = Duration::from_secs(180);
 
 /// Azurite's well-known development account and key (public: Microsoft documents them).
 const ACCOUNT: &str = "devstoreaccount1";
@@ -119,13 +120,6 @@ fn ready(test: &str, server: Server) -> bool {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
-}
-
 /// A server on loopback, killed on drop.
 struct Running {
     child: Child,
@@ -195,57 +189,6 @@ impl Drop for Running {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// One HTTP/1.1 request; returns the status and the body (Content-Length or chunked).
-fn request(
-    port: u16,
-    method: &str,
-    target: &str,
-    headers: &[(String, String)],
-    body: &[u8],
-) -> (u16, Vec<u8>) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connects");
-    s.set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("timeout");
-    let mut head = format!(
-        "{method} {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\n\
-         Connection: close\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes()).expect("writes");
-    s.write_all(body).expect("writes");
-    let mut resp = Vec::new();
-    let _ = s.read_to_end(&mut resp);
-    let at = resp
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map_or(resp.len(), |p| p + 4);
-    let head = String::from_utf8_lossy(&resp[..at]).to_ascii_lowercase();
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let mut body = resp[at..].to_vec();
-    if head.contains("transfer-encoding: chunked") {
-        let (mut out, mut rest) = (Vec::new(), &body[..]);
-        while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
-            let n = usize::from_str_radix(String::from_utf8_lossy(&rest[..eol]).trim(), 16)
-                .unwrap_or(0);
-            if n == 0 || rest.len() < eol + 2 + n {
-                break;
-            }
-            out.extend_from_slice(&rest[eol + 2..eol + 2 + n]);
-            rest = &rest[(eol + 4 + n).min(rest.len())..];
-        }
-        body = out;
-    }
-    (status, body)
 }
 
 /// `t` as an HTTP date (`Thu, 26 Nov 2026 14:00:00 GMT`).
@@ -445,98 +388,12 @@ fn azure_objects(server: &Running, container: &str, prefix: &str) -> Vec<(String
     out
 }
 
-/// Every file of `dir`, sorted by name, with its bytes.
-fn files_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
-        .expect("dir")
-        .flatten()
-        .map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            (name, std::fs::read(e.path()).expect("reads"))
-        })
-        .collect();
-    out.sort();
-    out
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 /// Run `imgfeed ARGS` in the repository with no store settings of the caller's but
-/// `env`, no instance-metadata lookups, killed after [`COMMAND_LIMIT`].
+/// `env`, no instance-metadata lookups, killed after [`remote::COMMAND_LIMIT`].
 fn imgfeed(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_imgfeed"));
-    cmd.current_dir(common::repo())
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, _) in std::env::vars() {
-        if ["AWS_", "GOOGLE_", "AZURE_", "AZURITE_"]
-            .iter()
-            .any(|p| k.starts_with(p))
-        {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("IMGFEED_NO_METADATA", "true")
-        .env("NO_GCE_CHECK", "true");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("imgfeed starts");
-    let (mut out, mut err) = (child.stdout.take(), child.stderr.take());
-    let reader = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        if let Some(o) = out.as_mut() {
-            let _ = o.read_to_end(&mut b);
-        }
-        b
-    });
-    let ereader = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        if let Some(e) = err.as_mut() {
-            let _ = e.read_to_end(&mut b);
-        }
-        b
-    });
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("waits") {
-            break s;
-        }
-        if t0.elapsed() > COMMAND_LIMIT {
-            let _ = child.kill();
-            panic!("imgfeed {args:?} ran past {COMMAND_LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Output {
-        status,
-        stdout: reader.join().unwrap_or_default(),
-        stderr: ereader.join().unwrap_or_default(),
-    }
-}
-
-/// The `digest` of every epoch line.
-fn digests(o: &Output) -> Vec<String> {
-    text(&o.stdout)
-        .lines()
-        .filter_map(|l| l.split("digest ").nth(1))
-        .map(|d| d.split(';').next().unwrap_or("").to_string())
-        .collect()
-}
-
-/// A count from the `object store:` lines (`N files downloaded`), summed.
-fn traffic(o: &Output, what: &str) -> u64 {
-    text(&o.stdout)
-        .lines()
-        .filter(|l| l.contains("object store:"))
-        .filter_map(|l| {
-            let at = l.find(what)?;
-            l[..at].split_whitespace().last()?.parse::<u64>().ok()
-        })
-        .sum()
+    let mut vars = vec![("IMGFEED_NO_METADATA", "true"), ("NO_GCE_CHECK", "true")];
+    vars.extend_from_slice(env);
+    remote::imgfeed_with_env(args, &vars)
 }
 
 const EVAL: &[&str] = &[
@@ -577,29 +434,6 @@ fn local_digests(args: &[&str], dir: &Path) -> Vec<String> {
     let d = digests(&o);
     assert!(!d.is_empty());
     d
-}
-
-/// The fixtures converted to jpeg shards of about 30 kB (several shards for 12 samples).
-fn local_shards() -> tempfile::TempDir {
-    let out = tempfile::tempdir().expect("tempdir");
-    let dir = out.path().join("ds");
-    let o = imgfeed(
-        &[
-            "convert",
-            "pipelines/convert_jpeg256.toml",
-            "--data",
-            "fixtures/imagefolder",
-            "--format",
-            "shards",
-            "--shard-size",
-            "30kB",
-            "--out",
-            dir.to_str().expect("utf-8"),
-        ],
-        &[],
-    );
-    assert!(o.status.success(), "convert: {}", text(&o.stderr));
-    out
 }
 
 /// Azurite reached through `--endpoint` with the development account's key.

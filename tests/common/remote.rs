@@ -1,0 +1,188 @@
+//! What the object-store tests share (`tests/s3.rs`: moto_server; `tests/stores.rs`:
+//! Azurite, fake-gcs-server): running `imgfeed` as a user runs it, bounded in time and with
+//! none of this process's store variables, reading its digests and traffic lines, and the
+//! local conversion of the fixtures that the stores are compared with. Included by those
+//! two files only (`#[path = "common/remote.rs"] mod remote;`).
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Longest any one `imgfeed` command may take here.
+pub const COMMAND_LIMIT: Duration = Duration::from_secs(180);
+
+/// The prefixes of the stores' variables, none of which the tests' `imgfeed` inherits.
+const STORE_VARS: &[&str] = &["AWS_", "GOOGLE_", "AZURE_", "AZURITE_"];
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// The files of a folder, sorted by name, with their bytes.
+pub fn files_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .expect("dir")
+        .flatten()
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, std::fs::read(e.path()).expect("reads"))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The digests `imgfeed run` printed, one per epoch.
+pub fn digests(o: &Output) -> Vec<String> {
+    text(&o.stdout)
+        .lines()
+        .filter_map(|l| l.split("digest ").nth(1))
+        .map(|d| d.split(';').next().unwrap_or("").to_string())
+        .collect()
+}
+
+/// The sum of the `object store:` lines' count before `what` (`requests`, `files`, ...).
+pub fn traffic(o: &Output, what: &str) -> u64 {
+    text(&o.stdout)
+        .lines()
+        .filter(|l| l.contains("object store:"))
+        .filter_map(|l| {
+            let at = l.find(what)?;
+            l[..at].split_whitespace().last()?.parse::<u64>().ok()
+        })
+        .sum()
+}
+
+/// `imgfeed ARGS` from the repository root, with none of this process's store variables
+/// but `env`'s, killed (and the test failed) after [`COMMAND_LIMIT`].
+pub fn imgfeed_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_imgfeed"));
+    cmd.current_dir(crate::common::repo())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, _) in std::env::vars() {
+        if STORE_VARS.iter().any(|p| k.starts_with(p)) {
+            cmd.env_remove(k);
+        }
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("imgfeed starts");
+    let (mut out, mut err) = (child.stdout.take(), child.stderr.take());
+    let reader = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        if let Some(o) = out.as_mut() {
+            let _ = o.read_to_end(&mut b);
+        }
+        b
+    });
+    let ereader = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        if let Some(e) = err.as_mut() {
+            let _ = e.read_to_end(&mut b);
+        }
+        b
+    });
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("waits") {
+            break s;
+        }
+        if t0.elapsed() > COMMAND_LIMIT {
+            let _ = child.kill();
+            panic!("imgfeed {args:?} ran past {COMMAND_LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: reader.join().unwrap_or_default(),
+        stderr: ereader.join().unwrap_or_default(),
+    }
+}
+
+/// The fixtures converted to shards of 30 kB in `ds/` of a new temporary folder.
+pub fn local_shards() -> tempfile::TempDir {
+    let out = tempfile::tempdir().expect("tempdir");
+    let dir = out.path().join("ds");
+    let o = imgfeed_with_env(
+        &[
+            "convert",
+            "pipelines/convert_jpeg256.toml",
+            "--data",
+            "fixtures/imagefolder",
+            "--format",
+            "shards",
+            "--shard-size",
+            "30kB",
+            "--out",
+            dir.to_str().expect("utf-8"),
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "convert: {}", text(&o.stderr));
+    out
+}
+
+/// One HTTP/1.1 request; returns the status and the body (Content-Length or chunked).
+pub fn request(
+    port: u16,
+    method: &str,
+    target: &str,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> (u16, Vec<u8>) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connects");
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let mut head = format!(
+        "{method} {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\n\
+         Connection: close\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).expect("writes");
+    s.write_all(body).expect("writes");
+    let mut resp = Vec::new();
+    let _ = s.read_to_end(&mut resp);
+    let at = resp
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(resp.len(), |p| p + 4);
+    let head = String::from_utf8_lossy(&resp[..at]).to_ascii_lowercase();
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let mut body = resp[at..].to_vec();
+    if head.contains("transfer-encoding: chunked") {
+        let (mut out, mut rest) = (Vec::new(), &body[..]);
+        while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
+            let n = usize::from_str_radix(String::from_utf8_lossy(&rest[..eol]).trim(), 16)
+                .unwrap_or(0);
+            if n == 0 || rest.len() < eol + 2 + n {
+                break;
+            }
+            out.extend_from_slice(&rest[eol + 2..eol + 2 + n]);
+            rest = &rest[(eol + 4 + n).min(rest.len())..];
+        }
+        body = out;
+    }
+    (status, body)
+}
