@@ -16,7 +16,10 @@ mod common;
 #[path = "common/remote.rs"]
 mod remote;
 
-use remote::{digests, files_of, free_port, local_shards, text, traffic, COMMAND_LIMIT};
+use remote::{
+    convert_fixtures, digests, files_of, free_port, local_shards, text, traffic, COMMAND_LIMIT,
+    EVAL, TRAIN,
+};
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -246,25 +249,6 @@ fn imgfeed(args: &[&str], more: &[&str], env: &[(&str, &str)]) -> Output {
     vars.extend_from_slice(env);
     remote::imgfeed_with_env(&all, &vars)
 }
-
-const EVAL: &[&str] = &[
-    "run",
-    "pipelines/resnet50_eval.toml",
-    "--batch-size",
-    "4",
-    "--workers",
-    "2",
-];
-const TRAIN: &[&str] = &[
-    "run",
-    "pipelines/resnet50_train.toml",
-    "--batch-size",
-    "4",
-    "--workers",
-    "2",
-    "--epochs",
-    "2",
-];
 
 fn data(url: &str, cache: &Path) -> Vec<String> {
     vec![
@@ -839,16 +823,7 @@ const PART_SIZE: (&str, &str) = ("IMGFEED_S3_PART_SIZE", "8192");
 /// `convert --format shards` of the fixtures (30 kB shards, as [`local_shards`]) to `out`,
 /// with `more` flags.
 fn convert_to(out: &str, more: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut args = vec![
-        "convert",
-        "pipelines/convert_jpeg256.toml",
-        "--data",
-        "fixtures/imagefolder",
-        "--format",
-        "shards",
-        "--shard-size",
-        "30kB",
-    ];
+    let mut args = convert_fixtures("30kB");
     args.extend_from_slice(more);
     imgfeed(&args, &["--out", out], env)
 }
@@ -1513,18 +1488,8 @@ fn a_forked_process_reads_the_store_like_its_parent() {
     let local = tempfile::tempdir().expect("tempdir");
     let dir = local.path().join("ds");
     let o = imgfeed(
-        &[
-            "convert",
-            "pipelines/convert_jpeg256.toml",
-            "--data",
-            "fixtures/imagefolder",
-            "--format",
-            "shards",
-            "--shard-size",
-            "8kB",
-            "--out",
-        ],
-        &[dir.to_str().expect("utf-8")],
+        &convert_fixtures("8kB"),
+        &["--out", dir.to_str().expect("utf-8")],
         &[],
     );
     assert!(o.status.success(), "convert: {}", text(&o.stderr));

@@ -19,7 +19,10 @@ mod common;
 #[path = "common/remote.rs"]
 mod remote;
 
-use remote::{digests, files_of, free_port, local_shards, request, text, traffic};
+use remote::{
+    convert_fixtures, digests, files_of, free_port, local_shards, request, text, traffic, EVAL,
+    TRAIN,
+};
 
 use base64::Engine;
 use std::io::Write;
@@ -396,25 +399,6 @@ fn imgfeed(args: &[&str], env: &[(&str, &str)]) -> Output {
     remote::imgfeed_with_env(args, &vars)
 }
 
-const EVAL: &[&str] = &[
-    "run",
-    "pipelines/resnet50_eval.toml",
-    "--batch-size",
-    "4",
-    "--workers",
-    "2",
-];
-const TRAIN: &[&str] = &[
-    "run",
-    "pipelines/resnet50_train.toml",
-    "--batch-size",
-    "4",
-    "--workers",
-    "2",
-    "--epochs",
-    "2",
-];
-
 /// `args` reading `data` with its cache in `cache` (and `more` flags).
 fn run(args: &[&str], data: &str, cache: &Path, more: &[&str], env: &[(&str, &str)]) -> Output {
     let mut all: Vec<&str> = args.to_vec();
@@ -646,19 +630,10 @@ fn a_conversion_written_to_azure_holds_the_local_files_and_reads_back_alike() {
     let convert = || {
         imgfeed(
             &[
-                "convert",
-                "pipelines/convert_jpeg256.toml",
-                "--data",
-                "fixtures/imagefolder",
-                "--format",
-                "shards",
-                "--shard-size",
-                "30kB",
-                "--endpoint",
-                &ep,
-                "--out",
-                "az://out/ds",
-            ],
+                &convert_fixtures("30kB")[..],
+                &["--endpoint", &ep, "--out", "az://out/ds"],
+            ]
+            .concat(),
             &env,
         )
     };
@@ -836,19 +811,10 @@ fn an_unsigned_write_to_gcs_asks_no_metadata_server() {
     let env = [("GOOGLE_SKIP_SIGNATURE", "true")];
     let o = imgfeed(
         &[
-            "convert",
-            "pipelines/convert_jpeg256.toml",
-            "--data",
-            "fixtures/imagefolder",
-            "--format",
-            "shards",
-            "--shard-size",
-            "30kB",
-            "--endpoint",
-            &base,
-            "--out",
-            "gs://out/ds",
-        ],
+            &convert_fixtures("30kB")[..],
+            &["--endpoint", &base, "--out", "gs://out/ds"],
+        ]
+        .concat(),
         &env,
     );
     let err = text(&o.stderr);
@@ -898,20 +864,8 @@ fn sliced_conversions_merged_in_azure_equal_the_local_ones() {
     let ep = az.azure_endpoint();
     let env = azure_env();
     let convert = |out: &str, slice: &str, env: &[(&str, &str)]| {
-        let mut args = vec![
-            "convert",
-            "pipelines/convert_jpeg256.toml",
-            "--data",
-            "fixtures/imagefolder",
-            "--format",
-            "shards",
-            "--shard-size",
-            "30kB",
-            "--slice",
-            slice,
-            "--out",
-            out,
-        ];
+        let mut args = convert_fixtures("30kB");
+        args.extend(["--slice", slice, "--out", out]);
         if out.starts_with("az://") {
             args.extend(["--endpoint", &ep]);
         }

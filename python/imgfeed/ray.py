@@ -188,8 +188,7 @@ class ImgfeedDatasource(Datasource):
         self.output_spec: Dict[str, Any] = spec
         self._sample_bytes = _sample_bytes(spec)
         self.batch_size = int(pipeline.config["batch"]["size"])
-        fixed = all(spec.get(k) for k in ("height", "width", "channels")) and not spec.get("encoded")
-        if self.hold_block_batches and fixed:  # a batch's bytes are known
+        if self.hold_block_batches and _image_bytes(spec):  # a batch's bytes are known
             # Ray's output buffer holds a task's batches until they fill a block (up to
             # target_max_block_size, 128 MiB: 7 float32 ImageNet batches) before it copies
             # them into the object store; the engine's pool keeps its queue's worth of free
@@ -254,16 +253,25 @@ def _numpy_dtype(name: str) -> str:
 _INDEX_BYTES = 8
 
 
+def _image_bytes(spec: Dict[str, Any]) -> int:
+    """A sample's image bytes in a batch, or 0 when they are not fixed (encoded output, a
+    size that varies, a type numpy does not name)."""
+    dims = [spec.get(k) for k in ("height", "width", "channels")]
+    if not all(dims) or spec.get("encoded"):
+        return 0
+    try:
+        return int(np.prod(dims)) * np.dtype(_numpy_dtype(spec["dtype"])).itemsize
+    except TypeError:
+        return 0
+
+
 def _sample_bytes(spec: Dict[str, Any]) -> int:
     """A sample's bytes in a batch: image (when its size is fixed), labels and index."""
-    dims = [spec.get(k) for k in ("height", "width", "channels")]
-    pixels = int(np.prod(dims)) if all(dims) and not spec.get("encoded") else 0
     try:
-        image = pixels * np.dtype(_numpy_dtype(spec["dtype"])).itemsize
         label = np.dtype(spec.get("label") or "int32").itemsize * int(spec.get("label_columns") or 1)
-    except TypeError:  # a dtype numpy does not name
-        image, label = 0, 8
-    return image + label + _INDEX_BYTES
+    except TypeError:  # a type numpy does not name
+        label = 8
+    return _image_bytes(spec) + label + _INDEX_BYTES
 
 
 def read(
@@ -365,10 +373,11 @@ def batches(source: Any) -> Iterator[Tuple[Any, Any, Any]]:
     each row is one imgfeed batch). The views are read-only and live as long as the block:
     copy what must outlive the next batch."""
     if hasattr(source, "iter_batches"):
-        yield from _batches_of_blocks(source.iter_batches(batch_size=None, batch_format="pyarrow"))
-        return
-    for group in source:
-        images, labels, indices = group["image"], group["label"], group["index"]
+        groups: Iterable[Tuple[Any, Any, Any]] = _groups_of_blocks(
+            source.iter_batches(batch_size=None, batch_format="pyarrow"))
+    else:
+        groups = ((g["image"], g["label"], g["index"]) for g in source)
+    for images, labels, indices in groups:
         for i in range(len(images)):
             yield images[i], labels[i], indices[i]
 
@@ -381,16 +390,15 @@ def _numpy(chunk: Any) -> Any:
         return chunk.to_numpy(zero_copy_only=False)
 
 
-def _batches_of_blocks(blocks: Iterable[Any]) -> Iterator[Tuple[Any, Any, Any]]:
+def _groups_of_blocks(blocks: Iterable[Any]) -> Iterator[Tuple[Any, Any, Any]]:
+    """Each Arrow block's ``(image, label, index)`` rows, a chunk at a time, as views."""
     for table in blocks:
         columns = [table.column(name) for name in ("image", "label", "index")]
         if len({tuple(len(c) for c in col.chunks) for col in columns}) == 1:
             parts = [col.chunks for col in columns]  # one chunk per batch the task yielded
         else:  # chunked unlike each other: one array per column (a copy)
             parts = [[col.combine_chunks()] for col in columns]
-        for images, labels, indices in zip(*([_numpy(c) for c in part] for part in parts)):
-            for i in range(len(images)):
-                yield images[i], labels[i], indices[i]
+        yield from zip(*([_numpy(c) for c in part] for part in parts))
 
 
 # --- conversions ---------------------------------------------------------------------------

@@ -113,25 +113,48 @@ pub fn imgfeed_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     }
 }
 
+/// `imgfeed run` of the eval pipeline, as the tests compare it.
+pub const EVAL: &[&str] = &[
+    "run",
+    "pipelines/resnet50_eval.toml",
+    "--batch-size",
+    "4",
+    "--workers",
+    "2",
+];
+/// `imgfeed run` of the training pipeline, two epochs.
+pub const TRAIN: &[&str] = &[
+    "run",
+    "pipelines/resnet50_train.toml",
+    "--batch-size",
+    "4",
+    "--workers",
+    "2",
+    "--epochs",
+    "2",
+];
+
+/// `imgfeed convert` of the fixtures to shards of `shard_size`; `--out` and the rest follow.
+pub fn convert_fixtures(shard_size: &str) -> Vec<&str> {
+    vec![
+        "convert",
+        "pipelines/convert_jpeg256.toml",
+        "--data",
+        "fixtures/imagefolder",
+        "--format",
+        "shards",
+        "--shard-size",
+        shard_size,
+    ]
+}
+
 /// The fixtures converted to shards of 30 kB in `ds/` of a new temporary folder.
 pub fn local_shards() -> tempfile::TempDir {
     let out = tempfile::tempdir().expect("tempdir");
     let dir = out.path().join("ds");
-    let o = imgfeed_with_env(
-        &[
-            "convert",
-            "pipelines/convert_jpeg256.toml",
-            "--data",
-            "fixtures/imagefolder",
-            "--format",
-            "shards",
-            "--shard-size",
-            "30kB",
-            "--out",
-            dir.to_str().expect("utf-8"),
-        ],
-        &[],
-    );
+    let mut args = convert_fixtures("30kB");
+    args.extend(["--out", dir.to_str().expect("utf-8")]);
+    let o = imgfeed_with_env(&args, &[]);
     assert!(o.status.success(), "convert: {}", text(&o.stderr));
     out
 }
