@@ -9,9 +9,12 @@
 //! `.lock` in the dataset's folder: the sizes of every file there (temporary ones
 //! included, at their final size) are added up, the least recently used files that the
 //! caller does not need are removed until the new file fits, and the temporary file is
-//! created at its full size; then the lock is released for the download. So the files in
-//! the folder never add up to more than the limit. Temporary files of processes that died
-//! are removed when found.
+//! created at its full size; then the lock is released for the download. The rename that
+//! completes it takes the lock again: a rename while another reservation lists the folder
+//! would hide the file from that count (listed under the old name, gone by the time its
+//! size is read) and let the folder go past the limit. So the files in the folder never
+//! add up to more than the limit. Temporary files of processes that died are removed when
+//! found.
 
 use super::{RemoteError, RemoteUrl};
 use crate::shards::format::FileEntry;
@@ -141,6 +144,9 @@ impl Pending {
                 ),
             });
         }
+        // Under the lock: a reservation listing the folder sees this file under one name.
+        let dir = self.dest.parent().unwrap_or(Path::new("."));
+        let _lock = Lock::take(&dir.join(".lock"))?;
         std::fs::rename(&self.tmp, &self.dest).map_err(|e| cache_err(&self.dest, e.to_string()))?;
         Ok(self.dest.clone())
     }
