@@ -7,9 +7,9 @@
 //!   cargo run --release --example s3_access -- s3://bucket/prefix LOCAL_DIR
 //! ```
 
-use imgfeed::remote::{RemoteUrl, StoreClient};
 use imgfeed::shards::format::{Entry, HEADER_LEN};
 use imgfeed::shards::Manifest;
+use imgfeed::store::{StoreClient, StoreUrl};
 use std::time::Instant;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -18,7 +18,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("usage: s3_access s3://bucket/prefix LOCAL_SHARDS_DIR".into());
     };
     let local = std::path::Path::new(local);
-    let url = RemoteUrl::parse(url)?;
+    let url = StoreUrl::parse(url)?;
     let client = StoreClient::new(&url, None)?;
     let manifest = Manifest::read(&local.join("manifest.json"))?;
     let index = std::fs::read(local.join(&manifest.index.file))?;
@@ -32,7 +32,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut bytes = 0u64;
         for (i, s) in manifest.shards.iter().enumerate() {
             let mut f = std::fs::File::create(dir.path().join(format!("{i}")))?;
-            bytes += client.download(&s.file, Some(s.size), &mut f)?.size;
+            bytes += client
+                .download(&s.file, Some((s.size, "the manifest")), &mut f)?
+                .size;
         }
         let whole = t0.elapsed().as_secs_f64();
         let t0 = Instant::now();

@@ -68,12 +68,13 @@ pub mod imgproc;
 pub mod ops;
 pub mod pipeline;
 pub mod plan;
-pub mod remote;
 pub mod rng;
 pub mod shards;
 pub mod sink;
+pub mod size;
 pub mod source;
 pub mod spec;
+pub mod store;
 pub mod validate;
 
 pub use engine::{Batch, Epoch, Labels, OnError, StageTimes, State, TimedOut, WrongType};

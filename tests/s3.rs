@@ -1437,7 +1437,7 @@ fn fork_probe() {
         let mut first = p.epoch(0);
         first.next().expect("a batch").expect("reads");
     }
-    let before = imgfeed::remote::snapshot();
+    let before = imgfeed::store::snapshot();
     // SAFETY: the child only reads the dataset through the library (which rebuilds what
     // it needs after a fork) and leaves with `_exit`.
     let pid = unsafe { libc::fork() };
@@ -1445,7 +1445,7 @@ fn fork_probe() {
     if pid == 0 {
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let d = [epoch_digest(&p, 0), epoch_digest(&p, 1)];
-            let t = imgfeed::remote::snapshot().since(&before);
+            let t = imgfeed::store::snapshot().since(&before);
             format!("{}\n{}\n{}\n", d[0], d[1], t.requests)
         }));
         let code = match r {

@@ -299,7 +299,7 @@ fn jpeg(p: &Pipeline) -> Option<String> {
 /// What is measured, printed before the run (and its progress bar).
 fn print_header(p: &Pipeline) {
     println!("{}", p.source().describe());
-    if imgfeed::remote::is_remote(p.source().root())
+    if imgfeed::store::url::is_remote(p.source().root())
         && p.config().source.kind() == imgfeed::source::SourceKind::ImageFolder
     {
         println!(
@@ -389,7 +389,7 @@ fn print_table(p: &Pipeline, m: &Measured, v: &Verdict) {
         m.mb_out_per_s()
     );
     println!("peak RSS     {:.1} MB", m.peak_rss as f64 / 1e6);
-    let store = imgfeed::remote::snapshot();
+    let store = imgfeed::store::snapshot();
     if !store.is_empty() {
         println!(
             "store        {} ({:.1} MB/s, {:.0} requests/s over the run)",

@@ -150,7 +150,7 @@ pub fn convert_shards(
             String::new()
         }
     );
-    let traffic = imgfeed::remote::snapshot();
+    let traffic = imgfeed::store::snapshot();
     if !traffic.is_empty() {
         println!("{traffic}");
     }

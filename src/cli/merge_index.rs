@@ -2,11 +2,11 @@
 //! `s3://bucket/prefix`).
 
 use anyhow::Result;
-use imgfeed::remote::RemoteOptions;
+use imgfeed::store::StoreOptions;
 use std::path::Path;
 
 pub fn merge_index(dir: &Path, endpoint: Option<String>) -> Result<i32> {
-    let mut options = RemoteOptions::default();
+    let mut options = StoreOptions::default();
     options.endpoint = endpoint;
     let m = imgfeed::shards::merge_index_with(dir, &options)?;
     println!(
@@ -15,7 +15,7 @@ pub fn merge_index(dir: &Path, endpoint: Option<String>) -> Result<i32> {
         m.shards.len(),
         dir.join(imgfeed::shards::format::MANIFEST).display()
     );
-    let traffic = imgfeed::remote::snapshot();
+    let traffic = imgfeed::store::snapshot();
     if !traffic.is_empty() {
         println!("{traffic}");
     }

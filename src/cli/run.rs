@@ -30,7 +30,7 @@ pub fn run(
     let last = range.end - 1;
     let bar = progress(run_images(c, &p, &range), "images");
     // Opening a remote dataset fetched its manifest, index and names: counted in epoch 0.
-    let mut traffic = imgfeed::remote::Traffic::default();
+    let mut traffic = imgfeed::store::Traffic::default();
     for e in range.clone() {
         bar.set_prefix(epoch_label(e, &range));
         let t0 = Instant::now();
@@ -102,7 +102,7 @@ pub fn run(
             spec.label.name(),
             samples as f64 / secs.max(1e-9)
         )];
-        let now = imgfeed::remote::snapshot();
+        let now = imgfeed::store::snapshot();
         let moved = now.since(&traffic);
         traffic = now;
         if !moved.is_empty() {

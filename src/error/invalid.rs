@@ -10,7 +10,7 @@
 
 use crate::error::Place;
 use crate::plan::SamplingError;
-use crate::shards::store::StoreError;
+use crate::size::SizeError;
 use crate::spec::SpecError;
 use std::path::PathBuf;
 
@@ -185,12 +185,15 @@ pub enum Invalid {
         /// Its scheme.
         scheme: String,
     },
-    /// A `[store]` table (or `--shard-size`, `--store`) that cannot be used.
-    #[error("{0}")]
-    Store(#[from] StoreError),
+    /// A JPEG quality (`store.quality`, `--quality`) outside 1..=100.
+    #[error("store.quality {0} must be between 1 and 100")]
+    Quality(u8),
+    /// A shard size (`store.shard_size`, `--shard-size`) that is not a size.
+    #[error("store.shard_size: {0}")]
+    ShardSize(#[source] SizeError),
     /// A cache size (`source.cache_size`, `--cache-size`) that is not a size.
-    #[error("source.cache_size: {}", .0.to_string().trim_start_matches("store.shard_size: "))]
-    CacheSize(#[source] StoreError),
+    #[error("source.cache_size: {0}")]
+    CacheSize(#[source] SizeError),
     /// A cache too small for a remote dataset's index, names and largest shard.
     #[error(
         "--cache-size (source.cache_size) {limit} bytes cannot hold {url}'s index, names and \

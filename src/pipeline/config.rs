@@ -224,7 +224,7 @@ impl PipelineConfig {
             });
         }
         let root = cfg.source.dataset.root_mut();
-        if root.is_relative() && !crate::remote::is_remote(root) {
+        if root.is_relative() && !crate::store::url::is_remote(root) {
             if let Some(dir) = path.parent() {
                 *root = dir.join(&*root);
             }
@@ -244,5 +244,29 @@ impl PipelineConfig {
     /// As TOML.
     pub fn to_toml(&self) -> String {
         toml::to_string(self).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_root_in_a_pipeline_file_is_not_made_relative_to_the_file() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("pipelines");
+        let text = std::fs::read_to_string(dir.join("resnet50_eval.toml")).expect("reads");
+        let text: String = text
+            .lines()
+            .map(|l| {
+                if l.starts_with("root") {
+                    "root = \"s3://bucket/ds\""
+                } else {
+                    l
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let cfg = PipelineConfig::parse(&text, &dir.join("x.toml")).expect("parses");
+        assert_eq!(cfg.source.root(), Path::new("s3://bucket/ds"));
     }
 }

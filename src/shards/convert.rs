@@ -238,10 +238,10 @@ pub fn convert_to_shards_until(
     let (first, end) = slice_range(source.len(), id, count);
     let names = Names::new((count > 1).then_some((id, count)));
     let manifest_name = names.manifest();
-    let mut writer = if crate::remote::is_remote(out) {
+    let mut writer = if crate::store::url::is_remote(out) {
         // Object storage: files are written in a staging folder and uploaded as they are
         // finished, the manifest last.
-        let up = crate::remote::Uploader::new(out, &config.source.remote, &manifest_name)?;
+        let up = super::upload::Uploader::new(out, &config.source.remote, &manifest_name)?;
         let staging = up.staging().to_path_buf();
         ShardWriter::create_with(&staging, names, store.mode, shard_size, Some(Box::new(up)))?
     } else {

@@ -1,9 +1,10 @@
 //! The folder a dataset's files are in, for the steps that read and write whole small
 //! files by name (`merge-index`): a local folder ([`LocalFolder`]) or a prefix in object
-//! storage ([`crate::remote::RemoteFolder`]). Writes are whole or not at all (a rename
+//! storage ([`StoreFolder`]). Writes are whole or not at all (a rename
 //! locally; one request to a store).
 
 use crate::error::{Error, Result};
+use crate::store::{StoreClient, StoreOptions, StoreUrl};
 use std::path::{Path, PathBuf};
 
 /// Files by name in one folder (see the module).
@@ -76,5 +77,57 @@ impl Folder for LocalFolder {
 
     fn root(&self) -> PathBuf {
         self.0.clone()
+    }
+}
+
+/// Most objects listed under one prefix (a dataset's files: shards, slices' files).
+const MAX_LISTED: usize = 1_000_000;
+
+/// `s3://bucket/prefix` as a folder of files.
+#[derive(Debug)]
+pub struct StoreFolder {
+    client: StoreClient,
+}
+
+impl StoreFolder {
+    /// The prefix `root` (`s3://bucket/prefix`), reached as `options` say.
+    pub fn open(root: &Path, options: &StoreOptions) -> Result<StoreFolder> {
+        let url = StoreUrl::parse(&root.to_string_lossy())?;
+        let client = StoreClient::new(&url, options.endpoint.as_deref())?;
+        Ok(StoreFolder { client })
+    }
+}
+
+impl Folder for StoreFolder {
+    fn names_starting(&self, start: &str) -> Result<Vec<String>> {
+        let mut found: Vec<String> = self
+            .client
+            .list(MAX_LISTED)?
+            .into_iter()
+            .map(|(key, _)| key)
+            .filter(|k| !k.contains('/') && k.starts_with(start))
+            .collect();
+        found.sort();
+        Ok(found)
+    }
+
+    fn read(&self, name: &str, limit: u64) -> Result<Vec<u8>> {
+        Ok(self.client.get(name, limit)?.0)
+    }
+
+    fn write(&self, name: &str, bytes: Vec<u8>) -> Result<()> {
+        Ok(self.client.put(name, bytes)?)
+    }
+
+    fn exists(&self, name: &str) -> Result<bool> {
+        Ok(self.client.exists(name)?)
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        PathBuf::from(self.client.url().object(name))
+    }
+
+    fn root(&self) -> PathBuf {
+        PathBuf::from(self.client.url().to_string())
     }
 }

@@ -74,13 +74,13 @@ fn read_checked(dir: &dyn Folder, entry: &FileEntry) -> Result<Vec<u8>> {
 /// `dir` may be `s3://bucket/prefix` (reached through `AWS_ENDPOINT_URL` or the store's
 /// default endpoint; [`merge_index_with`] takes the options).
 pub fn merge_index(dir: &Path) -> Result<Manifest> {
-    merge_index_with(dir, &crate::remote::RemoteOptions::default())
+    merge_index_with(dir, &crate::store::StoreOptions::default())
 }
 
 /// [`merge_index`], reaching a dataset in object storage as `options` say.
-pub fn merge_index_with(dir: &Path, options: &crate::remote::RemoteOptions) -> Result<Manifest> {
-    if crate::remote::is_remote(dir) {
-        merge_in(&crate::remote::RemoteFolder::open(dir, options)?)
+pub fn merge_index_with(dir: &Path, options: &crate::store::StoreOptions) -> Result<Manifest> {
+    if crate::store::url::is_remote(dir) {
+        merge_in(&super::folder::StoreFolder::open(dir, options)?)
     } else {
         merge_in(&LocalFolder(dir.to_path_buf()))
     }

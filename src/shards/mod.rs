@@ -19,22 +19,32 @@
 //!
 //! The flow, one file each: [`convert`] runs a conversion (the `[store]` pipeline table is
 //! [`store`]), [`writer`] appends samples to shards in the layout of
-//! [`format`](mod@format), [`publish`] hands finished files to object storage, [`merge`]
-//! joins the slices of a split conversion, and [`source`] reads a dataset back,
-//! memory-mapped.
+//! [`format`](mod@format), [`publish`] hands finished files on ([`upload`]: to object
+//! storage, the manifest last), [`merge`] joins the slices of a split conversion (in a
+//! [`folder`], local or a store's prefix), and [`source`] reads a dataset back,
+//! memory-mapped; from object storage, [`remote`] opens it (the manifest, then the index
+//! and the names into the cache) and [`fetch`] brings its shard files into the cache ahead
+//! of the epoch's order.
 
 pub mod convert;
+pub mod fetch;
 pub mod folder;
 pub mod format;
 pub mod merge;
 pub mod publish;
+pub mod remote;
 pub mod source;
 pub mod store;
+pub mod upload;
 pub mod writer;
 
 pub use convert::{convert_to_shards, convert_to_shards_until, slice_range};
+pub use fetch::RemoteFiles;
+pub use folder::StoreFolder;
 pub use format::{Manifest, Storage, VERSION};
 pub use merge::{merge_index, merge_index_with};
+pub use remote::open_remote;
 pub use source::Shards;
 pub use store::StoreConfig;
+pub use upload::Uploader;
 pub use writer::ShardWriter;

@@ -2,7 +2,7 @@
 //! written in: a [`Publish`] takes each file as soon as it is complete (a shard when the
 //! next one starts, then the index and the names) and stores the manifest only after every
 //! file is stored, so a reader never sees half a dataset. Object storage is one
-//! ([`crate::remote::Uploader`]); without one, the writer renames its files in place.
+//! ([`super::upload::Uploader`]); without one, the writer renames its files in place.
 
 use crate::error::Result;
 use std::path::PathBuf;

@@ -40,7 +40,7 @@ enum Files {
     /// Every shard mapped (a local dataset).
     Mapped(Vec<Mmap>),
     /// Fetched into a local cache and mapped when needed (a dataset in object storage).
-    Remote(crate::remote::RemoteFiles),
+    Remote(super::fetch::RemoteFiles),
 }
 
 impl std::fmt::Debug for Shards {
@@ -138,7 +138,7 @@ impl Shards {
         manifest: Manifest,
         index: (PathBuf, Mmap),
         names: (PathBuf, Mmap),
-        files: crate::remote::RemoteFiles,
+        files: super::fetch::RemoteFiles,
     ) -> Result<Shards> {
         Shards::assemble(root, MANIFEST, manifest, index, names, Files::Remote(files))
     }

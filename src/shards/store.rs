@@ -10,6 +10,8 @@
 
 use super::format::Storage;
 use super::writer::DEFAULT_SHARD_SIZE;
+use crate::error::Invalid;
+use crate::size::parse_size;
 use serde::{Deserialize, Serialize};
 
 fn ninety() -> u8 {
@@ -60,92 +62,13 @@ impl Default for StoreConfig {
 
 impl StoreConfig {
     /// Checks the parameters; returns the shard size in bytes.
-    pub fn check(&self) -> Result<u64, StoreError> {
+    pub fn check(&self) -> Result<u64, Invalid> {
         if self.mode == Storage::Jpeg && !(1..=100).contains(&self.quality) {
-            return Err(StoreError::Quality(self.quality));
+            return Err(Invalid::Quality(self.quality));
         }
         match &self.shard_size {
             None => Ok(DEFAULT_SHARD_SIZE),
-            Some(s) => parse_size(s),
+            Some(s) => parse_size(s).map_err(Invalid::ShardSize),
         }
-    }
-}
-
-/// Why a `[store]` table cannot be used.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// A JPEG quality outside 1..=100.
-    #[error("store.quality {0} must be between 1 and 100")]
-    Quality(u8),
-    /// A shard size that is not a number with a unit.
-    #[error("store.shard_size: {0:?} is not a size like 1GB or 500MB")]
-    NotASize(String),
-    /// A shard size with a unit that is not one of B, kB, MB, GB, TB, KiB, MiB, GiB, TiB.
-    #[error("store.shard_size: unknown unit {unit:?} in {text:?}")]
-    Unit {
-        /// The unit.
-        unit: String,
-        /// The whole size.
-        text: String,
-    },
-    /// A shard size below a byte or above an exabyte.
-    #[error("store.shard_size: {0:?} is not a usable size")]
-    OutOfRange(String),
-}
-
-impl From<StoreError> for crate::Error {
-    fn from(e: StoreError) -> crate::Error {
-        crate::Error::Invalid(e.into())
-    }
-}
-
-/// `"1GB"`, `"512MiB"`, `"1000000"` → bytes (decimal kB/MB/GB/TB, binary KiB/MiB/GiB/TiB).
-pub fn parse_size(text: &str) -> Result<u64, StoreError> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| StoreError::NotASize(text.to_string()))?;
-    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kb" => 1e3,
-        "m" | "mb" => 1e6,
-        "g" | "gb" => 1e9,
-        "t" | "tb" => 1e12,
-        "kib" => 1024.0,
-        "mib" => 1024.0 * 1024.0,
-        "gib" => 1024.0 * 1024.0 * 1024.0,
-        "tib" => 1024.0f64.powi(4),
-        u => {
-            return Err(StoreError::Unit {
-                unit: u.to_string(),
-                text: text.to_string(),
-            })
-        }
-    };
-    let bytes = n * mult;
-    if !(1.0..=1e18).contains(&bytes) {
-        return Err(StoreError::OutOfRange(text.to_string()));
-    }
-    Ok(bytes as u64)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_parse_with_units() {
-        assert_eq!(parse_size("1GB"), Ok(1_000_000_000));
-        assert_eq!(parse_size("512MiB"), Ok(512 << 20));
-        assert_eq!(parse_size("1.5 kB"), Ok(1500));
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert!(parse_size("0").is_err());
-        assert!(parse_size("GB").is_err());
-        assert!(parse_size("3 parsecs").is_err());
     }
 }

@@ -132,7 +132,7 @@ pub fn write_npy_dir(
     on_batch: impl FnMut(usize),
     on_skip: impl FnMut(&Error),
 ) -> Result<ConvertReport> {
-    if crate::remote::is_remote(dir) {
+    if crate::store::url::is_remote(dir) {
         return Err(crate::error::Invalid::NpyNotLocal {
             out: dir.to_path_buf(),
         }

@@ -18,8 +18,8 @@ pub use super::dataset::{
 use super::{Cifar, CifarKind, CifarLabel, ImageFolder, Source, Usage};
 use crate::error::{Invalid, Result};
 use crate::plan::{Sampling, SAMPLING_FIELDS};
-use crate::remote::{RemoteOptions, REMOTE_FIELDS};
 use crate::shards::Shards;
+use crate::store::{StoreOptions, STORE_FIELDS};
 use clap::ValueEnum;
 use serde::de::Error as _;
 use serde::ser::Error as _;
@@ -36,7 +36,7 @@ pub struct SourceConfig {
     /// Which of its samples an epoch reads, in what order, and how many epochs.
     pub sampling: Sampling,
     /// How a root in object storage (`s3://...`) is reached and cached.
-    pub remote: RemoteOptions,
+    pub remote: StoreOptions,
 }
 
 impl From<Dataset> for SourceConfig {
@@ -44,7 +44,7 @@ impl From<Dataset> for SourceConfig {
         SourceConfig {
             dataset,
             sampling: Sampling::default(),
-            remote: RemoteOptions::default(),
+            remote: StoreOptions::default(),
         }
     }
 }
@@ -127,10 +127,10 @@ impl SourceConfig {
 
     /// Open the dataset (lists or maps files; reads no sample).
     pub fn open(&self) -> Result<Arc<dyn Source>> {
-        if crate::remote::is_remote(self.root()) {
+        if crate::store::url::is_remote(self.root()) {
             if let Dataset::ImageFolder(c) = &self.dataset {
                 let (exts, classes) = (c.extensions.as_deref(), c.class_indexing.as_ref());
-                let tree = crate::remote::open_tree(
+                let tree = super::store_tree::open_tree(
                     &c.root,
                     exts,
                     classes,
@@ -142,7 +142,7 @@ impl SourceConfig {
                 }
             }
             let s =
-                crate::remote::open_remote(self.root(), self.kind(), &self.remote, &self.sampling)?;
+                crate::shards::open_remote(self.root(), self.kind(), &self.remote, &self.sampling)?;
             return self.check_listing(s);
         }
         if self.kind() == SourceKind::Shards || Shards::is_dataset(self.root()) {
@@ -245,7 +245,7 @@ impl<'de> Deserialize<'de> for SourceConfig {
             }
         }
         let mut remote = serde_json::Map::new();
-        for key in REMOTE_FIELDS {
+        for key in STORE_FIELDS {
             if let Some(v) = rest.remove(*key) {
                 remote.insert(key.to_string(), v);
             }
@@ -266,7 +266,7 @@ impl<'de> Deserialize<'de> for SourceConfig {
         })?;
         let sampling =
             Sampling::deserialize(serde_json::Value::Object(sampling)).map_err(D::Error::custom)?;
-        let remote = RemoteOptions::deserialize(serde_json::Value::Object(remote))
+        let remote = StoreOptions::deserialize(serde_json::Value::Object(remote))
             .map_err(D::Error::custom)?;
         Ok(SourceConfig {
             dataset,

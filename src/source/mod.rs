@@ -13,6 +13,7 @@ pub mod cifar_pickle;
 pub mod config;
 mod dataset;
 pub mod image_folder;
+pub mod store_tree;
 
 pub use crate::shards::Shards;
 pub use cifar::{parse_record, Cifar, CifarKind, CifarLabel, Usage, PIXELS as PIXELS_PER_RECORD};

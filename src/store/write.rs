@@ -6,7 +6,7 @@
 
 use super::client::Io;
 use super::retry::Failure;
-use super::{stats, RemoteError, StoreClient};
+use super::{stats, StoreClient, StoreError};
 use futures_util::StreamExt;
 use object_store::multipart::{MultipartStore, PartId};
 use object_store::path::Path as ObjectPath;
@@ -32,8 +32,8 @@ fn part_size(size: u64) -> u64 {
     base.max(size.div_ceil(MAX_PARTS))
 }
 
-fn local(path: &Path, what: &str, e: std::io::Error) -> RemoteError {
-    RemoteError::Cache {
+fn local(path: &Path, what: &str, e: std::io::Error) -> StoreError {
+    StoreError::Cache {
         path: path.to_path_buf(),
         reason: format!("{what}: {e}"),
     }
@@ -45,7 +45,7 @@ impl StoreClient {
     }
 
     /// Whether `file` exists under the prefix.
-    pub fn exists(&self, file: &str) -> Result<bool, RemoteError> {
+    pub fn exists(&self, file: &str) -> Result<bool, StoreError> {
         let object = self.url().object(file);
         let location = self.location(file);
         let io = self.io()?;
@@ -57,13 +57,13 @@ impl StoreClient {
                 .map_err(|e| self.classify(file, e))
         });
         match found {
-            Err(RemoteError::NotFound { .. }) => Ok(false),
+            Err(StoreError::NotFound { .. }) => Ok(false),
             other => other,
         }
     }
 
     /// Store `bytes` as `file` in one request (retried).
-    pub fn put(&self, file: &str, bytes: Vec<u8>) -> Result<(), RemoteError> {
+    pub fn put(&self, file: &str, bytes: Vec<u8>) -> Result<(), StoreError> {
         let object = self.url().object(file);
         let location = self.location(file);
         let len = bytes.len() as u64;
@@ -82,7 +82,7 @@ impl StoreClient {
 
     /// Upload the local file `path` as `file`: one request when it fits in a part, else a
     /// multipart upload streamed from the file one part at a time. Returns its size.
-    pub fn upload(&self, path: &Path, file: &str) -> Result<u64, RemoteError> {
+    pub fn upload(&self, path: &Path, file: &str) -> Result<u64, StoreError> {
         let size = std::fs::metadata(path)
             .map_err(|e| local(path, "cannot read the file to upload", e))?
             .len();
@@ -96,13 +96,10 @@ impl StoreClient {
         let object = self.url().object(file);
         let location = self.location(file);
         let io = self.io()?;
-        let mp = io
-            .multipart
-            .as_deref()
-            .ok_or_else(|| RemoteError::Request {
-                object: object.clone(),
-                reason: "a plain HTTP server is read-only".into(),
-            })?;
+        let mp = io.multipart.as_deref().ok_or_else(|| StoreError::Request {
+            object: object.clone(),
+            reason: "a plain HTTP server is read-only".into(),
+        })?;
         let id = self.retry.run(&object, |_| {
             stats::request();
             io.runtime
@@ -126,7 +123,7 @@ impl StoreClient {
                     Err(object_store::Error::NotFound { .. }) if !first => {
                         match io.runtime.block_on(io.store.head(&location)) {
                             Ok(meta) if meta.size == size => Ok(()),
-                            _ => Err(Failure::Fatal(RemoteError::Request {
+                            _ => Err(Failure::Fatal(StoreError::Request {
                                 object: object.clone(),
                                 reason: "the multipart upload vanished before it completed".into(),
                             })),
@@ -163,7 +160,7 @@ impl StoreClient {
         id: &object_store::MultipartId,
         size: u64,
         part: u64,
-    ) -> Result<Vec<PartId>, RemoteError> {
+    ) -> Result<Vec<PartId>, StoreError> {
         let object = self.url().object(file);
         let mut f = std::fs::File::open(path)
             .map_err(|e| local(path, "cannot open the file to upload", e))?;
@@ -192,7 +189,7 @@ impl StoreClient {
     }
 
     /// Remove `file` (one attempt: for cleaning up after a failure).
-    pub fn delete_once(&self, file: &str) -> Result<(), RemoteError> {
+    pub fn delete_once(&self, file: &str) -> Result<(), StoreError> {
         let location = self.location(file);
         let io = self.io()?;
         stats::request();
@@ -200,7 +197,7 @@ impl StoreClient {
             .block_on(io.store.delete(&location))
             .map_err(|e| match self.classify(file, e) {
                 Failure::Fatal(e) => e,
-                Failure::Transient(reason) => RemoteError::Request {
+                Failure::Transient(reason) => StoreError::Request {
                     object: self.url().object(file),
                     reason,
                 },
@@ -210,7 +207,7 @@ impl StoreClient {
     /// The keys under the prefix (relative to it, `/`-separated), at most `limit` of them:
     /// more is an error naming the prefix. The store pages the listing (one request per
     /// page, counted as one); a failure restarts it, within the retry policy's bounds.
-    pub fn list(&self, limit: usize) -> Result<Vec<(String, u64)>, RemoteError> {
+    pub fn list(&self, limit: usize) -> Result<Vec<(String, u64)>, StoreError> {
         let object = format!("{}/", self.url());
         let prefix = self.url().prefix.clone();
         let location = (!prefix.is_empty()).then(|| ObjectPath::from(prefix.as_str()));
@@ -231,7 +228,7 @@ impl StoreClient {
                             .unwrap_or(key)
                     };
                     if out.len() >= limit {
-                        return Err(Failure::Fatal(RemoteError::Request {
+                        return Err(Failure::Fatal(StoreError::Request {
                             object: object.clone(),
                             reason: format!("more than {limit} objects under the prefix"),
                         }));

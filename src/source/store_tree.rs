@@ -16,11 +16,11 @@
 //! rate, not the bandwidth, is the limit): `bench` says so and points at
 //! `convert --format shards`.
 
-use super::{stats, RemoteError, RemoteOptions, RemoteUrl, StoreClient};
+use super::image_folder::{Ignored, ImageFolder, DEFAULT_MAX_FILE_BYTES};
+use super::{Raw, RawSample, Source};
 use crate::error::{Error, Result, SampleErrorKind};
-use crate::source::image_folder::{Ignored, ImageFolder, DEFAULT_MAX_FILE_BYTES};
-use crate::source::{Raw, RawSample, Source};
 use crate::spec::Spec;
+use crate::store::{stats, StoreClient, StoreError, StoreOptions, StoreUrl};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -36,7 +36,7 @@ pub const AHEAD_OBJECTS: usize = 256;
 pub const AHEAD_BYTES: u64 = 256 << 20;
 
 /// Why a read found no bytes: the object's own fault (a sample error) or the store's.
-type Fetched = std::result::Result<Vec<u8>, RemoteError>;
+type Fetched = std::result::Result<Vec<u8>, StoreError>;
 
 #[derive(Default)]
 struct Window {
@@ -96,10 +96,10 @@ pub fn open_tree(
     extensions: Option<&[String]>,
     class_indexing: Option<&BTreeMap<String, u32>>,
     max_file_bytes: Option<u64>,
-    options: &RemoteOptions,
+    options: &StoreOptions,
 ) -> Result<Option<RemoteTree>> {
-    let url = RemoteUrl::parse(&root.to_string_lossy())?;
-    if url.store() == super::url::Store::Http {
+    let url = StoreUrl::parse(&root.to_string_lossy())?;
+    if url.store().read_only() {
         return Ok(None); // a plain HTTP server has no listing: shards only
     }
     let client = StoreClient::new(&url, options.endpoint.as_deref())?;
@@ -108,7 +108,7 @@ pub fn open_tree(
     }
     let listed = client.list(MAX_OBJECTS)?;
     if listed.is_empty() {
-        return Err(RemoteError::Request {
+        return Err(StoreError::Request {
             object: format!("{url}/"),
             reason: "no object under this prefix: neither a shards dataset (manifest.json) \
                      nor an image tree (class/image.jpg)"
@@ -125,7 +125,7 @@ pub fn open_tree(
     };
     if listed.iter().any(|(k, _)| shard_file(k)) {
         let manifest = crate::shards::format::MANIFEST;
-        return Err(RemoteError::NotFound {
+        return Err(StoreError::NotFound {
             object: url.object(manifest),
             hint: ": shard files but no manifest: a conversion still being written (its \
                    manifest comes last), or slices not merged yet (`imgfeed merge-index`)"
@@ -286,7 +286,7 @@ impl Shared {
         let want = self.sizes.get(index).copied().unwrap_or(0);
         let (bytes, info) = self.client.get(key, self.max_file_bytes)?;
         if info.size != want {
-            return Err(RemoteError::Changed {
+            return Err(StoreError::Changed {
                 object: self.client.url().object(key),
                 reason: format!(
                     "{} bytes, but {want} when the prefix was listed: the object changed",
@@ -403,10 +403,10 @@ impl Source for RemoteTree {
                 std::mem::swap(scratch, &mut bytes);
             }
             Err(
-                e @ (RemoteError::NotFound { .. }
-                | RemoteError::Denied { .. }
-                | RemoteError::Changed { .. }
-                | RemoteError::Request { .. }),
+                e @ (StoreError::NotFound { .. }
+                | StoreError::Denied { .. }
+                | StoreError::Changed { .. }
+                | StoreError::Request { .. }),
             ) => return Err(fail(SampleErrorKind::Io, e.to_string())),
             Err(e) => return Err(e.into()),
         }

@@ -4,7 +4,7 @@
 //! the bound fails naming the object, the attempts and the last fault. Every retry is
 //! counted ([`super::stats`]).
 
-use super::{stats, RemoteError};
+use super::{stats, StoreError};
 use std::time::{Duration, Instant};
 
 /// How long to keep trying one request.
@@ -37,7 +37,7 @@ pub enum Failure {
     /// A fault worth another attempt (what happened, for the final error).
     Transient(String),
     /// A fault that another attempt cannot fix.
-    Fatal(RemoteError),
+    Fatal(StoreError),
 }
 
 /// A small xorshift generator for the jitter, seeded from the clock and the thread.
@@ -67,7 +67,7 @@ impl RetryPolicy {
         &self,
         object: &str,
         mut op: impl FnMut(u32) -> Result<T, Failure>,
-    ) -> Result<T, RemoteError> {
+    ) -> Result<T, StoreError> {
         let start = Instant::now();
         let mut rng = jitter_seed();
         let mut attempt = 1;
@@ -78,7 +78,7 @@ impl RetryPolicy {
                 Err(Failure::Transient(last)) => {
                     let sleep = self.backoff(attempt, &mut rng);
                     if attempt >= self.max_attempts || start.elapsed() + sleep > self.deadline {
-                        return Err(RemoteError::GaveUp {
+                        return Err(StoreError::GaveUp {
                             object: object.to_string(),
                             attempts: attempt,
                             secs: start.elapsed().as_secs_f64(),
@@ -132,14 +132,14 @@ mod tests {
         let e = p
             .run("s3://b/k", |_| -> Result<(), _> {
                 calls += 1;
-                Err(Failure::Fatal(RemoteError::NotFound {
+                Err(Failure::Fatal(StoreError::NotFound {
                     object: "s3://b/k".into(),
                     hint: String::new(),
                 }))
             })
             .expect_err("fatal");
         assert_eq!(calls, 1);
-        assert!(matches!(e, RemoteError::NotFound { .. }));
+        assert!(matches!(e, StoreError::NotFound { .. }));
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub struct Traffic {
     pub waited_ns: u64,
     /// Body bytes sent (uploads).
     pub sent: u64,
-    /// Objects written (files uploaded, manifests).
+    /// Objects written (files uploaded, small objects put).
     pub uploads: u64,
 }
 

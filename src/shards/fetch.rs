@@ -12,22 +12,32 @@
 //! count. When the cache limit needs room, the least recently used shards that no worker
 //! is fetching are removed (their maps dropped first).
 
-use super::{Cache, RemoteError, StoreClient};
+use super::format::{FileEntry, Manifest};
 use crate::error::{Error, Result};
 use crate::plan::Sampling;
-use crate::shards::format::{FileEntry, Manifest};
+use crate::store::{stats, Cache, CacheKey, StoreClient, StoreError};
 use memmap2::Mmap;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
+/// `entry` as the cache keys it.
+pub(crate) fn key(entry: &FileEntry) -> CacheKey<'_> {
+    CacheKey {
+        name: &entry.file,
+        size: entry.size,
+        crc32: entry.crc32,
+        listed_by: "the manifest",
+    }
+}
+
 /// Shards fetched ahead of the one being read.
 pub const PREFETCH: usize = 2;
 
 /// Why a fetch failed: a full cache (worth waiting for the fetches in flight) or else.
 enum Fetch {
-    Full(RemoteError),
+    Full(StoreError),
     Other(Error),
 }
 
@@ -216,7 +226,7 @@ impl RemoteFiles {
         self.inner.hint(shard);
         let t0 = std::time::Instant::now();
         let map = self.inner.get(shard)?;
-        super::stats::waited(t0.elapsed());
+        stats::waited(t0.elapsed());
         let bytes = map.get(range).ok_or_else(|| {
             Error::Internal(format!(
                 "a record outside shard {shard}, past the index checks"
@@ -351,7 +361,7 @@ impl Inner {
             .chain(
                 busy.iter()
                     .filter_map(|&s| self.manifest.shards.get(s))
-                    .map(|e| self.cache.path_of(e)),
+                    .map(|e| self.cache.path_of(&key(e))),
             )
             .collect();
         let mut got = self.fetch(shard, &keep);
@@ -396,20 +406,21 @@ impl Inner {
     fn fetch(&self, shard: usize, keep: &[PathBuf]) -> std::result::Result<Mmap, Fetch> {
         let entry = self.entry(shard)?;
         let object = self.client.url().object(&entry.file);
-        let path = match self.cache.lookup(entry) {
+        let key = key(entry);
+        let path = match self.cache.lookup(&key) {
             Some(p) => {
-                super::stats::cache_hit();
+                stats::cache_hit();
                 p
             }
             None => {
-                let (pending, evicted) = self.cache.reserve(entry, keep).map_err(|e| match e {
-                    full @ RemoteError::CacheFull { .. } => Fetch::Full(full),
+                let (pending, evicted) = self.cache.reserve(&key, keep).map_err(|e| match e {
+                    full @ StoreError::CacheFull { .. } => Fetch::Full(full),
                     e => Fetch::Other(e.into()),
                 })?;
                 self.forget(&evicted);
                 match pending {
                     Err(done) => {
-                        super::stats::cache_hit();
+                        stats::cache_hit();
                         done
                     }
                     Ok(mut pending) => {
@@ -417,16 +428,16 @@ impl Inner {
                             Error::Internal("a pending download without its file".into())
                         })?;
                         self.client
-                            .download(&entry.file, Some(entry.size), file)
+                            .download(&entry.file, Some((entry.size, key.listed_by)), file)
                             .map_err(Error::from)?;
-                        super::stats::download();
-                        pending.commit(entry, &object).map_err(Error::from)?
+                        stats::download();
+                        pending.commit(&key, &object).map_err(Error::from)?
                     }
                 }
             }
         };
-        let map = crate::shards::source::map_sized(&path, entry)?;
-        crate::shards::source::check_shard(std::path::Path::new(&object), &map, &self.manifest)?;
+        let map = super::source::map_sized(&path, entry)?;
+        super::source::check_shard(std::path::Path::new(&object), &map, &self.manifest)?;
         Ok(map)
     }
 
@@ -437,7 +448,7 @@ impl Inner {
         }
         let mut st = lock(&self.state);
         for (i, e) in self.manifest.shards.iter().enumerate() {
-            if evicted.contains(&self.cache.path_of(e)) {
+            if evicted.contains(&self.cache.path_of(&key(e))) {
                 if let Some(slot) = st.maps.get_mut(i) {
                     *slot = None;
                 }

@@ -6,16 +6,16 @@
 //! One thread uploads, in the order the files were finished; at most one file waits for it
 //! (the writer blocks on a second), so the staging folder holds at most three shards (the
 //! one being written, one waiting, one being uploaded) and memory one part
-//! ([`super::write`]). Each file is removed from the staging folder once stored. On
+//! ([`crate::store::write`]). Each file is removed from the staging folder once stored. On
 //! failure, or when the conversion stops (Ctrl-C, an error), the objects already stored
 //! are deleted (best effort) and no manifest is written: a reader of the prefix sees no
 //! dataset.
 //!
 //! [`ShardWriter`]: crate::shards::ShardWriter
 
-use super::{RemoteError, RemoteOptions, RemoteUrl, StoreClient};
+use super::publish::Publish;
 use crate::error::{Error, Result};
-use crate::shards::publish::Publish;
+use crate::store::{StoreClient, StoreError, StoreOptions, StoreUrl};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender};
@@ -27,7 +27,7 @@ pub struct Uploader {
     client: Arc<StoreClient>,
     staging: PathBuf,
     jobs: Option<SyncSender<(PathBuf, String)>>,
-    thread: Option<JoinHandle<std::result::Result<(), RemoteError>>>,
+    thread: Option<JoinHandle<std::result::Result<(), StoreError>>>,
     /// Objects stored so far (removed again when the conversion does not finish).
     stored: Arc<Mutex<Vec<String>>>,
     /// Raised to make the thread skip what is left.
@@ -60,9 +60,9 @@ fn staging_dir() -> Result<PathBuf> {
 impl Uploader {
     /// An uploader to `out` (`s3://bucket/prefix`, ...), reached as `options` say. Refuses a
     /// prefix that already holds `manifest` (a dataset, or this slice of one).
-    pub fn new(out: &Path, options: &RemoteOptions, manifest: &str) -> Result<Uploader> {
-        let url = RemoteUrl::parse(&out.to_string_lossy())?;
-        if url.store() == super::url::Store::Http {
+    pub fn new(out: &Path, options: &StoreOptions, manifest: &str) -> Result<Uploader> {
+        let url = StoreUrl::parse(&out.to_string_lossy())?;
+        if url.store().read_only() {
             return Err(crate::error::Invalid::ReadOnlyStore {
                 url: url.to_string(),
                 scheme: url.scheme.to_string(),

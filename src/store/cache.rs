@@ -1,11 +1,12 @@
-//! The local cache of a remote dataset's files: one folder per dataset under the cache
-//! root (`--cache-dir`, default `$XDG_CACHE_HOME/imgfeed` or `~/.cache/imgfeed`), a byte
-//! limit (`--cache-size`), and files named after their manifest checksum
-//! (`shard-00003.bin.1a2b3c4d`), so a dataset converted again never reads a stale copy.
+//! The local cache of a location's files: one folder per location under the cache root
+//! (`--cache-dir`, default `$XDG_CACHE_HOME/imgfeed` or `~/.cache/imgfeed`), a byte limit
+//! (`--cache-size`), and files keyed by name, size and checksum ([`CacheKey`], as the
+//! caller lists them) and named after the checksum (`shard-00003.bin.1a2b3c4d`), so a file
+//! rewritten on the store never reads as a stale copy.
 //!
 //! Several processes of one node may share it. A download is written under a temporary
 //! name (`.NAME.tmp.PID.N`) and renamed when complete and checked (size and CRC-32 against
-//! the manifest), so nobody sees half a file. Room is reserved under an exclusive lock on
+//! the key), so nobody sees half a file. Room is reserved under an exclusive lock on
 //! `.lock` in the dataset's folder: the sizes of every file there (temporary ones
 //! included, at their final size) are added up, the least recently used files that the
 //! caller does not need are removed until the new file fits, and the temporary file is
@@ -16,8 +17,7 @@
 //! add up to more than the limit. Temporary files of processes that died are removed when
 //! found.
 
-use super::{RemoteError, RemoteUrl};
-use crate::shards::format::FileEntry;
+use super::{StoreError, StoreUrl};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,7 +27,21 @@ pub const DEFAULT_CACHE_SIZE: u64 = 100_000_000_000;
 
 static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// A dataset's cache folder and its limit.
+/// A file as its reader lists it: the name under the location, its size and CRC-32, and
+/// who lists it (`"the manifest"`, for messages).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheKey<'a> {
+    /// The file's name under the location.
+    pub name: &'a str,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its CRC-32.
+    pub crc32: u32,
+    /// Who says so, for messages (`"the manifest"`).
+    pub listed_by: &'static str,
+}
+
+/// A location's cache folder and its limit.
 #[derive(Debug)]
 pub struct Cache {
     dir: PathBuf,
@@ -43,8 +57,8 @@ pub fn default_root() -> Option<PathBuf> {
         .map(|c| c.join("imgfeed"))
 }
 
-fn cache_err(path: &Path, reason: impl Into<String>) -> RemoteError {
-    RemoteError::Cache {
+fn cache_err(path: &Path, reason: impl Into<String>) -> StoreError {
+    StoreError::Cache {
         path: path.to_path_buf(),
         reason: reason.into(),
     }
@@ -54,7 +68,7 @@ fn cache_err(path: &Path, reason: impl Into<String>) -> RemoteError {
 struct Lock(File);
 
 impl Lock {
-    fn take(path: &Path) -> Result<Lock, RemoteError> {
+    fn take(path: &Path) -> Result<Lock, StoreError> {
         let f = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -107,7 +121,7 @@ impl Pending {
     }
 
     /// Check the download against `entry` and rename it to its final name.
-    pub fn commit(mut self, entry: &FileEntry, object: &str) -> Result<PathBuf, RemoteError> {
+    pub fn commit(mut self, entry: &CacheKey<'_>, object: &str) -> Result<PathBuf, StoreError> {
         let file = self.file.take();
         drop(file);
         // Size and CRC-32, streamed (a shard may be larger than memory allows twice).
@@ -125,21 +139,22 @@ impl Pending {
             len += n as u64;
         }
         if len != entry.size {
-            return Err(RemoteError::Changed {
+            return Err(StoreError::Changed {
                 object: object.to_string(),
                 reason: format!(
-                    "downloaded {len} bytes, but the manifest says {}",
-                    entry.size
+                    "downloaded {len} bytes, but {} says {}",
+                    entry.listed_by, entry.size
                 ),
             });
         }
         let crc = hasher.finalize();
         if crc != entry.crc32 {
-            return Err(RemoteError::Changed {
+            return Err(StoreError::Changed {
                 object: object.to_string(),
                 reason: format!(
-                    "checksum mismatch (CRC-32 {crc:08x}, manifest says {:08x}): the object was \
+                    "checksum mismatch (CRC-32 {crc:08x}, {} says {:08x}): the object was \
                      replaced or damaged on the store",
+                    entry.listed_by.trim_start_matches("the "),
                     entry.crc32
                 ),
             });
@@ -159,13 +174,13 @@ impl Drop for Pending {
 }
 
 impl Cache {
-    /// The cache folder of the dataset at `url` (through `endpoint`) under `root`.
+    /// The cache folder of the location `url` (through `endpoint`) under `root`.
     pub fn open(
         root: Option<&Path>,
         limit: u64,
-        url: &RemoteUrl,
+        url: &StoreUrl,
         endpoint: Option<&str>,
-    ) -> Result<Cache, RemoteError> {
+    ) -> Result<Cache, StoreError> {
         let root = match root {
             Some(r) => r.to_path_buf(),
             None => default_root().ok_or_else(|| {
@@ -189,10 +204,7 @@ impl Cache {
             })
             .take(60)
             .collect();
-        let dir = root.join(format!(
-            "s3-{safe}-{:08x}",
-            crate::shards::format::crc32(id.as_bytes())
-        ));
+        let dir = root.join(format!("s3-{safe}-{:08x}", crc32fast::hash(id.as_bytes())));
         std::fs::create_dir_all(&dir).map_err(|e| cache_err(&dir, e.to_string()))?;
         Ok(Cache { dir, limit })
     }
@@ -208,12 +220,12 @@ impl Cache {
     }
 
     /// Where `entry` lives once cached.
-    pub fn path_of(&self, entry: &FileEntry) -> PathBuf {
-        self.dir.join(format!("{}.{:08x}", entry.file, entry.crc32))
+    pub fn path_of(&self, entry: &CacheKey<'_>) -> PathBuf {
+        self.dir.join(format!("{}.{:08x}", entry.name, entry.crc32))
     }
 
     /// The cached copy of `entry` when it is complete (and marks it used now).
-    pub fn lookup(&self, entry: &FileEntry) -> Option<PathBuf> {
+    pub fn lookup(&self, entry: &CacheKey<'_>) -> Option<PathBuf> {
         let path = self.path_of(entry);
         let f = File::options().append(true).open(&path).ok()?;
         if f.metadata().ok()?.len() != entry.size {
@@ -224,13 +236,13 @@ impl Cache {
     }
 
     /// Bytes of the files in the folder now (temporary ones at their reserved size).
-    pub fn used(&self) -> Result<u64, RemoteError> {
+    pub fn used(&self) -> Result<u64, StoreError> {
         Ok(self.scan()?.iter().map(|(_, size, _)| size).sum())
     }
 
     /// `(path, size, last use)` of every cache file, removing dead processes' temporary
     /// files.
-    fn scan(&self) -> Result<Vec<(PathBuf, u64, std::time::SystemTime)>, RemoteError> {
+    fn scan(&self) -> Result<Vec<(PathBuf, u64, std::time::SystemTime)>, StoreError> {
         let mut out = Vec::new();
         let rd = std::fs::read_dir(&self.dir).map_err(|e| cache_err(&self.dir, e.to_string()))?;
         for ent in rd.flatten() {
@@ -258,9 +270,9 @@ impl Cache {
     #[allow(clippy::type_complexity)]
     pub fn reserve(
         &self,
-        entry: &FileEntry,
+        entry: &CacheKey<'_>,
         keep: &[PathBuf],
-    ) -> Result<(Result<Pending, PathBuf>, Vec<PathBuf>), RemoteError> {
+    ) -> Result<(Result<Pending, PathBuf>, Vec<PathBuf>), StoreError> {
         let _lock = Lock::take(&self.dir.join(".lock"))?;
         if let Some(done) = self.lookup(entry) {
             return Ok((Err(done), Vec::new()));
@@ -286,18 +298,18 @@ impl Cache {
             }
         }
         if used.saturating_add(entry.size) > self.limit {
-            return Err(RemoteError::CacheFull {
+            return Err(StoreError::CacheFull {
                 path: self.dir.clone(),
                 reason: format!(
                     "the cache limit of {} bytes cannot hold {} ({} bytes) beside the {used} \
                      bytes of files in use: raise --cache-size",
-                    self.limit, entry.file, entry.size
+                    self.limit, entry.name, entry.size
                 ),
             });
         }
         let tmp = self.dir.join(format!(
             ".{}.{:08x}.tmp.{}.{}",
-            entry.file,
+            entry.name,
             entry.crc32,
             std::process::id(),
             TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
@@ -320,16 +332,16 @@ impl Cache {
 mod tests {
     use super::*;
 
-    fn entry(file: &str, size: u64) -> FileEntry {
-        FileEntry {
-            file: file.into(),
+    fn entry(name: &str, size: u64) -> CacheKey<'_> {
+        CacheKey {
+            name,
             size,
-            crc32: crate::shards::format::crc32(&vec![7u8; size as usize]),
-            samples: None,
+            crc32: crc32fast::hash(&vec![7u8; size as usize]),
+            listed_by: "the manifest",
         }
     }
 
-    fn put(cache: &Cache, e: &FileEntry, keep: &[PathBuf]) -> Result<PathBuf, RemoteError> {
+    fn put(cache: &Cache, e: &CacheKey<'_>, keep: &[PathBuf]) -> Result<PathBuf, StoreError> {
         let (pending, _) = cache.reserve(e, keep)?;
         let mut p = pending.expect("not cached yet");
         std::io::Write::write_all(p.file().expect("open"), &vec![7u8; e.size as usize])
@@ -340,7 +352,7 @@ mod tests {
     #[test]
     fn the_limit_holds_by_evicting_the_least_recently_used_files_not_kept() {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let url = RemoteUrl::parse("s3://b/p").expect("url");
+        let url = StoreUrl::parse("s3://b/p").expect("url");
         let cache = Cache::open(Some(tmp.path()), 250, &url, None).expect("opens");
         let a = put(&cache, &entry("a", 100), &[]).expect("a");
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -355,7 +367,7 @@ mod tests {
         let e = put(&cache, &entry("d", 100), &[a, c]).expect_err("too small");
         assert!(e.to_string().contains("raise --cache-size"), "{e}");
         assert!(cache.used().expect("scan") <= 250);
-        // A download whose bytes differ from the manifest is not kept.
+        // A download whose bytes differ from its key is not kept.
         let mut bad = entry("e", 10);
         bad.crc32 ^= 1;
         let e = put(&cache, &bad, &[]).expect_err("checksum");

@@ -4,12 +4,13 @@
 //! are fetched when an epoch needs them ([`RemoteFiles`]): the same checks as a local
 //! dataset's, the same records, the same batches.
 
-use super::{Cache, RemoteError, RemoteFiles, RemoteOptions, RemoteUrl, StoreClient};
+use super::fetch::{key, RemoteFiles};
+use super::format::{Entry, FileEntry, Manifest, HEADER_LEN, MANIFEST, MAX_MANIFEST_BYTES};
+use super::Shards;
 use crate::error::{Error, Result};
 use crate::plan::Sampling;
-use crate::shards::format::{Entry, FileEntry, Manifest, HEADER_LEN, MANIFEST, MAX_MANIFEST_BYTES};
-use crate::shards::Shards;
 use crate::source::SourceKind;
+use crate::store::{stats, Cache, StoreClient, StoreError, StoreOptions, StoreUrl};
 use memmap2::Mmap;
 use std::path::{Path, PathBuf};
 
@@ -19,15 +20,15 @@ use std::path::{Path, PathBuf};
 pub fn open_remote(
     root: &Path,
     kind: SourceKind,
-    options: &RemoteOptions,
+    options: &StoreOptions,
     sampling: &Sampling,
 ) -> Result<Shards> {
     let text = root.to_string_lossy();
-    let url = RemoteUrl::parse(&text)?;
+    let url = StoreUrl::parse(&text)?;
     let client = StoreClient::new(&url, options.endpoint.as_deref())?;
     let (bytes, _) = match client.get(MANIFEST, MAX_MANIFEST_BYTES) {
         Ok(v) => v,
-        Err(RemoteError::NotFound { object, .. }) => {
+        Err(StoreError::NotFound { object, .. }) => {
             let hint = if kind == SourceKind::Shards {
                 ": not a shards dataset (write one with `imgfeed convert PIPELINE --format \
                  shards --out DIR` and upload DIR)"
@@ -40,7 +41,7 @@ pub fn open_remote(
                     kind_name(kind)
                 )
             };
-            return Err(RemoteError::NotFound { object, hint }.into());
+            return Err(StoreError::NotFound { object, hint }.into());
         }
         Err(e) => return Err(e.into()),
     };
@@ -93,24 +94,25 @@ fn small_file(
     entry: &FileEntry,
     keep: &[PathBuf],
 ) -> Result<(PathBuf, Mmap)> {
-    let path = match cache.lookup(entry) {
+    let key = key(entry);
+    let path = match cache.lookup(&key) {
         Some(p) => {
-            super::stats::cache_hit();
+            stats::cache_hit();
             p
         }
-        None => match cache.reserve(entry, keep)?.0 {
+        None => match cache.reserve(&key, keep)?.0 {
             Err(done) => done,
             Ok(mut pending) => {
                 let file = pending
                     .file()
                     .ok_or_else(|| Error::Internal("a pending download without its file".into()))?;
-                client.download(&entry.file, Some(entry.size), file)?;
-                super::stats::download();
-                pending.commit(entry, &client.url().object(&entry.file))?
+                client.download(&entry.file, Some((entry.size, key.listed_by)), file)?;
+                stats::download();
+                pending.commit(&key, &client.url().object(&entry.file))?
             }
         },
     };
-    let map = crate::shards::source::map_sized(&path, entry)?;
+    let map = super::source::map_sized(&path, entry)?;
     Ok((path, map))
 }
 

@@ -1,30 +1,49 @@
-//! What can go wrong reading a dataset from object storage, naming the object and the
-//! reason. Every variant becomes a dataset error (exit code 2) naming the object.
+//! What can go wrong with object storage, naming the object and the reason. Every variant
+//! becomes a dataset error (exit code 2) naming the object.
 
-use super::url::Store;
+use super::StoreKind;
 use std::path::PathBuf;
 
-/// Where a store's credentials come from, for an access-denied message.
-fn credentials_hint(store: Store) -> &'static str {
-    match store {
-        Store::S3 | Store::Http => {
-            "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (or the profile) and the bucket policy"
-        }
-        Store::Gcs => {
-            "GOOGLE_APPLICATION_CREDENTIALS (or GOOGLE_SERVICE_ACCOUNT) and the bucket's IAM \
-             permissions"
-        }
-        Store::Azure => {
-            "AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY (or a SAS token, a \
-             service principal) and the container's access"
-        }
-    }
-}
-
-/// Why a remote dataset cannot be read.
+/// Why a store's client cannot be set up (never holds a secret).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum RemoteError {
+pub enum SetupError {
+    /// Plain `http://` to an endpoint that is not loopback, without the store's variable.
+    #[error(
+        "endpoint {endpoint}: plain http:// is accepted for a loopback endpoint only (set \
+         {var}=true to allow it elsewhere)"
+    )]
+    PlainHttp {
+        /// The endpoint.
+        endpoint: String,
+        /// The variable that allows it.
+        var: &'static str,
+    },
+    /// An endpoint that is not an `http(s)://` URL.
+    #[error("endpoint {0:?} is not an http:// or https:// URL")]
+    NotHttp(String),
+    /// A plain `http://` server that is not loopback, without `AWS_ALLOW_HTTP`.
+    #[error(
+        "plain http:// is accepted for a loopback server only (set AWS_ALLOW_HTTP=true to \
+         allow it elsewhere)"
+    )]
+    PlainHttpServer,
+    /// No credentials, and the metadata server is not to be asked (which ones were looked
+    /// for).
+    #[error("{0}")]
+    NoCredentials(&'static str),
+    /// The store's builder refused the configuration.
+    #[error("{0}")]
+    Builder(#[source] object_store::Error),
+    /// The client's runtime did not start.
+    #[error("cannot start the I/O runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+}
+
+/// Why an object cannot be read or written, naming it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
     /// A root that is not a usable URL.
     #[error("{url}: {reason}")]
     Url {
@@ -34,32 +53,33 @@ pub enum RemoteError {
         reason: String,
     },
     /// The store client could not be set up (endpoint, credentials in the environment).
-    #[error("{url}: cannot set up the object-store client: {reason}")]
+    #[error("{url}: cannot set up the object-store client: {source}")]
     Setup {
-        /// The dataset root.
+        /// The location.
         url: String,
-        /// Why (never holds a secret).
-        reason: String,
+        /// Why.
+        #[source]
+        source: SetupError,
     },
     /// The object does not exist (404).
     #[error("{object}: no such object (404){hint}")]
     NotFound {
         /// `s3://bucket/key`.
         object: String,
-        /// More help, for the manifest.
+        /// More help, from the reader that asked.
         hint: String,
     },
     /// The credentials were refused or do not allow reading the object (401/403).
     #[error(
         "{object}: access denied by {} ({reason}); check {}",
         store.name(),
-        credentials_hint(*store)
+        store.credentials_hint()
     )]
     Denied {
         /// `s3://bucket/key`.
         object: String,
         /// The store that refused.
-        store: Store,
+        store: &'static dyn StoreKind,
         /// The store's answer, without secrets.
         reason: String,
     },
@@ -83,8 +103,8 @@ pub enum RemoteError {
         /// The last failure.
         last: String,
     },
-    /// The object is not what the manifest lists (size or checksum): the dataset changed
-    /// on the store, or is damaged. Never read as pixels.
+    /// The object is not what its reader expected (size or checksum): it changed on the
+    /// store, or is damaged.
     #[error("{object}: {reason}")]
     Changed {
         /// `s3://bucket/key`.
@@ -110,23 +130,23 @@ pub enum RemoteError {
     },
 }
 
-impl RemoteError {
+impl StoreError {
     /// The object or folder the error is about.
     pub fn subject(&self) -> PathBuf {
         match self {
-            RemoteError::Url { url, .. } | RemoteError::Setup { url, .. } => url.into(),
-            RemoteError::NotFound { object, .. }
-            | RemoteError::Denied { object, .. }
-            | RemoteError::Request { object, .. }
-            | RemoteError::GaveUp { object, .. }
-            | RemoteError::Changed { object, .. } => object.into(),
-            RemoteError::Cache { path, .. } | RemoteError::CacheFull { path, .. } => path.clone(),
+            StoreError::Url { url, .. } | StoreError::Setup { url, .. } => url.into(),
+            StoreError::NotFound { object, .. }
+            | StoreError::Denied { object, .. }
+            | StoreError::Request { object, .. }
+            | StoreError::GaveUp { object, .. }
+            | StoreError::Changed { object, .. } => object.into(),
+            StoreError::Cache { path, .. } | StoreError::CacheFull { path, .. } => path.clone(),
         }
     }
 }
 
-impl From<RemoteError> for crate::Error {
-    fn from(e: RemoteError) -> crate::Error {
+impl From<StoreError> for crate::Error {
+    fn from(e: StoreError) -> crate::Error {
         let path = e.subject();
         let full = e.to_string();
         let prefix = format!("{}: ", path.display());

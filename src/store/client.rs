@@ -35,29 +35,17 @@
 //! threads do not exist in this process could block). The check is one `getpid` and one
 //! atomic load per request.
 
+use super::error::SetupError;
 use super::retry::{Failure, RetryPolicy};
-use super::url::Store;
-use super::{stats, RemoteError, RemoteUrl};
+use super::{stats, StoreError, StoreUrl};
 use futures_util::StreamExt;
-use object_store::aws::AmazonS3Builder;
-use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
-use object_store::gcp::{GcpCredential, GoogleCloudStorageBuilder, GoogleConfigKey};
-use object_store::http::HttpBuilder;
 use object_store::multipart::MultipartStore;
 use object_store::path::Path as ObjectPath;
-use object_store::{
-    ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, RetryConfig,
-    StaticCredentialProvider,
-};
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 use std::io::Write;
 use std::ops::Range;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
-
-/// Timeout of one request (headers and body), and of connecting.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What a download found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,7 +75,7 @@ const _: fn() = || {
 /// A bucket (container) and prefix in object storage, or a plain HTTP server's folder
 /// (read-only), with the runtime that drives the requests (see the module).
 pub struct StoreClient {
-    url: RemoteUrl,
+    url: StoreUrl,
     endpoint: Option<String>,
     /// This process's [`Io`]: built in [`StoreClient::new`], replaced (the old one leaked)
     /// when a call comes from another process. Never null; freed only in `drop`.
@@ -103,247 +91,16 @@ impl std::fmt::Debug for StoreClient {
     }
 }
 
-fn is_loopback(endpoint: &str) -> bool {
-    let rest = endpoint.strip_prefix("http://").unwrap_or("");
-    let host = rest.split(['/', '?']).next().unwrap_or("");
-    let host = match host.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
-    };
-    host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
-fn env_true(name: &str) -> bool {
-    std::env::var(name).is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true"))
-}
-
-/// Whether instance-metadata lookups are off for `store` (see the module).
-fn metadata_disabled(store: Store) -> bool {
-    env_true("IMGFEED_NO_METADATA")
-        || match store {
-            Store::S3 => env_true("AWS_EC2_METADATA_DISABLED"),
-            Store::Gcs => env_true("NO_GCE_CHECK"),
-            _ => false,
-        }
-}
-
-/// The variable that allows plain `http://` to a host other than loopback.
-fn allow_http_var(store: Store) -> &'static str {
-    match store {
-        Store::Gcs => "GOOGLE_ALLOW_HTTP",
-        Store::Azure => "AZURE_ALLOW_HTTP",
-        _ => "AWS_ALLOW_HTTP",
-    }
-}
-
-/// The client options for a store reached at `endpoint`: timeouts, and plain `http://`
-/// for a loopback endpoint (elsewhere when the store's variable allows it).
-fn client_options(store: Store, endpoint: Option<&str>) -> Result<ClientOptions, String> {
-    let mut options = ClientOptions::new()
-        .with_timeout(REQUEST_TIMEOUT)
-        .with_connect_timeout(CONNECT_TIMEOUT);
-    let var = allow_http_var(store);
-    if env_true(var) {
-        options = options.with_allow_http(true);
-    }
-    if let Some(ep) = endpoint {
-        if ep.starts_with("http://") {
-            if !is_loopback(ep) && !env_true(var) {
-                return Err(format!(
-                    "endpoint {ep}: plain http:// is accepted for a loopback endpoint only \
-                     (set {var}=true to allow it elsewhere)"
-                ));
-            }
-            options = options.with_allow_http(true);
-        } else if !ep.starts_with("https://") {
-            return Err(format!("endpoint {ep:?} is not an http:// or https:// URL"));
-        }
-    }
-    Ok(options)
-}
-
-fn no_retries() -> RetryConfig {
-    RetryConfig {
-        max_retries: 0,
-        ..RetryConfig::default()
-    }
-}
-
-/// A store, and the same as multipart uploads (`None`: read-only).
-type Stores = (Arc<dyn ObjectStore>, Option<Arc<dyn MultipartStore>>);
-
-/// An S3 store: `endpoint` overrides `AWS_ENDPOINT_URL`.
-fn s3(url: &RemoteUrl, endpoint: Option<&str>) -> Result<Stores, String> {
-    let mut builder = AmazonS3Builder::from_env().with_bucket_name(&url.bucket);
-    let endpoint = endpoint
-        .map(str::to_string)
-        .or_else(|| std::env::var("AWS_ENDPOINT_URL_S3").ok())
-        .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok());
-    let options = client_options(Store::S3, endpoint.as_deref())?;
-    if let Some(ep) = &endpoint {
-        builder = builder.with_endpoint(ep);
-        if std::env::var("AWS_REGION").is_err() && std::env::var("AWS_DEFAULT_REGION").is_err() {
-            builder = builder.with_region("us-east-1");
-        }
-    }
-    if metadata_disabled(Store::S3) {
-        // No instance-metadata lookup: point it at a closed loopback port.
-        builder = builder.with_metadata_endpoint("http://127.0.0.1:9");
-    }
-    let store = builder
-        .with_client_options(options)
-        .with_retry(no_retries())
-        .build()
-        .map_err(|e| e.to_string())?;
-    let store = Arc::new(store);
-    Ok((store.clone(), Some(store)))
-}
-
-/// The default file of `gcloud auth application-default login`.
-fn gcloud_adc_file() -> Option<std::path::PathBuf> {
-    let home = std::env::var_os("HOME")?;
-    let f = std::path::Path::new(&home).join(".config/gcloud/application_default_credentials.json");
-    f.is_file().then_some(f)
-}
-
-/// The `gcs_base_url` of the service-account file (an emulator's), for the plain-`http://`
-/// check: object_store reads it itself when it builds the store.
-fn account_base_url(builder: &GoogleCloudStorageBuilder) -> Option<String> {
-    let path = builder.get_config_value(&GoogleConfigKey::ServiceAccount)?;
-    let text = std::fs::read_to_string(path).ok()?;
-    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
-    json.get("gcs_base_url")?.as_str().map(str::to_string)
-}
-
-/// A Google Cloud Storage store: `endpoint` is the base URL (an emulator's).
-fn gcs(url: &RemoteUrl, endpoint: Option<&str>) -> Result<Stores, String> {
-    let mut builder = GoogleCloudStorageBuilder::from_env().with_bucket_name(&url.bucket);
-    if let Some(ep) = endpoint {
-        builder = builder.with_base_url(ep);
-    }
-    let base = builder
-        .get_config_value(&GoogleConfigKey::BaseUrl)
-        .or_else(|| account_base_url(&builder));
-    let options = client_options(Store::Gcs, base.as_deref())?;
-    let set = |k: GoogleConfigKey| builder.get_config_value(&k).is_some_and(|v| !v.is_empty());
-    let skip = builder
-        .get_config_value(&GoogleConfigKey::SkipSignature)
-        .is_some_and(|v| v == "true");
-    let given = set(GoogleConfigKey::ServiceAccount)
-        || set(GoogleConfigKey::ServiceAccountKey)
-        || set(GoogleConfigKey::ApplicationCredentials)
-        || set(GoogleConfigKey::BearerToken)
-        || std::env::var_os("SERVICE_ACCOUNT").is_some()
-        || gcloud_adc_file().is_some();
-    if skip && !given {
-        // Unsigned (a public bucket, an emulator): object_store 0.14 still asks for a token
-        // on writes (PUT, multipart), from the instance metadata server; give it an empty
-        // one instead, so that nothing is asked of that server.
-        builder =
-            builder.with_credentials(Arc::new(StaticCredentialProvider::new(GcpCredential {
-                bearer: String::new(),
-            })));
-    } else if !given && metadata_disabled(Store::Gcs) {
-        return Err(
-            "no credentials (GOOGLE_APPLICATION_CREDENTIALS, GOOGLE_SERVICE_ACCOUNT, \
-                    GOOGLE_SERVICE_ACCOUNT_KEY, GOOGLE_BEARER_TOKEN or \
-                    GOOGLE_SKIP_SIGNATURE=true), and the instance-metadata server is not asked \
-                    (IMGFEED_NO_METADATA or NO_GCE_CHECK)"
-                .into(),
-        );
-    }
-    let store = builder
-        .with_client_options(options)
-        .with_retry(no_retries())
-        .build()
-        .map_err(|e| e.to_string())?;
-    let store = Arc::new(store);
-    Ok((store.clone(), Some(store)))
-}
-
-/// An Azure Blob Storage store: the account from the URL (`abfs://c@account...`) or
-/// `AZURE_STORAGE_ACCOUNT_NAME`; `endpoint` is the blob service URL (path-style for
-/// Azurite: `http://127.0.0.1:10000/devstoreaccount1`).
-fn azure(url: &RemoteUrl, endpoint: Option<&str>) -> Result<Stores, String> {
-    let mut builder = MicrosoftAzureBuilder::from_env().with_container_name(&url.bucket);
-    if let Some(account) = &url.account {
-        builder = builder.with_account(account);
-    }
-    if let Some(ep) = endpoint {
-        builder = builder
-            .with_endpoint(ep.to_string())
-            .with_use_emulator(false);
-    }
-    let emulator = builder
-        .get_config_value(&AzureConfigKey::UseEmulator)
-        .is_some_and(|v| v == "true");
-    let at = builder.get_config_value(&AzureConfigKey::Endpoint);
-    let options = client_options(Store::Azure, if emulator { None } else { at.as_deref() })?;
-    if !emulator && metadata_disabled(Store::Azure) {
-        let set = |k: AzureConfigKey| builder.get_config_value(&k).is_some_and(|v| !v.is_empty());
-        let flag = |k: AzureConfigKey| builder.get_config_value(&k).is_some_and(|v| v == "true");
-        let found = set(AzureConfigKey::AccessKey)
-            || set(AzureConfigKey::SasKey)
-            || set(AzureConfigKey::Token)
-            || set(AzureConfigKey::ClientSecret)
-            || set(AzureConfigKey::FederatedTokenFile)
-            || flag(AzureConfigKey::UseAzureCli)
-            || flag(AzureConfigKey::SkipSignature);
-        if !found {
-            return Err(
-                "no credentials (AZURE_STORAGE_ACCOUNT_KEY, AZURE_STORAGE_SAS_TOKEN, \
-                        AZURE_STORAGE_TOKEN, a service principal, or \
-                        AZURE_STORAGE_USE_EMULATOR=true), and the managed-identity endpoint is \
-                        not asked (IMGFEED_NO_METADATA)"
-                    .into(),
-            );
-        }
-    }
-    let store = builder
-        .with_client_options(options)
-        .with_retry(no_retries())
-        .build()
-        .map_err(|e| e.to_string())?;
-    let store = Arc::new(store);
-    Ok((store.clone(), Some(store)))
-}
-
-/// A plain HTTP(S) server (`url.bucket` is its host and port): GET and HEAD only. Plain
-/// `http://` for a loopback server only (elsewhere with `AWS_ALLOW_HTTP=true`, as for S3
-/// endpoints).
-fn http(url: &RemoteUrl) -> Result<Stores, String> {
-    let server = format!("{}://{}", url.scheme, url.bucket);
-    let options = client_options(Store::Http, Some(&server)).map_err(|_| {
-        "plain http:// is accepted for a loopback server only (set AWS_ALLOW_HTTP=true to \
-         allow it elsewhere)"
-            .to_string()
-    })?;
-    let store = HttpBuilder::new()
-        .with_url(server)
-        .with_client_options(options)
-        .with_retry(no_retries())
-        .build()
-        .map_err(|e| e.to_string())?;
-    Ok((Arc::new(store), None))
-}
-
 impl Io {
     /// The store of `url` and a runtime, for this process.
-    fn build(url: &RemoteUrl, endpoint: Option<&str>) -> Result<Io, RemoteError> {
-        let setup = |reason: String| RemoteError::Setup {
-            url: url.to_string(),
-            reason,
-        };
-        let (store, multipart) = match url.store() {
-            Store::S3 => s3(url, endpoint),
-            Store::Gcs => gcs(url, endpoint),
-            Store::Azure => azure(url, endpoint),
-            Store::Http => http(url),
-        }
-        .map_err(setup)?;
+    fn build(url: &StoreUrl, endpoint: Option<&str>) -> Result<Io, StoreError> {
+        let (store, multipart) =
+            url.store()
+                .build(url, endpoint)
+                .map_err(|source| StoreError::Setup {
+                    url: url.to_string(),
+                    source,
+                })?;
         Ok(Io {
             pid: std::process::id(),
             runtime: runtime(url)?,
@@ -355,7 +112,7 @@ impl Io {
 
 impl StoreClient {
     /// A client for `url`; `endpoint` says where its store is reached (see the module).
-    pub fn new(url: &RemoteUrl, endpoint: Option<&str>) -> Result<StoreClient, RemoteError> {
+    pub fn new(url: &StoreUrl, endpoint: Option<&str>) -> Result<StoreClient, StoreError> {
         let io = Io::build(url, endpoint)?;
         Ok(StoreClient {
             url: url.clone(),
@@ -367,7 +124,7 @@ impl StoreClient {
 
     /// This process's runtime and store: the ones built here, or fresh ones when this is
     /// a forked child of the process that built them (theirs are leaked, see the module).
-    pub(super) fn io(&self) -> Result<&Io, RemoteError> {
+    pub(super) fn io(&self) -> Result<&Io, StoreError> {
         let pid = std::process::id();
         loop {
             let current = self.io.load(Ordering::Acquire);
@@ -404,27 +161,27 @@ impl StoreClient {
         self
     }
 
-    /// The dataset's location.
-    pub fn url(&self) -> &RemoteUrl {
+    /// The location.
+    pub fn url(&self) -> &StoreUrl {
         &self.url
     }
 
     pub(super) fn classify(&self, file: &str, e: object_store::Error) -> Failure {
         let object = self.url.object(file);
         match e {
-            object_store::Error::NotFound { .. } => Failure::Fatal(RemoteError::NotFound {
+            object_store::Error::NotFound { .. } => Failure::Fatal(StoreError::NotFound {
                 object,
                 hint: String::new(),
             }),
             object_store::Error::PermissionDenied { source, .. }
             | object_store::Error::Unauthenticated { source, .. } => {
-                Failure::Fatal(RemoteError::Denied {
+                Failure::Fatal(StoreError::Denied {
                     object,
                     store: self.url.store(),
                     reason: short(&source.to_string()),
                 })
             }
-            object_store::Error::Precondition { .. } => Failure::Fatal(RemoteError::Changed {
+            object_store::Error::Precondition { .. } => Failure::Fatal(StoreError::Changed {
                 object,
                 reason: "the object changed on the store during the download (its ETag \
                          differs): the dataset was rewritten while being read"
@@ -434,7 +191,7 @@ impl StoreClient {
                 let text = e.to_string();
                 match status_of(&text) {
                     Some(s) if (400..500).contains(&s) && s != 408 && s != 429 => {
-                        Failure::Fatal(RemoteError::Request {
+                        Failure::Fatal(StoreError::Request {
                             object,
                             reason: short(&text),
                         })
@@ -446,13 +203,14 @@ impl StoreClient {
     }
 
     /// Download `file` whole into `out` (retrying; a retry after part of the body resumes
-    /// where it stopped, asking for the same ETag). Checks the size against `expect`.
+    /// where it stopped, asking for the same ETag). Checks the size against `expect`: the
+    /// size, and who says so (`"the manifest"`), for the message.
     pub fn download(
         &self,
         file: &str,
-        expect: Option<u64>,
+        expect: Option<(u64, &str)>,
         out: &mut std::fs::File,
-    ) -> Result<ObjectInfo, RemoteError> {
+    ) -> Result<ObjectInfo, StoreError> {
         let object = self.url.object(file);
         let location = ObjectPath::from(self.url.key(file));
         let mut written: u64 = 0;
@@ -475,12 +233,12 @@ impl StoreClient {
                     size: got.meta.size,
                     e_tag: got.meta.e_tag.clone(),
                 };
-                if let Some(want) = expect {
+                if let Some((want, by)) = expect {
                     if found.size != want {
-                        return Err(Failure::Fatal(RemoteError::Changed {
+                        return Err(Failure::Fatal(StoreError::Changed {
                             object: object.clone(),
                             reason: format!(
-                                "{} bytes on the store, but the manifest says {want}: the \
+                                "{} bytes on the store, but {by} says {want}: the \
                                  object was replaced or truncated",
                                 found.size
                             ),
@@ -489,7 +247,7 @@ impl StoreClient {
                 }
                 if let Some(first) = &info {
                     if first.e_tag.is_some() && first.e_tag != found.e_tag {
-                        return Err(Failure::Fatal(RemoteError::Changed {
+                        return Err(Failure::Fatal(StoreError::Changed {
                             object: object.clone(),
                             reason: "the object changed on the store during the download".into(),
                         }));
@@ -502,7 +260,7 @@ impl StoreClient {
                     let chunk = chunk.map_err(|e| self.classify(file, e))?;
                     stats::bytes(chunk.len() as u64);
                     out.write_all(&chunk).map_err(|e| {
-                        Failure::Fatal(RemoteError::Cache {
+                        Failure::Fatal(StoreError::Cache {
                             path: "download".into(),
                             reason: format!("writing {object}: {e}"),
                         })
@@ -520,8 +278,8 @@ impl StoreClient {
         })
     }
 
-    /// The whole of a small object (the manifest), at most `limit` bytes.
-    pub fn get(&self, file: &str, limit: u64) -> Result<(Vec<u8>, ObjectInfo), RemoteError> {
+    /// The whole of a small object, at most `limit` bytes.
+    pub fn get(&self, file: &str, limit: u64) -> Result<(Vec<u8>, ObjectInfo), StoreError> {
         let object = self.url.object(file);
         let location = ObjectPath::from(self.url.key(file));
         let io = self.io()?;
@@ -538,7 +296,7 @@ impl StoreClient {
                     e_tag: got.meta.e_tag.clone(),
                 };
                 if info.size > limit {
-                    return Err(Failure::Fatal(RemoteError::Request {
+                    return Err(Failure::Fatal(StoreError::Request {
                         object: object.clone(),
                         reason: format!("{} bytes, more than the {limit} expected", info.size),
                     }));
@@ -558,7 +316,7 @@ impl StoreClient {
     }
 
     /// Bytes `range` of `file` (one ranged GET, retried).
-    pub fn get_range(&self, file: &str, range: Range<u64>) -> Result<Vec<u8>, RemoteError> {
+    pub fn get_range(&self, file: &str, range: Range<u64>) -> Result<Vec<u8>, StoreError> {
         let object = self.url.object(file);
         let location = ObjectPath::from(self.url.key(file));
         let want = range.end.saturating_sub(range.start);
@@ -598,15 +356,15 @@ impl Drop for StoreClient {
 }
 
 /// The client's own small Tokio runtime (two threads).
-fn runtime(url: &RemoteUrl) -> Result<tokio::runtime::Runtime, RemoteError> {
+fn runtime(url: &StoreUrl) -> Result<tokio::runtime::Runtime, StoreError> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("imgfeed-store")
         .enable_all()
         .build()
-        .map_err(|e| RemoteError::Setup {
+        .map_err(|e| StoreError::Setup {
             url: url.to_string(),
-            reason: format!("cannot start the I/O runtime: {e}"),
+            source: SetupError::Runtime(e),
         })
 }
 
@@ -625,25 +383,6 @@ fn short(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn loopback_endpoints_are_recognised() {
-        for ep in [
-            "http://127.0.0.1:9000",
-            "http://localhost:5000/",
-            "http://[::1]:9000",
-            "http://127.0.0.2",
-        ] {
-            assert!(is_loopback(ep), "{ep}");
-        }
-        for ep in [
-            "http://10.0.0.1:9000",
-            "https://127.0.0.1",
-            "http://s3.example.com",
-        ] {
-            assert!(!is_loopback(ep), "{ep}");
-        }
-    }
 
     #[test]
     fn status_codes_are_found_in_store_messages() {
