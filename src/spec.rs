@@ -9,6 +9,9 @@ pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
 }
 use std::fmt;
 
+/// Most label columns a sample can have (CIFAR-100: coarse and fine).
+pub const MAX_LABELS: usize = 2;
+
 /// Element type of the image column.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DType {

@@ -309,7 +309,7 @@ fn mixing_is_refused_where_it_cannot_mean_what_it_says() {
     let out = tempfile::tempdir().expect("tempdir");
     let store = imgfeed::shards::StoreConfig::default();
     skip.engine.on_error = imgfeed::OnError::Error;
-    let e = imgfeed::shards::convert_to_shards(&skip, &store, out.path(), |_| {}, |_| {}, |_| {})
+    let e = imgfeed::sink::convert_to_shards(&skip, &store, out.path(), |_| {}, |_| {}, |_| {})
         .expect_err("no batch ops in a conversion");
     assert!(e.to_string().contains("batch_ops do not apply"), "{e}");
 }

@@ -7,9 +7,10 @@ use common::*;
 use imgfeed::ops::{Filter, Op};
 use imgfeed::rng::SplitMix64;
 use imgfeed::shards::format::{crc32, Storage};
-use imgfeed::shards::{convert_to_shards, slice_range};
+use imgfeed::shards::slice_range;
 use imgfeed::shards::{merge_index, StoreConfig};
-use imgfeed::source::{Shards, Source};
+use imgfeed::sink::convert_to_shards;
+use imgfeed::source::Shards;
 use imgfeed::{LabelType, Pipeline, PipelineConfig, SourceConfig};
 use std::path::{Path, PathBuf};
 
@@ -865,7 +866,7 @@ fn a_stopped_conversion_leaves_nothing_behind() {
     let cfg = conversion(folder_source(&folder()), vec![decode()], 2);
     let stop = std::sync::atomic::AtomicBool::new(false);
     let mut done = 0;
-    let r = imgfeed::shards::convert_to_shards_until(
+    let r = imgfeed::sink::convert_to_shards_until(
         &cfg,
         &store(Storage::Raw, 90),
         out.path(),

@@ -96,3 +96,6 @@ def op_names() -> List[str]:
 
 def batch_op_names() -> List[str]:
     """Every batch op's name in pipeline files."""
+
+def source_kinds() -> List[str]:
+    """Every source kind's name in pipeline files (``kind = ...`` of ``[source]``)."""

@@ -491,6 +491,12 @@ fn batch_op_names() -> Vec<&'static str> {
     imgfeed::batch_ops::BatchOp::NAMES.to_vec()
 }
 
+/// Every source kind's name in pipeline files (`image_folder`, `cifar10`, ...).
+#[pyfunction]
+fn source_kinds() -> Vec<&'static str> {
+    imgfeed::SourceKind::NAMES.to_vec()
+}
+
 /// The native module.
 #[pymodule]
 fn _imgfeed(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -503,6 +509,7 @@ fn _imgfeed(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fold, m)?)?;
     m.add_function(wrap_pyfunction!(op_names, m)?)?;
     m.add_function(wrap_pyfunction!(batch_op_names, m)?)?;
+    m.add_function(wrap_pyfunction!(source_kinds, m)?)?;
     m.add("OFFSET64", fp::OFFSET64)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -530,3 +530,16 @@ def test_every_engine_op_is_exposed_or_listed_with_its_reason():
     assert not listed & exposed, f"listed as not exposed, yet exposed: {listed & exposed}"
     assert exposed <= engine, f"tables of ops the engine lacks: {exposed - engine}"
     assert all(len(why) > 20 for why in _engine_ops.NOT_EXPOSED.values())
+
+
+def test_every_engine_source_kind_has_a_class_or_is_listed_with_its_reason():
+    from imgfeed import _imgfeed
+    from imgfeed.dataset import _sources
+
+    engine = set(_imgfeed.source_kinds())
+    exposed = set(_sources.KINDS)
+    listed = set(_sources.NOT_EXPOSED)
+    assert engine - exposed == listed, f"engine source kinds neither exposed nor listed: {engine - exposed - listed}"
+    assert exposed <= engine, f"classes of source kinds the engine lacks: {exposed - engine}"
+    assert all(c._kind == k for k, c in _sources.KINDS.items())
+    assert all(len(why) > 20 for why in _sources.NOT_EXPOSED.values())

@@ -299,9 +299,7 @@ fn jpeg(p: &Pipeline) -> Option<String> {
 /// What is measured, printed before the run (and its progress bar).
 fn print_header(p: &Pipeline) {
     println!("{}", p.source().describe());
-    if imgfeed::store::url::is_remote(p.source().root())
-        && p.config().source.kind() == imgfeed::source::SourceKind::ImageFolder
-    {
+    if p.source().per_object() {
         println!(
             "store        an image tree in object storage: one request per image, slower by \
              nature than shards (a few large files, fetched whole and cached); convert it once \
@@ -399,7 +397,7 @@ fn print_table(p: &Pipeline, m: &Measured, v: &Verdict) {
         );
         // Worker time spent waiting for shard files: the store's share of the run.
         let share = store.waited_ns as f64 / 1e9 / (m.workers.max(1) as f64 * m.wall).max(1e-9);
-        let tree = p.config().source.kind() == imgfeed::source::SourceKind::ImageFolder;
+        let tree = p.source().per_object();
         if share > 0.1 && tree {
             println!(
                 "store        the store held the workers up {:.0}% of the time: one request per \

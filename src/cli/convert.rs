@@ -7,7 +7,8 @@
 use super::report::Reporter;
 use super::{interrupt, progress, Common};
 use anyhow::Result;
-use imgfeed::shards::{convert_to_shards_until, slice_range};
+use imgfeed::shards::slice_range;
+use imgfeed::sink::convert_to_shards_until;
 use imgfeed::sink::write_npy_dir;
 use imgfeed::{OnError, Pipeline};
 use std::path::Path;

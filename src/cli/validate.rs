@@ -11,7 +11,7 @@ use imgfeed::error::Invalid;
 use imgfeed::ops::{Decode, Op};
 use imgfeed::source::Usage;
 use imgfeed::validate::{validate, ValidateOptions, ValidateReport, SIDE_BUCKETS};
-use imgfeed::{PipelineConfig, SourceConfig, SourceKind};
+use imgfeed::{Dataset, PipelineConfig, SourceConfig};
 use std::path::{Path, PathBuf};
 
 /// Options of `imgfeed validate`.
@@ -36,40 +36,18 @@ pub struct ValidateArgs {
     report: Option<PathBuf>,
 }
 
-/// A source configuration for a bare dataset folder: CIFAR-10 / CIFAR-100 by their file
-/// names in the binary layout (`*.bin`) or torchvision's pickle layout (CIFAR-100's
-/// `train` / `test` only next to its `meta`), else an ImageFolder tree.
-fn folder_source(dir: &Path) -> SourceConfig {
-    let has = |f: &str| dir.join(f).is_file();
-    let (kind, train, test) = if has("data_batch_1.bin") || has("test_batch.bin") {
-        (
-            SourceKind::Cifar10,
-            has("data_batch_1.bin"),
-            has("test_batch.bin"),
-        )
-    } else if has("train.bin") || has("test.bin") {
-        (SourceKind::Cifar100, has("train.bin"), has("test.bin"))
-    } else if has("data_batch_1") || has("test_batch") {
-        (SourceKind::Cifar10, has("data_batch_1"), has("test_batch"))
-    } else if has("meta") && (has("train") || has("test")) {
-        (SourceKind::Cifar100, has("train"), has("test"))
-    } else {
-        return SourceConfig::new(SourceKind::ImageFolder, dir);
-    };
-    let mut source = SourceConfig::new(kind, dir);
-    if let Some(usage) = source.dataset.usage_mut() {
-        *usage = Some(match (train, test) {
-            (true, true) => Usage::All,
-            (false, true) => Usage::Test,
-            _ => Usage::Train,
-        });
-    }
-    source
+/// A source configuration for a bare dataset folder: the first source kind that
+/// recognises its files (CIFAR by their names, a shards manifest), else an ImageFolder tree
+/// (the registry's last kind takes any folder).
+fn folder_source(dir: &Path) -> Result<SourceConfig> {
+    let dataset = Dataset::detect(dir)
+        .ok_or_else(|| anyhow::anyhow!("{}: no source kind reads this folder", dir.display()))?;
+    Ok(dataset.into())
 }
 
 pub fn run(a: &ValidateArgs) -> Result<i32> {
     let (mut source, decode) = if a.target.is_dir() {
-        (folder_source(&a.target), Decode::default())
+        (folder_source(&a.target)?, Decode::default())
     } else {
         let cfg = PipelineConfig::from_file(&a.target)?;
         let decode = cfg

@@ -6,7 +6,7 @@
 //! also moves a cursor along the epoch's order of first use of the shards, and a
 //! background thread fetches the next [`PREFETCH`] shards of that order, so workers do not
 //! wait for the network when it is fast enough. The order is the one the pipeline
-//! announces when it starts an epoch ([`crate::source::Source::epoch_starts`]: the
+//! announces when it starts an epoch (the source's `epoch_starts`: the
 //! samples it will read, from where a resumed epoch starts); without one (a reader that is
 //! not an epoch) it is computed from the sampling, the epoch guessed from the reads'
 //! count. When the cache limit needs room, the least recently used shards that no worker

@@ -197,7 +197,7 @@ impl Manifest {
         }
         let m: Manifest = serde_json::from_slice(text)
             .map_err(|e| bad(path, format!("invalid manifest: {e}")))?;
-        if m.label_columns == 0 || m.label_columns > crate::source::MAX_LABELS {
+        if m.label_columns == 0 || m.label_columns > crate::spec::MAX_LABELS {
             return Err(bad(
                 path,
                 format!("label_columns {} is not 1 or 2", m.label_columns),

@@ -17,8 +17,8 @@
 //!   labels, and where its name lies in `names.bin`.
 //! * `names.bin` — the samples' root-relative paths, UTF-8, concatenated.
 //!
-//! The flow, one file each: [`convert`] runs a conversion (the `[store]` pipeline table is
-//! [`store`]), [`writer`] appends samples to shards in the layout of
+//! The flow, one file each: a conversion ([`crate::sink::shards`]) is configured by the
+//! `[store]` pipeline table ([`store`]), [`writer`] appends samples to shards in the layout of
 //! [`format`](mod@format), [`publish`] hands finished files on ([`upload`]: to object
 //! storage, the manifest last), [`merge`] joins the slices of a split conversion (in a
 //! [`folder`], local or a store's prefix), and [`source`] reads a dataset back,
@@ -26,7 +26,6 @@
 //! and the names into the cache) and [`fetch`] brings its shard files into the cache ahead
 //! of the epoch's order.
 
-pub mod convert;
 pub mod fetch;
 pub mod folder;
 pub mod format;
@@ -38,13 +37,11 @@ pub mod store;
 pub mod upload;
 pub mod writer;
 
-pub use convert::{convert_to_shards, convert_to_shards_until, slice_range};
 pub use fetch::RemoteFiles;
 pub use folder::StoreFolder;
 pub use format::{Manifest, Storage, VERSION};
 pub use merge::{merge_index, merge_index_with};
-pub use remote::open_remote;
 pub use source::Shards;
-pub use store::StoreConfig;
+pub use store::{slice_range, StoreConfig};
 pub use upload::Uploader;
 pub use writer::ShardWriter;

@@ -1,51 +1,29 @@
-//! Opening a shards dataset in object storage: the manifest first (always fetched, so a
-//! dataset converted again is noticed), then the index and the names into the cache
+//! Opening a shards dataset in object storage: the manifest first (always fetched, by the
+//! opener that looks for it, so a dataset converted again is noticed), then the index and the names into the cache
 //! (checked against the manifest's sizes and CRC-32s), then a [`Shards`] whose shard files
 //! are fetched when an epoch needs them ([`RemoteFiles`]): the same checks as a local
 //! dataset's, the same records, the same batches.
 
 use super::fetch::{key, RemoteFiles};
-use super::format::{Entry, FileEntry, Manifest, HEADER_LEN, MANIFEST, MAX_MANIFEST_BYTES};
+use super::format::{Entry, FileEntry, Manifest, HEADER_LEN, MANIFEST};
 use super::Shards;
 use crate::error::{Error, Result};
 use crate::plan::Sampling;
-use crate::source::SourceKind;
-use crate::store::{stats, Cache, StoreClient, StoreError, StoreOptions, StoreUrl};
+use crate::store::{stats, Cache, StoreClient, StoreOptions};
 use memmap2::Mmap;
 use std::path::{Path, PathBuf};
 
-/// Open the shards dataset at `root` (`s3://bucket/prefix`). `kind` is the pipeline's:
-/// a prefix without a manifest is an error saying what is and is not read from object
-/// storage.
-pub fn open_remote(
+/// Open the shards dataset at `root` (`s3://bucket/prefix`), reached by `client`, whose
+/// manifest's bytes are `manifest` (fetched by the caller: the request that found it).
+pub fn open(
     root: &Path,
-    kind: SourceKind,
+    client: StoreClient,
+    manifest: &[u8],
     options: &StoreOptions,
     sampling: &Sampling,
 ) -> Result<Shards> {
-    let text = root.to_string_lossy();
-    let url = StoreUrl::parse(&text)?;
-    let client = StoreClient::new(&url, options.endpoint.as_deref())?;
-    let (bytes, _) = match client.get(MANIFEST, MAX_MANIFEST_BYTES) {
-        Ok(v) => v,
-        Err(StoreError::NotFound { object, .. }) => {
-            let hint = if kind == SourceKind::Shards {
-                ": not a shards dataset (write one with `imgfeed convert PIPELINE --format \
-                 shards --out DIR` and upload DIR)"
-                    .to_string()
-            } else {
-                format!(
-                    ": {} datasets are read from object storage once converted to shards: \
-                     `imgfeed convert PIPELINE --format shards --out s3://...`, and point \
-                     --data at that prefix (image trees are read as they are)",
-                    kind_name(kind)
-                )
-            };
-            return Err(StoreError::NotFound { object, hint }.into());
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let manifest = Manifest::parse(Path::new(&url.object(MANIFEST)), &bytes)?;
+    let url = client.url().clone();
+    let manifest = Manifest::parse(Path::new(&url.object(MANIFEST)), manifest)?;
     let cache = Cache::open(
         options.cache_dir.as_deref(),
         options.cache_limit()?,
@@ -78,13 +56,6 @@ pub fn open_remote(
     );
     let files = RemoteFiles::new(client, cache, manifest.clone(), keep, shard_of, *sampling);
     Shards::remote(root, manifest, (ipath, index.1), (npath, names.1), files)
-}
-
-fn kind_name(kind: SourceKind) -> String {
-    serde_json::to_value(kind)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 /// The index or the names: from the cache, or downloaded into it.

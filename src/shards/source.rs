@@ -17,7 +17,6 @@ use crate::shards::format::{
     crc32, parse_header, Entry, FileEntry, Manifest, Storage, ENTRY_LEN, HEADER_LEN, INDEX_MAGIC,
     MANIFEST, SHARD_MAGIC,
 };
-use crate::source::{Raw, RawSample, Source};
 use crate::spec::{DType, Layout, Spec};
 use memmap2::Mmap;
 use std::fs::File;
@@ -348,8 +347,10 @@ pub(crate) fn check_shard(path: &Path, map: &[u8], manifest: &Manifest) -> Resul
     Ok(())
 }
 
-impl Source for Shards {
-    fn describe(&self) -> String {
+/// What the source kind (`crate::source::shards`) reports of an open dataset.
+impl Shards {
+    /// One line: root, samples, storage, shards, classes.
+    pub fn describe(&self) -> String {
         let m = &self.manifest;
         format!(
             "shards {}: {}, {} storage{}, {}, {}",
@@ -363,15 +364,23 @@ impl Source for Shards {
         )
     }
 
-    fn root(&self) -> &Path {
+    /// The dataset's root.
+    pub fn root(&self) -> &Path {
         &self.root
     }
 
-    fn len(&self) -> usize {
+    /// Samples.
+    pub fn len(&self) -> usize {
         self.manifest.samples as usize
     }
 
-    fn spec(&self) -> Spec {
+    /// Whether it holds no sample (opening refuses such a dataset, so never).
+    pub fn is_empty(&self) -> bool {
+        self.manifest.samples == 0
+    }
+
+    /// What a read yields.
+    pub fn spec(&self) -> Spec {
         let label_columns = self.manifest.label_columns;
         match self.manifest.storage {
             Storage::Original | Storage::Jpeg => Spec {
@@ -392,17 +401,21 @@ impl Source for Shards {
         }
     }
 
-    fn classes(&self) -> &[(String, u32)] {
+    /// `(class name, label)`.
+    pub fn classes(&self) -> &[(String, u32)] {
         &self.manifest.classes
     }
 
-    fn epoch_starts(&self, epoch: u64, order: &[usize]) {
+    /// An epoch reads the samples `order`: a dataset in object storage fetches its shards
+    /// in that order.
+    pub fn epoch_starts(&self, epoch: u64, order: &[usize]) {
         if let Files::Remote(remote) = &self.files {
             remote.start_epoch(epoch, order);
         }
     }
 
-    fn sample_name(&self, index: usize) -> String {
+    /// The root-relative path sample `index` was converted from.
+    pub fn sample_name(&self, index: usize) -> String {
         self.entry(index)
             .and_then(|e| {
                 let start = e.name_offset as usize;
@@ -412,21 +425,5 @@ impl Source for Shards {
                 Some(String::from_utf8_lossy(bytes).into_owned())
             })
             .unwrap_or_else(|| format!("<sample {index} out of range>"))
-    }
-
-    fn read<'a>(&'a self, index: usize, scratch: &'a mut Vec<u8>) -> Result<RawSample<'a>> {
-        let (e, bytes) = self.record_into(index, scratch)?;
-        let raw = match self.manifest.storage {
-            Storage::Raw => Raw::Pixels {
-                data: bytes,
-                height: e.height as usize,
-                width: e.width as usize,
-            },
-            Storage::Jpeg | Storage::Original => Raw::Encoded(bytes),
-        };
-        Ok(RawSample {
-            raw,
-            labels: e.labels,
-        })
     }
 }

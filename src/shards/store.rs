@@ -72,3 +72,9 @@ impl StoreConfig {
         }
     }
 }
+
+/// The source samples `[first, end)` that slice `id` of `count` converts.
+pub fn slice_range(n: usize, id: usize, count: usize) -> (usize, usize) {
+    let at = |i: usize| ((i as u128 * n as u128) / count.max(1) as u128) as usize;
+    (at(id), at(id + 1))
+}

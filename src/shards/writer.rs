@@ -127,7 +127,7 @@ impl ShardWriter {
         shard_size: u64,
         publish: Option<Box<dyn Publish>>,
     ) -> Result<Self> {
-        crate::sink::create_out_dir(dir)?;
+        create_out_dir(dir)?;
         let manifest = dir.join(names.manifest());
         if publish.is_none() && manifest.exists() {
             return Err(Error::Dataset {
@@ -351,4 +351,25 @@ impl Drop for ShardWriter {
             let _ = std::fs::remove_file(tmp);
         }
     }
+}
+
+/// Create the output folder `dir` (and its parents), or say in one message why it cannot
+/// be: a file already there, or the system's reason (permissions, a read-only disk).
+pub(crate) fn create_out_dir(dir: &std::path::Path) -> crate::Result<()> {
+    let refuse = |source: std::io::Error| crate::Error::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    if dir.exists() && !dir.is_dir() {
+        return Err(refuse(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            "the output folder cannot be created: a file of that name is there",
+        )));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| {
+        refuse(std::io::Error::new(
+            e.kind(),
+            format!("the output folder cannot be created: {e}"),
+        ))
+    })
 }

@@ -1,27 +1,11 @@
-//! Sinks: where `imgfeed convert --format npy` writes an epoch (shards conversion is in
-//! [`crate::shards`], beside the format it writes).
+//! Sinks: what `imgfeed convert` writes: an epoch as npy files ([`npy`]), or the whole
+//! source through its ops into the shards format ([`shards`]; the format itself, its
+//! writer and reader, is [`crate::shards`]).
 
 pub mod npy;
+pub mod shards;
 
 pub use npy::{write_npy_dir, NpyWriter};
+pub use shards::{convert_to_shards, convert_to_shards_until, ShardsReport};
 
-/// Create the output folder `dir` (and its parents), or say in one message why it cannot
-/// be: a file already there, or the system's reason (permissions, a read-only disk).
-pub(crate) fn create_out_dir(dir: &std::path::Path) -> crate::Result<()> {
-    let refuse = |source: std::io::Error| crate::Error::Io {
-        path: dir.to_path_buf(),
-        source,
-    };
-    if dir.exists() && !dir.is_dir() {
-        return Err(refuse(std::io::Error::new(
-            std::io::ErrorKind::AlreadyExists,
-            "the output folder cannot be created: a file of that name is there",
-        )));
-    }
-    std::fs::create_dir_all(dir).map_err(|e| {
-        refuse(std::io::Error::new(
-            e.kind(),
-            format!("the output folder cannot be created: {e}"),
-        ))
-    })
-}
+pub(crate) use crate::shards::writer::create_out_dir;

@@ -12,21 +12,18 @@
 //!
 //! A field that the kind does not take is an error naming the field and the kind.
 
-pub use super::dataset::{
-    Cifar100Config, CifarConfig, Dataset, ImageFolderConfig, ShardsConfig, SourceKind,
-};
-use super::{Cifar, CifarKind, CifarLabel, ImageFolder, Source, Usage};
+use super::root::DatasetRoot;
+use super::{Dataset, Source, SourceKind, Usage};
 use crate::error::{Invalid, Result};
 use crate::plan::{Sampling, SAMPLING_FIELDS};
 use crate::shards::Shards;
 use crate::store::{StoreOptions, STORE_FIELDS};
-use clap::ValueEnum;
 use serde::de::Error as _;
 use serde::ser::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
 /// The `[source]` table: a [`Dataset`] and its [`Sampling`], written as one flat table.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -112,9 +109,7 @@ impl SourceConfig {
                 Ok(())
             }
             None => Err(Invalid::Usage {
-                kind: kind
-                    .to_possible_value()
-                    .map_or_else(String::new, |v| v.get_name().to_string()),
+                kind: kind.name().to_string(),
             }
             .into()),
         }
@@ -125,110 +120,27 @@ impl SourceConfig {
         Ok(self.sampling.resolve_shard(get).map_err(Invalid::from)?)
     }
 
-    /// Open the dataset (lists or maps files; reads no sample).
+    /// Open the dataset (lists or maps files; reads no sample). The root is parsed once
+    /// ([`DatasetRoot`]); a root holding a shards manifest (one request to a store) is read
+    /// as shards whatever the kind, when its listing options are the ones it was converted
+    /// with; any other opens as its kind says.
     pub fn open(&self) -> Result<Arc<dyn Source>> {
-        if crate::store::url::is_remote(self.root()) {
-            if let Dataset::ImageFolder(c) = &self.dataset {
-                let (exts, classes) = (c.extensions.as_deref(), c.class_indexing.as_ref());
-                let tree = super::store_tree::open_tree(
-                    &c.root,
-                    exts,
-                    classes,
-                    c.max_file_bytes,
-                    &self.remote,
-                )?;
-                if let Some(tree) = tree {
-                    return Ok(Arc::new(tree));
+        let def = self.dataset.def();
+        match DatasetRoot::parse(self.root(), &self.remote)? {
+            DatasetRoot::Local(root) => {
+                if self.kind() == SourceKind::Shards || Shards::is_dataset(&root) {
+                    super::shards::open_local(&root, def.listing())
+                } else {
+                    def.open_local(&root)
                 }
             }
-            let s =
-                crate::shards::open_remote(self.root(), self.kind(), &self.remote, &self.sampling)?;
-            return self.check_listing(s);
+            DatasetRoot::Store(at) => match at.manifest()? {
+                Some(manifest) => {
+                    super::shards::open_store(*at, &manifest, &self.sampling, def.listing())
+                }
+                None => def.open_store(*at),
+            },
         }
-        if self.kind() == SourceKind::Shards || Shards::is_dataset(self.root()) {
-            return self.open_shards();
-        }
-        match &self.dataset {
-            Dataset::ImageFolder(c) => {
-                let f =
-                    ImageFolder::open(&c.root, c.extensions.as_deref(), c.class_indexing.as_ref())?;
-                let f = match c.max_file_bytes {
-                    Some(0) => {
-                        let setting = "source.max_file_bytes";
-                        return Err(Invalid::TooSmall { setting, min: 1 }.into());
-                    }
-                    Some(n) => f.with_max_file_bytes(n),
-                    None => f,
-                };
-                Ok(Arc::new(f))
-            }
-            Dataset::Cifar10(c) => Ok(Arc::new(Cifar::open(
-                &c.root,
-                CifarKind::Cifar10,
-                c.usage.unwrap_or_default(),
-                CifarLabel::default(),
-            )?)),
-            Dataset::Cifar100(c) => Ok(Arc::new(Cifar::open(
-                &c.root,
-                CifarKind::Cifar100,
-                c.usage.unwrap_or_default(),
-                c.label.unwrap_or_default(),
-            )?)),
-            Dataset::Shards(_) => self.open_shards(),
-        }
-    }
-
-    /// A converted dataset. The listing options of the original source applied when it
-    /// was converted: `extensions` is ignored, and `class_indexing`, `usage` and `label`
-    /// must say what the conversion used (labels are stored), or it is an error.
-    fn open_shards(&self) -> Result<Arc<dyn Source>> {
-        self.check_listing(Shards::open(self.root())?)
-    }
-
-    /// `s` if it was converted with the listing options given.
-    fn check_listing(&self, s: Shards) -> Result<Arc<dyn Source>> {
-        let root = self.root();
-        let m = s.manifest();
-        let differs = |field: &'static str, want: String, stored: String| {
-            Err(Invalid::NotAsConverted {
-                field,
-                want,
-                root: root.to_path_buf(),
-                stored,
-            }
-            .into())
-        };
-        let (class_indexing, usage, label) = self.dataset.listing();
-        if let Some(map) = class_indexing {
-            let stored: BTreeMap<String, u32> = m.classes.iter().cloned().collect();
-            if map != &stored {
-                return differs("class_indexing", format!("{map:?}"), format!("{stored:?}"));
-            }
-        }
-        let name = |v: serde_json::Result<serde_json::Value>| {
-            v.ok().and_then(|v| v.as_str().map(str::to_string))
-        };
-        if let Some(u) = usage {
-            let want = name(serde_json::to_value(u));
-            if want != m.source.usage {
-                return differs(
-                    "usage",
-                    format!("{want:?}"),
-                    format!("{:?}", m.source.usage),
-                );
-            }
-        }
-        if let Some(l) = label {
-            let want = name(serde_json::to_value(l));
-            if want != m.source.label {
-                return differs(
-                    "label",
-                    format!("{want:?}"),
-                    format!("{:?}", m.source.label),
-                );
-            }
-        }
-        Ok(Arc::new(s))
     }
 }
 
@@ -297,6 +209,8 @@ mod tests {
 
     #[test]
     fn kind_names_are_one_list_for_serde_and_the_command_line() {
+        use clap::ValueEnum;
+        assert_eq!(SourceKind::value_variants(), SourceKind::ALL);
         for kind in SourceKind::value_variants() {
             let cli = kind.to_possible_value().map(|v| v.get_name().to_string());
             let tag = toml::Value::try_from(Dataset::new(*kind, "r"))
@@ -307,6 +221,8 @@ mod tests {
                 .and_then(|v| v.as_str().map(str::to_string));
             assert_eq!(cli, tag, "{kind:?}");
             assert_eq!(cli, serde_name, "{kind:?}");
+            assert_eq!(cli.as_deref(), Some(kind.name()), "{kind:?}");
+            assert_eq!(Dataset::new(*kind, "r").def().name(), kind.name());
         }
     }
 
@@ -318,9 +234,9 @@ mod tests {
         assert_eq!(
             s.dataset,
             Dataset::Cifar100(
-                Cifar100Config::new("r")
+                super::super::Cifar100Config::new("r")
                     .usage(Usage::Test)
-                    .label(CifarLabel::Both)
+                    .label(super::super::CifarLabel::Both)
             )
         );
         assert!(s.sampling.shuffle);

@@ -19,13 +19,131 @@
 //!   sample on its size, before a byte of it is read: with `max_pixels` on decode, the memory
 //!   a worker holds is bounded whatever the files claim.
 
+use super::kind::{Listing, SourceDef};
+use super::root::StoreRoot;
 use super::{Raw, RawSample, Source};
-use crate::error::{Error, Result, SampleErrorKind};
+use crate::error::{Error, Invalid, Result, SampleErrorKind};
 use crate::spec::Spec;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// `kind = "image_folder"`: `root/<class>/<image>`, classes sorted, labels from 0.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ImageFolderConfig {
+    /// Dataset root (relative paths in a file are relative to the file's folder).
+    pub root: PathBuf,
+    /// Extensions to read (default jpg, jpeg, png, bmp, webp).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Vec<String>>,
+    /// Folder name → label; only these folders are read (MindSpore's `class_indexing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class_indexing: Option<BTreeMap<String, u32>>,
+    /// Largest file read, in bytes (default 256 MiB); a larger file fails its sample (kind
+    /// `file_too_large`) before it is read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_file_bytes: Option<u64>,
+}
+
+impl ImageFolderConfig {
+    /// The tree at `root`, every option at its default.
+    pub fn new(root: impl Into<PathBuf>) -> ImageFolderConfig {
+        ImageFolderConfig {
+            root: root.into(),
+            extensions: None,
+            class_indexing: None,
+            max_file_bytes: None,
+        }
+    }
+
+    /// Read only files with these extensions.
+    pub fn extensions<S: Into<String>>(mut self, list: impl IntoIterator<Item = S>) -> Self {
+        self.extensions = Some(list.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Read only these folders, with these labels.
+    pub fn class_indexing(mut self, map: BTreeMap<String, u32>) -> Self {
+        self.class_indexing = Some(map);
+        self
+    }
+
+    /// Fail files larger than `bytes` without reading them.
+    pub fn max_file_bytes(mut self, bytes: u64) -> Self {
+        self.max_file_bytes = Some(bytes);
+        self
+    }
+
+    /// `max_file_bytes` checked: at least one byte.
+    fn file_limit(&self) -> Result<Option<u64>> {
+        match self.max_file_bytes {
+            Some(0) => {
+                let setting = "source.max_file_bytes";
+                Err(Invalid::TooSmall { setting, min: 1 }.into())
+            }
+            n => Ok(n),
+        }
+    }
+
+    /// Any folder is read as a tree (the kind `imgfeed validate` falls back to).
+    pub fn detect(dir: &Path) -> Option<ImageFolderConfig> {
+        Some(ImageFolderConfig::new(dir))
+    }
+}
+
+impl SourceDef for ImageFolderConfig {
+    fn name(&self) -> &'static str {
+        "image_folder"
+    }
+
+    fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn root_mut(&mut self) -> &mut PathBuf {
+        &mut self.root
+    }
+
+    fn listing(&self) -> Listing<'_> {
+        Listing {
+            class_indexing: self.class_indexing.as_ref(),
+            ..Listing::default()
+        }
+    }
+
+    fn open_local(&self, root: &Path) -> Result<Arc<dyn Source>> {
+        let f = ImageFolder::open(
+            root,
+            self.extensions.as_deref(),
+            self.class_indexing.as_ref(),
+        )?;
+        let f = match self.file_limit()? {
+            Some(n) => f.with_max_file_bytes(n),
+            None => f,
+        };
+        Ok(Arc::new(f))
+    }
+
+    /// An image tree in object storage, read as it is ([`super::store_tree`]); a plain HTTP
+    /// server has no listing: shards only.
+    fn open_store(&self, at: StoreRoot) -> Result<Arc<dyn Source>> {
+        if at.url.store().read_only() {
+            return Err(super::kind::not_converted(self.name(), &at));
+        }
+        let tree = super::store_tree::open_tree(
+            at,
+            self.extensions.as_deref(),
+            self.class_indexing.as_ref(),
+            self.max_file_bytes,
+        )?;
+        Ok(Arc::new(tree))
+    }
+}
 
 thread_local! {
     static PATH: std::cell::RefCell<PathBuf> = std::cell::RefCell::new(PathBuf::new());

@@ -6,25 +6,146 @@
 
 use crate::error::Result;
 use crate::spec::{Layout, Spec};
-use std::path::Path;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
 
 pub mod cifar;
 pub mod cifar_pickle;
 pub mod config;
-mod dataset;
-pub mod image_folder;
+pub mod kind;
+pub mod root;
 pub mod store_tree;
 
 pub use crate::shards::Shards;
 pub use cifar::{parse_record, Cifar, CifarKind, CifarLabel, Usage, PIXELS as PIXELS_PER_RECORD};
 pub use cifar_pickle::{parse_cifar_pickle, CifarPickle, PickleError, Pixels};
-pub use config::{
-    Cifar100Config, CifarConfig, Dataset, ImageFolderConfig, ShardsConfig, SourceConfig, SourceKind,
-};
+pub use config::SourceConfig;
 pub use image_folder::{Ignored, ImageFolder};
+pub use kind::{Listing, SourceDef};
+pub use root::{DatasetRoot, StoreRoot};
+
+/// The source kinds, one line each: `module::Config as Variant`. The module's name is the
+/// kind's name in pipeline files (`kind = "cifar10"`) and on the command line; the config
+/// is the kind's `[source]` fields and implements [`SourceDef`].
+macro_rules! sources {
+    ($($(#[$doc:meta])* $module:ident :: $config:ident as $name:ident,)*) => {
+        $(pub mod $module;)*
+        $(pub use $module::$config;)*
+
+        /// Kind of source: the `kind` field of `[source]` (and the names the command line
+        /// takes).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+        #[serde(rename_all = "snake_case")]
+        #[value(rename_all = "snake_case")]
+        pub enum SourceKind {
+            $($(#[$doc])* $name,)*
+        }
+
+        /// Which dataset: a kind and that kind's fields only.
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "kind", rename_all = "snake_case")]
+        #[non_exhaustive]
+        pub enum Dataset {
+            $($(#[$doc])* $name($config),)*
+        }
+
+        impl SourceKind {
+            /// Every kind, in the registry's order.
+            pub const ALL: &'static [SourceKind] = &[$(SourceKind::$name),*];
+            /// Every kind's name in pipeline files.
+            pub const NAMES: &'static [&'static str] = &[$(stringify!($module)),*];
+
+            /// The kind's name in pipeline files.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(SourceKind::$name => stringify!($module),)*
+                }
+            }
+        }
+
+        impl Dataset {
+            /// A `kind` dataset at `root`, every option at its default.
+            pub fn new(kind: SourceKind, root: impl Into<PathBuf>) -> Dataset {
+                match kind {
+                    $(SourceKind::$name => Dataset::$name($config::new(root)),)*
+                }
+            }
+
+            /// Its kind.
+            pub fn kind(&self) -> SourceKind {
+                match self {
+                    $(Dataset::$name(_) => SourceKind::$name,)*
+                }
+            }
+
+            /// The config of a bare folder (`imgfeed validate DIR`): the first kind, in the
+            /// registry's order, that recognises its files (`None`: none does).
+            pub fn detect(dir: &Path) -> Option<Dataset> {
+                $(if let Some(c) = $config::detect(dir) {
+                    return Some(Dataset::$name(c));
+                })*
+                None
+            }
+
+            /// What every kind has: its [`SourceDef`].
+            pub fn def(&self) -> &dyn SourceDef {
+                match self {
+                    $(Dataset::$name(c) => c,)*
+                }
+            }
+
+            fn def_mut(&mut self) -> &mut dyn SourceDef {
+                match self {
+                    $(Dataset::$name(c) => c,)*
+                }
+            }
+        }
+    };
+}
+
+sources! {
+    /// A dataset written by `imgfeed convert --format shards` (a folder with a
+    /// `manifest.json`). A root holding such a manifest is read as shards whatever the
+    /// kind says, so a pipeline written for the original runs unchanged on its copy.
+    shards::ShardsConfig as Shards,
+    /// CIFAR-10: the binary files or torchvision's pickle files.
+    cifar10::CifarConfig as Cifar10,
+    /// CIFAR-100: the binary files or torchvision's pickle files.
+    cifar100::Cifar100Config as Cifar100,
+    /// `root/<class>/<image>` (any folder: the kind a bare folder falls back to).
+    image_folder::ImageFolderConfig as ImageFolder,
+}
+
+impl Dataset {
+    /// Its root.
+    pub fn root(&self) -> &Path {
+        self.def().root()
+    }
+
+    /// Its root, to change (the command line's `--data`, a file's relative root).
+    pub fn root_mut(&mut self) -> &mut PathBuf {
+        self.def_mut().root_mut()
+    }
+
+    /// The CIFAR split as given (`None`: not given, or a kind without splits).
+    pub fn usage(&self) -> Option<Usage> {
+        self.def().listing().usage
+    }
+
+    /// The split, to change; `None` for kinds without one.
+    pub fn usage_mut(&mut self) -> Option<&mut Option<Usage>> {
+        self.def_mut().usage_mut()
+    }
+
+    /// The listing options as given: what a converted copy of this dataset must have been
+    /// converted with.
+    pub fn listing(&self) -> Listing<'_> {
+        self.def().listing()
+    }
+}
 
 /// Most label columns a source can produce (CIFAR-100: coarse and fine).
-pub const MAX_LABELS: usize = 2;
+pub use crate::spec::MAX_LABELS;
 
 /// The bytes of one sample, as the source holds them.
 #[derive(Clone, Copy, Debug)]
@@ -105,5 +226,10 @@ pub trait Source: Send + Sync {
     /// (object storage); the default ignores it.
     fn epoch_starts(&self, epoch: u64, order: &[usize]) {
         let _ = (epoch, order);
+    }
+    /// Whether every sample is one request to object storage (an image tree there): slower
+    /// by nature than a few large files, which `bench` says.
+    fn per_object(&self) -> bool {
+        false
     }
 }

@@ -17,10 +17,12 @@
 //! `convert --format shards`.
 
 use super::image_folder::{Ignored, ImageFolder, DEFAULT_MAX_FILE_BYTES};
+use super::root::StoreRoot;
 use super::{Raw, RawSample, Source};
 use crate::error::{Error, Result, SampleErrorKind};
+use crate::shards::format::MANIFEST;
 use crate::spec::Spec;
-use crate::store::{stats, StoreClient, StoreError, StoreOptions, StoreUrl};
+use crate::store::{stats, StoreClient, StoreError};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -88,24 +90,18 @@ fn lock(m: &Mutex<Window>) -> std::sync::MutexGuard<'_, Window> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The ImageFolder at `root` (`s3://bucket/prefix`) when the prefix holds no shards
-/// manifest; `None` when it does (a shards dataset, opened as one). A prefix with no
-/// object is an error saying what was looked for.
+/// The ImageFolder at `at` (`s3://bucket/prefix`), a prefix that holds no shards manifest
+/// (its opener looked). A prefix with no object is an error saying what was looked for.
 pub fn open_tree(
-    root: &Path,
+    at: StoreRoot,
     extensions: Option<&[String]>,
     class_indexing: Option<&BTreeMap<String, u32>>,
     max_file_bytes: Option<u64>,
-    options: &StoreOptions,
-) -> Result<Option<RemoteTree>> {
-    let url = StoreUrl::parse(&root.to_string_lossy())?;
-    if url.store().read_only() {
-        return Ok(None); // a plain HTTP server has no listing: shards only
-    }
-    let client = StoreClient::new(&url, options.endpoint.as_deref())?;
-    if client.exists(crate::shards::format::MANIFEST)? {
-        return Ok(None);
-    }
+) -> Result<RemoteTree> {
+    let StoreRoot {
+        root, url, client, ..
+    } = at;
+    let root = root.as_path();
     let listed = client.list(MAX_OBJECTS)?;
     if listed.is_empty() {
         return Err(StoreError::Request {
@@ -124,9 +120,8 @@ pub fn open_tree(
                 || k == "names.bin")
     };
     if listed.iter().any(|(k, _)| shard_file(k)) {
-        let manifest = crate::shards::format::MANIFEST;
         return Err(StoreError::NotFound {
-            object: url.object(manifest),
+            object: url.object(MANIFEST),
             hint: ": shard files but no manifest: a conversion still being written (its \
                    manifest comes last), or slices not merged yet (`imgfeed merge-index`)"
                 .into(),
@@ -169,7 +164,7 @@ pub fn open_tree(
         pid: AtomicU32::new(std::process::id()),
     });
     spawn_fetchers(&shared)?;
-    Ok(Some(RemoteTree { listing, shared }))
+    Ok(RemoteTree { listing, shared })
 }
 
 /// Start the [`FETCHERS`] threads.
@@ -368,6 +363,10 @@ impl Source for RemoteTree {
 
     fn sample_name(&self, index: usize) -> String {
         self.listing.sample_name(index)
+    }
+
+    fn per_object(&self) -> bool {
+        true
     }
 
     fn epoch_starts(&self, _epoch: u64, order: &[usize]) {

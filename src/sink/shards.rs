@@ -27,7 +27,7 @@ use crate::ops::image::bug;
 use crate::rng::sample_rng;
 use crate::shards::format::{Manifest, Origin, Slice, Storage};
 use crate::shards::writer::{Meta, Names, ShardWriter};
-use crate::shards::StoreConfig;
+use crate::shards::{slice_range, StoreConfig};
 use crate::source::{Raw, Source};
 use crate::spec::{DType, Layout, Spec};
 use crate::PipelineConfig;
@@ -51,12 +51,6 @@ struct Done {
     buf: Vec<u8>,
     size: (usize, usize),
     labels: [u32; 2],
-}
-
-/// The source samples `[first, end)` that slice `id` of `count` converts.
-pub fn slice_range(n: usize, id: usize, count: usize) -> (usize, usize) {
-    let at = |i: usize| ((i as u128 * n as u128) / count.max(1) as u128) as usize;
-    (at(id), at(id + 1))
 }
 
 /// Check the pipeline for a conversion; returns the source, the compiled ops and the
@@ -185,12 +179,10 @@ impl Ctx<'_> {
 fn origin(config: &PipelineConfig, source: &dyn Source) -> Origin {
     let name = |v: serde_json::Value| v.as_str().map(str::to_string);
     let s = &config.source;
-    let (_, usage, label) = s.dataset.listing();
+    let listing = s.dataset.listing();
+    let (usage, label) = (listing.usage, listing.label);
     Origin {
-        kind: serde_json::to_value(s.kind())
-            .ok()
-            .and_then(name)
-            .unwrap_or_default(),
+        kind: s.kind().name().to_string(),
         root: s.root().to_string_lossy().into_owned(),
         usage: usage.and_then(|u| serde_json::to_value(u).ok().and_then(name)),
         label: label.and_then(|l| serde_json::to_value(l).ok().and_then(name)),
@@ -241,7 +233,7 @@ pub fn convert_to_shards_until(
     let mut writer = if crate::store::url::is_remote(out) {
         // Object storage: files are written in a staging folder and uploaded as they are
         // finished, the manifest last.
-        let up = super::upload::Uploader::new(out, &config.source.remote, &manifest_name)?;
+        let up = crate::shards::upload::Uploader::new(out, &config.source.remote, &manifest_name)?;
         let staging = up.staging().to_path_buf();
         ShardWriter::create_with(&staging, names, store.mode, shard_size, Some(Box::new(up)))?
     } else {
