@@ -3,6 +3,12 @@
 //! A source only knows where sample `i` lives and what its labels are; it never decodes.
 //! Opening one does not read any sample (ImageFolder lists directories, CIFAR and shards map
 //! files).
+//!
+//! The kinds are a table: one file per kind (its `[source]` fields, implementing
+//! [`SourceDef`]: how it opens locally and from a store prefix, what `imgfeed validate`
+//! recognises of it) and one line of `sources!` below, which makes [`SourceKind`] and
+//! [`Dataset`]. Nothing above this room names a kind. [`config`] is the `[source]` table
+//! and its `open`, which parses the root once ([`root`]).
 
 use crate::error::Result;
 use crate::spec::{Layout, Spec};
