@@ -34,6 +34,16 @@ class Pipeline:
     def check_config(config_json: str) -> None:
         """Check the tables without opening the dataset (``ValueError`` naming the table)."""
     @staticmethod
+    def with_overrides(
+        config_json: Optional[str], path: Optional[str], overrides_json: str, launched: bool
+    ) -> "Pipeline":
+        """The tables (or the pipeline file at ``path``) with the overrides applied, built:
+        a ``Loader``'s one crossing; ``launched``: read the shard from the launcher's variables
+        when the pipeline names none."""
+    @staticmethod
+    def apply_overrides(config_json: str, overrides_json: str) -> str:
+        """The tables with the overrides applied and checked, as JSON."""
+    @staticmethod
     def load_config(path: str) -> str:
         """A pipeline file's tables as JSON, with ``root`` made absolute."""
     def config_json(self) -> str:
@@ -96,3 +106,6 @@ def op_names() -> List[str]:
 
 def batch_op_names() -> List[str]:
     """Every batch op's name in pipeline files."""
+
+def settings() -> List[Dict[str, Any]]:
+    """The settings ``Pipeline.replace`` and ``Loader`` take (the engine's table)."""

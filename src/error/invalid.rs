@@ -137,6 +137,10 @@ pub enum Invalid {
         /// The number of slices.
         count: usize,
     },
+    /// `num_shards` given without `shard_id`, or the other way round (MindSpore's rule: a
+    /// rank is named with the ranks it is one of).
+    #[error("num_shards and shard_id (--num-shards and --shard-id) must be given together")]
+    ShardsApart,
     /// A CIFAR split (`usage`) given for a source without splits.
     #[error("usage (--usage) applies to cifar10 and cifar100 sources only, not to {kind}")]
     Usage {

@@ -107,13 +107,18 @@ impl Pipeline {
         // The settings are checked before the dataset is listed.
         let config = check::settings(config)?;
         let source = config.source.open()?;
-        Pipeline::with_source(config, source)
+        Pipeline::checked(config, source)
     }
 
     /// [`Pipeline::new`] over a source already opened from `config.source` (a caller that
     /// listed the dataset once to show its size and classes does not list it again).
     pub fn with_source(config: PipelineConfig, source: Arc<dyn Source>) -> Result<Pipeline> {
-        let config = check::settings(config)?;
+        Pipeline::checked(check::settings(config)?, source)
+    }
+
+    /// Build over `source` a config whose settings [`check::settings`] has checked (once: it
+    /// also reads the launcher's variables for `shard = "env"`).
+    fn checked(config: PipelineConfig, source: Arc<dyn Source>) -> Result<Pipeline> {
         let Checked {
             stages,
             spec,
