@@ -109,3 +109,6 @@ def batch_op_names() -> List[str]:
 
 def settings() -> List[Dict[str, Any]]:
     """The settings ``Pipeline.replace`` and ``Loader`` take (the engine's table)."""
+
+def check_overrides(overrides_json: str) -> None:
+    """Check the rules between settings that need no pipeline (``num_shards`` with ``shard_id``)."""

@@ -560,6 +560,15 @@ fn settings(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
         .collect()
 }
 
+/// Check the rules between settings that need no pipeline (`num_shards` and `shard_id`
+/// together, the rank below the ranks) on `overrides_json`: `ValueError` in the engine's words.
+#[pyfunction]
+fn check_overrides(py: Python<'_>, overrides_json: &str) -> PyResult<()> {
+    Overrides::from_json(overrides_json)
+        .and_then(|o| o.check())
+        .map_err(|e| to_py(py, &e))
+}
+
 /// Every per-sample op's name in pipeline files (`decode`, `resize`, ...).
 #[pyfunction]
 fn op_names() -> Vec<&'static str> {
@@ -584,6 +593,7 @@ fn _imgfeed(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fold, m)?)?;
     m.add_function(wrap_pyfunction!(op_names, m)?)?;
     m.add_function(wrap_pyfunction!(settings, m)?)?;
+    m.add_function(wrap_pyfunction!(check_overrides, m)?)?;
     m.add_function(wrap_pyfunction!(batch_op_names, m)?)?;
     m.add("OFFSET64", fp::OFFSET64)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -141,3 +141,15 @@ def test_a_loader_sends_its_pipeline_across_once(monkeypatch):
     del calls[:]
     p.replace(batch_size=2, workers=1)
     assert calls == ["apply_overrides"]
+
+
+def test_the_mindspore_datasets_pair_their_shards_by_the_engines_rule():
+    from imgfeed import dataset as ds
+
+    with pytest.raises(ValueError) as e:
+        ds.ImageFolderDataset(str(TREE), num_shards=2)
+    assert "ImageFolderDataset" in str(e.value) and "num_shards and shard_id" in str(e.value)
+    with pytest.raises(ValueError, match="shard_id 2 must be below num_shards 2"):
+        ds.ImageFolderDataset(str(TREE), num_shards=2, shard_id=2)
+    with pytest.raises(ValueError, match="num_shards"):
+        ds.ImageFolderDataset(str(TREE), num_shards=True, shard_id=0)

@@ -422,9 +422,8 @@ settings! {
     flag: flag("shard-id", "SHARD_ID", FlagGroup::Sampling),
     default: Some("default 0"),
     apply: |id, c| {
-        // after num_shards (the two are given together): the pair is checked here
+        // with num_shards: the pair is checked by `Overrides::check`
         c.source.sampling.shard_id = *id;
-        c.source.sampling.validate().map_err(Invalid::from)?;
     }
 
     /// When the ranks do not divide the dataset: pad, drop or exact.
@@ -516,14 +515,30 @@ impl Overrides {
         })
     }
 
-    /// Replace `config`'s settings with the ones given, each checked as it is applied (the
-    /// error names the setting, as [`crate::Pipeline::new`] would); `config` may be left
-    /// part-changed when one is refused. `num_shards` and `shard_id` are given together or
-    /// not at all.
-    pub fn apply(&self, config: &mut PipelineConfig) -> Result<()> {
-        if self.num_shards.is_some() != self.shard_id.is_some() {
-            return Err(Invalid::ShardsApart.into());
+    /// The rules between settings, which need no pipeline: `num_shards` and `shard_id` are
+    /// given together or not at all, and the rank is one of the ranks. (The MindSpore-shaped
+    /// datasets of the Python package check their `num_shards`/`shard_id` by this too.)
+    pub fn check(&self) -> Result<()> {
+        match (self.num_shards, self.shard_id) {
+            (Some(num_shards), Some(shard_id)) => {
+                let sampling = crate::plan::Sampling {
+                    num_shards,
+                    shard_id,
+                    ..crate::plan::Sampling::default()
+                };
+                sampling.validate().map_err(Invalid::from)?;
+                Ok(())
+            }
+            (None, None) => Ok(()),
+            _ => Err(Invalid::ShardsApart.into()),
         }
+    }
+
+    /// Replace `config`'s settings with the ones given, [`Overrides::check`]ed, then each
+    /// checked as it is applied (the error names the setting, as [`crate::Pipeline::new`]
+    /// would); `config` may be left part-changed when one is refused.
+    pub fn apply(&self, config: &mut PipelineConfig) -> Result<()> {
+        self.check()?;
         self.apply_each(config)
     }
 }
