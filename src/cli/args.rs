@@ -15,7 +15,7 @@ pub(super) fn version_line() -> &'static str {
         format!(
             "{} (JPEG: {})",
             env!("CARGO_PKG_VERSION"),
-            imgfeed::ops::jpeg_decoder()
+            imgfeed::codec::jpeg_decoder()
         )
     })
 }

@@ -9,8 +9,7 @@
 
 use super::check;
 use super::config::PipelineConfig;
-use crate::engine::OnError;
-use crate::error::{Invalid, Result};
+use crate::error::{Invalid, OnError, Result};
 use crate::plan::{ShardFrom, Uneven};
 use crate::source::Usage;
 use clap::builder::{EnumValueParser, ValueParser};

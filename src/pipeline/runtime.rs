@@ -6,7 +6,8 @@ use super::config::{BatchConfig, EngineConfig, PipelineConfig};
 use crate::batch_ops::{BatchLowered, BatchOp};
 use crate::engine::batch::{BufShape, Pool};
 use crate::engine::program::Program;
-use crate::engine::{Epoch, Job, OnError, State};
+use crate::engine::{Epoch, Job, State};
+use crate::error::OnError;
 use crate::error::{Invalid, Result};
 use crate::ops::Op;
 use crate::plan::batch_count;
@@ -86,6 +87,20 @@ impl PipelineBuilder {
     /// Check and build.
     pub fn build(self) -> Result<Pipeline> {
         Pipeline::new(self.config)
+    }
+}
+
+impl PipelineConfig {
+    /// The ops compiled for `source`, producing `out` (its checked output spec): what a
+    /// [`Pipeline`] runs, and a shards conversion re-encodes through.
+    pub(crate) fn compile(&self, source: &dyn Source, out: &Spec) -> Result<Program> {
+        Program::compile(
+            &source.spec(),
+            source.stored_layout(),
+            &self.ops,
+            out,
+            self.engine.fuse,
+        )
     }
 }
 
