@@ -132,6 +132,16 @@ pub(super) enum Command {
         #[arg(long, value_name = "URL")]
         endpoint: Option<String>,
     },
+    /// Join the folders of a split npy conversion (`convert --format npy --slice I/K --out
+    /// SLICE`, one per slice) into OUT, byte for byte what one conversion writes.
+    #[command(after_help = MERGE_EXIT_CODES)]
+    MergeNpy {
+        /// The folder to write (images.npy, labels.npy, samples.txt, classes.json).
+        out: PathBuf,
+        /// The slice folders, in slice order (0/K first).
+        #[arg(required = true)]
+        slices: Vec<PathBuf>,
+    },
     /// Measure throughput: images/s, MB/s, CPU time, peak RSS, time per stage.
     #[command(after_help = EXIT_CODES)]
     Bench {

@@ -215,6 +215,23 @@ pub enum Invalid {
         /// The dataset's root.
         root: PathBuf,
     },
+    /// A slice of an npy conversion whose file is not an array a conversion writes.
+    #[error("{}: not an npy array as `convert --format npy` writes it", path.display())]
+    NotNpy {
+        /// The file.
+        path: PathBuf,
+    },
+    /// `merge-npy` given no slice folder.
+    #[error("merge-npy: no slice folder given")]
+    NoSlices,
+    /// A slice of an npy conversion that differs from the first slice.
+    #[error("{}: its {what} differs from the first slice's: the slices are not of one conversion", slice.display())]
+    SlicesDiffer {
+        /// The slice folder.
+        slice: PathBuf,
+        /// What differs.
+        what: &'static str,
+    },
     /// A pipeline a conversion cannot take (free-form: the conversion's own rules).
     #[error("{0}")]
     Conversion(String),

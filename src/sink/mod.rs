@@ -1,8 +1,11 @@
-//! Sinks: where `imgfeed convert --format npy` writes an epoch (shards conversion is in
-//! [`crate::shards`], beside the format it writes).
+//! Sinks: where `imgfeed convert --format npy` writes an epoch, and how the slices of a
+//! split npy conversion are joined (`merge.rs`; shards conversion is in [`crate::shards`],
+//! beside the format it writes).
 
+pub mod merge;
 pub mod npy;
 
+pub use merge::{merge_npy, NpyMerge};
 pub use npy::{write_npy_dir, NpyWriter};
 
 /// Create the output folder `dir` (and its parents), or say in one message why it cannot
