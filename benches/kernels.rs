@@ -7,11 +7,13 @@
 //!   cargo bench --bench kernels --features turbojpeg (adds libjpeg-turbo)
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use imgfeed::codec::{Decoder, JpegBackend};
+use imgfeed::imgproc::resizer::{Filter, ResizeOptions, Resizer};
 use imgfeed::imgproc::write::write;
 use imgfeed::imgproc::write_planes::{write_planes_narrow, write_planes_streaming};
 use imgfeed::imgproc::{Affine, ColumnOrder, Dst, Interleaved, Pixels, Rect, View};
-use imgfeed::ops::decode::{Decode, Decoder, JpegBackend};
-use imgfeed::ops::resize::{Filter, Resize, ResizeOptions, Resizer};
+use imgfeed::ops::Decode;
+use imgfeed::ops::Resize;
 use imgfeed::ops::Size;
 use imgfeed::{DType, Layout};
 use std::path::Path;

@@ -4,8 +4,10 @@
 use std::path::PathBuf;
 
 mod invalid;
+mod on_error;
 
 pub use invalid::Invalid;
+pub use on_error::OnError;
 
 /// Everything that can go wrong in imgfeed.
 #[derive(Debug, thiserror::Error)]

@@ -47,7 +47,7 @@
 //!
 //! The public API is what these modules export: the configs, [`Pipeline`], [`Batch`], the
 //! sources, the error types, and the per-image kernels that stand on their own
-//! ([`ops::decode::Decoder`], [`ops::resize::Resizer`], [`imgproc::write::write`]: for a
+//! ([`codec::Decoder`], [`imgproc::Resizer`], [`imgproc::write::write`]: for a
 //! loop of one's own, and for the benchmarks). How ops run inside the engine (kernels,
 //! the working image, the compiled program) is crate-private.
 
@@ -77,8 +77,8 @@ pub mod spec;
 pub mod store;
 pub mod validate;
 
-pub use engine::{Batch, Epoch, Labels, OnError, StageTimes, State, TimedOut, WrongType};
-pub use error::{Error, Fault, Place, Result, SampleErrorKind};
+pub use engine::{Batch, Epoch, Labels, StageTimes, State, TimedOut, WrongType};
+pub use error::{Error, Fault, OnError, Place, Result, SampleErrorKind};
 /// The 16-bit float types of [`Batch::images_f16`] and [`Batch::images_bf16`].
 pub use half;
 pub use pipeline::{

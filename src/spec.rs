@@ -209,6 +209,19 @@ pub enum SpecError {
     Unavailable(String),
 }
 
+/// `name`, a probability: in [0, 1] (the ops' and the batch ops' `prob`, `switch_prob`).
+pub(crate) fn check_prob(name: &'static str, p: f64) -> Result<(), SpecError> {
+    if !(0.0..=1.0).contains(&p) {
+        return Err(SpecError::param(name, format!("{p} is not in [0, 1]")));
+    }
+    Ok(())
+}
+
+/// One half: a random op's default probability (and a batch op's `switch_prob`).
+pub(crate) fn half() -> f64 {
+    0.5
+}
+
 impl SpecError {
     /// A `name` parameter that breaks its rule: `reason` says how.
     pub fn param(name: &'static str, reason: impl Into<String>) -> SpecError {

@@ -19,7 +19,7 @@ macro_rules! value_name {
 }
 
 value_name!(
-    crate::engine::OnError,
+    crate::error::OnError,
     crate::plan::Uneven,
     crate::source::Usage
 );

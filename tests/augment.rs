@@ -361,7 +361,7 @@ struct PadCase {
     input: String,
     padding: [usize; 4],
     fill: u8,
-    mode: imgfeed::ops::PadMode,
+    mode: imgfeed::imgproc::PadMode,
     #[serde(rename = "ref")]
     reference: String,
 }
@@ -405,8 +405,9 @@ fn pad_equals_torchvision_for_every_mode() {
 /// offset drawn from the sample's stream.
 #[test]
 fn random_crop_pads_by_its_mode_then_crops_at_the_drawn_offset() {
+    use imgfeed::imgproc::PadMode;
     use imgfeed::ops::pad::Pad;
-    use imgfeed::ops::{PadMode, RandomCrop};
+    use imgfeed::ops::RandomCrop;
     let root = fixtures().join("imagefolder");
     let seed = 3;
     let run = |ops: Vec<Op>| {

@@ -107,18 +107,32 @@ fn npy_slices_concatenate_to_the_whole_conversion_and_shards_stay_the_samplers()
     let args = [TRAIN, "--batch-size", "5", "--seed", "3"];
     let (_w, names, bytes) = convert(&args);
     assert_eq!(names.len(), 12);
-    let (mut cat_names, mut cat_bytes) = (Vec::new(), Vec::new());
+    let (mut cat_names, mut cat_bytes, mut slices) = (Vec::new(), Vec::new(), Vec::new());
     for id in ["0/3", "1/3", "2/3"] {
-        let (_d, n, b) = convert(&[&args[..], &["--slice", id]].concat());
+        let (d, n, b) = convert(&[&args[..], &["--slice", id]].concat());
         assert_eq!(n.len(), 4, "slice {id}");
         cat_names.extend(n);
         cat_bytes.extend(b);
+        slices.push(d);
     }
     assert_eq!(cat_names, names);
     assert!(
         cat_bytes == bytes,
         "the slices' bytes differ from the whole conversion's"
     );
+    // merge-npy joins the slice folders into the whole conversion's files, byte for byte
+    let merged = tempfile::tempdir().expect("tempdir");
+    let out = merged.path().join("whole");
+    let mut merge = vec!["merge-npy", out.to_str().expect("utf-8")];
+    merge.extend(slices.iter().map(|d| d.path().to_str().expect("utf-8")));
+    assert!(ok(&merge).contains("merged 12 samples from 3 slice(s)"));
+    for name in ["images.npy", "labels.npy", "samples.txt", "classes.json"] {
+        let read = |d: &std::path::Path| std::fs::read(d.join(name)).expect(name);
+        assert!(read(&out) == read(_w.path()), "{name} differs");
+    }
+    // slices out of one conversion only: a folder without the files is refused, exit 2
+    let o = imgfeed(&["merge-npy", out.to_str().expect("utf-8"), "fixtures"]);
+    assert_eq!(code(&o), 2, "{}", text(&o).1);
     // --num-shards is the sampler's: 12 samples over 5 ranks, padded to 3 each
     let (_d, n, _) = convert(&[TRAIN, "--num-shards", "5", "--shard-id", "4"]);
     assert_eq!(n.len(), 3);

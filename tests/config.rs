@@ -4,9 +4,9 @@
 mod common;
 
 use common::*;
-use imgfeed::ops::{
-    CenterCrop, Decode, Filter, HwcToChw, JpegBackend, Normalize, Op, Resize, Size, TypeCast,
-};
+use imgfeed::codec::JpegBackend;
+use imgfeed::imgproc::Filter;
+use imgfeed::ops::{CenterCrop, Decode, HwcToChw, Normalize, Op, Resize, Size, TypeCast};
 use imgfeed::source::{ImageFolder, ImageFolderConfig, Source};
 use imgfeed::{
     DType, Dataset, Error, LabelType, Layout, Pipeline, PipelineConfig, SourceConfig, SourceKind,

@@ -6,7 +6,8 @@
 mod common;
 
 use common::{copy_into, fixtures};
-use imgfeed::ops::decode::{Decode, Decoder, JpegBackend};
+use imgfeed::codec::{Decoder, JpegBackend};
+use imgfeed::ops::Decode;
 use imgfeed::ops::Op;
 use imgfeed::{EngineConfig, Error, OnError, Pipeline, SampleErrorKind as K, SourceConfig};
 use imgfeed::{PipelineConfig, SourceKind};
@@ -350,7 +351,7 @@ fn bmp_and_webp_headers_over_the_pixel_limit_are_refused_before_decoding() {
         assert!(f.reason.contains(size), "{what}: {}", f.reason);
         assert!(out.is_empty(), "{what}: allocated {}", out.len());
         // and the header inspector reads the same size
-        let info = imgfeed::ops::inspect::inspect(&bytes).expect(what);
+        let info = imgfeed::codec::inspect::inspect(&bytes).expect(what);
         let dims = format!("{}x{}", info.width, info.height);
         assert!(dims.starts_with(size), "{what}: {dims}");
     }

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use imgfeed::engine::fingerprint::fingerprint;
-use imgfeed::ops::Filter;
+use imgfeed::imgproc::Filter;
 use imgfeed::{EngineConfig, Error, LabelType, Labels, OnError, Pipeline, SourceConfig};
 use std::path::Path;
 use std::sync::OnceLock;

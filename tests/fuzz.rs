@@ -4,7 +4,8 @@
 //! unbounded allocation. (Coverage-guided fuzzing of the same entry points: `fuzz/`, with
 //! cargo-fuzz on a nightly toolchain.)
 
-use imgfeed::ops::decode::{Decode, Decoder, JpegBackend};
+use imgfeed::codec::{Decoder, JpegBackend};
+use imgfeed::ops::Decode;
 use imgfeed::rng::SplitMix64;
 use imgfeed::source::{parse_cifar_pickle, CifarKind, PIXELS_PER_RECORD};
 use imgfeed::{PipelineConfig, SampleErrorKind, SourceKind};

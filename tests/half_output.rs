@@ -72,7 +72,7 @@ fn bf16s(p: &Pipeline) -> Vec<u16> {
 fn train_ops(chw: bool) -> Vec<Op> {
     let mut ops = vec![
         decode(),
-        resize_short(40, imgfeed::ops::Filter::Bilinear),
+        resize_short(40, imgfeed::imgproc::Filter::Bilinear),
         random_crop(32, 32, 2, 0),
         flip(0.5),
         normalize([123.675, 116.28, 103.53], [58.395, 57.12, 57.375]),

@@ -4,7 +4,8 @@
 mod common;
 
 use common::*;
-use imgfeed::ops::{Filter, Resize, Size};
+use imgfeed::imgproc::Filter;
+use imgfeed::ops::{Resize, Size};
 use imgfeed::{Batch, DType, LabelType, Labels, Layout, Pipeline, SourceConfig};
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -141,7 +141,7 @@ fn zune_jpeg_matches_torchvision() {
     compare(
         &canonical(|cfg| {
             if let Some(Op::Decode(d)) = cfg.ops.first_mut() {
-                d.decoder = imgfeed::ops::JpegBackend::Zune;
+                d.decoder = imgfeed::codec::JpegBackend::Zune;
             }
         }),
         Rule::Exact,

@@ -4,7 +4,8 @@
 mod common;
 
 use common::*;
-use imgfeed::ops::{Filter, Op};
+use imgfeed::imgproc::Filter;
+use imgfeed::ops::Op;
 use imgfeed::rng::SplitMix64;
 use imgfeed::shards::format::{crc32, Storage};
 use imgfeed::shards::slice_range;

@@ -5,7 +5,8 @@ mod common;
 
 use common::*;
 use imgfeed::engine::fingerprint::fingerprint;
-use imgfeed::ops::{Filter, Op, RandomResizedCrop, Size};
+use imgfeed::imgproc::Filter;
+use imgfeed::ops::{Op, RandomResizedCrop, Size};
 use imgfeed::rng::SplitMix64;
 use imgfeed::{EngineConfig, Error, OnError, Pipeline, PipelineConfig, State};
 use std::path::Path;
@@ -86,8 +87,8 @@ fn boxes_stay_inside_and_follow_the_scale_and_ratio_ranges() {
     );
 }
 
-fn rect(top: usize, left: usize, height: usize, width: usize) -> imgfeed::ops::Rect {
-    imgfeed::ops::Rect {
+fn rect(top: usize, left: usize, height: usize, width: usize) -> imgfeed::imgproc::Rect {
+    imgfeed::imgproc::Rect {
         top,
         left,
         height,

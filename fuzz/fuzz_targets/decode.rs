@@ -1,7 +1,8 @@
 #![no_main]
 //! Any bytes through the image decoders (format sniffed from the magic bytes) and the
 //! header inspector: Ok or an error, never a panic or a huge buffer.
-use imgfeed::ops::decode::{Decode, Decoder};
+use imgfeed::codec::Decoder;
+use imgfeed::ops::Decode;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -11,5 +12,5 @@ fuzz_target!(|data: &[u8]| {
         assert!(h * w <= 1 << 22);
         assert!(out.len() >= h * w * 3);
     }
-    let _ = imgfeed::ops::inspect::inspect(data);
+    let _ = imgfeed::codec::inspect::inspect(data);
 });

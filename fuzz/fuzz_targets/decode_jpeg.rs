@@ -1,7 +1,8 @@
 #![no_main]
 //! Bytes after a JPEG SOI marker through the JPEG decoder: Ok within the pixel limit, or a
 //! typed error; never a panic, a hang or a huge buffer.
-use imgfeed::ops::decode::{Decode, Decoder};
+use imgfeed::codec::Decoder;
+use imgfeed::ops::Decode;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -1,7 +1,8 @@
 #![no_main]
 //! Bytes after a PNG signature through the PNG decoder: Ok within the pixel limit, or a
 //! typed error; never a panic, a hang or a huge buffer.
-use imgfeed::ops::decode::{Decode, Decoder};
+use imgfeed::codec::Decoder;
+use imgfeed::ops::Decode;
 use libfuzzer_sys::fuzz_target;
 
 const SIG: &[u8] = b"\x89PNG\r\n\x1a\n";
@@ -22,5 +23,5 @@ fuzz_target!(|data: &[u8]| {
         Err(f) => assert!(!f.reason.is_empty()),
     }
     // The header inspector (imgfeed validate) must not panic either.
-    let _ = imgfeed::ops::inspect::inspect(&bytes);
+    let _ = imgfeed::codec::inspect::inspect(&bytes);
 });

@@ -21,6 +21,6 @@ from . import dtype
 from ._errors import SampleError
 from ._imgfeed import Batch, __version__
 from ._loader import Loader
-from ._pipeline import Pipeline
+from ._pipeline import Pipeline, settings
 
-__all__ = ["Batch", "Loader", "Pipeline", "SampleError", "dtype", "__version__"]
+__all__ = ["Batch", "Loader", "Pipeline", "SampleError", "dtype", "settings", "__version__"]

@@ -34,6 +34,16 @@ class Pipeline:
     def check_config(config_json: str) -> None:
         """Check the tables without opening the dataset (``ValueError`` naming the table)."""
     @staticmethod
+    def with_overrides(
+        config_json: Optional[str], path: Optional[str], overrides_json: str, launched: bool
+    ) -> "Pipeline":
+        """The tables (or the pipeline file at ``path``) with the overrides applied, built:
+        a ``Loader``'s one crossing; ``launched``: read the shard from the launcher's variables
+        when the pipeline names none."""
+    @staticmethod
+    def apply_overrides(config_json: str, overrides_json: str) -> str:
+        """The tables with the overrides applied and checked, as JSON."""
+    @staticmethod
     def load_config(path: str) -> str:
         """A pipeline file's tables as JSON, with ``root`` made absolute."""
     def config_json(self) -> str:
@@ -99,3 +109,9 @@ def batch_op_names() -> List[str]:
 
 def source_kinds() -> List[str]:
     """Every source kind's name in pipeline files (``kind = ...`` of ``[source]``)."""
+
+def settings() -> List[Dict[str, Any]]:
+    """The settings ``Pipeline.replace`` and ``Loader`` take (the engine's table)."""
+
+def check_overrides(overrides_json: str) -> None:
+    """Check the rules between settings that need no pipeline (``num_shards`` with ``shard_id``)."""

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from . import _imgfeed
-from ._pipeline import Pipeline, PathLike
+from ._pipeline import PathLike, Pipeline, overrides_json, warn_about
 
 __all__ = ["Loader"]
 
@@ -36,9 +37,11 @@ class Loader:
     Args:
         pipeline: a pipeline file or an :class:`imgfeed.Pipeline`.
         data: the dataset root (the file's ``root`` otherwise).
-        batch_size, drop_last, workers, shuffle, seed, num_shards, shard_id, on_error, usage:
-            override the pipeline's settings (``drop_last`` is ``drop_remainder``).
+        drop_last: ``drop_remainder`` (PyTorch's name).
         as_torch: yield ``torch.Tensor`` s sharing the batch memory (torch must be importable).
+        **settings: :meth:`imgfeed.Pipeline.replace`'s settings (``batch_size``, ``workers``,
+            ``shuffle``, ``seed``, ``num_shards``/``shard_id``, ``on_error``, ``usage``, ...;
+            :func:`imgfeed.settings` lists them), applied and checked by the engine.
 
     Sharding: without ``num_shards``/``shard_id``, a process started by ``torchrun``
     (``WORLD_SIZE``/``RANK``) or ``msrun`` (``RANK_SIZE``/``RANK_ID``) reads its rank's
@@ -54,36 +57,23 @@ class Loader:
         pipeline: Union[PathLike, Pipeline],
         data: Optional[PathLike] = None,
         *,
-        batch_size: Optional[int] = None,
         drop_last: Optional[bool] = None,
-        workers: Optional[int] = None,
-        shuffle: Optional[bool] = None,
-        seed: Optional[int] = None,
-        num_shards: Optional[int] = None,
-        shard_id: Optional[int] = None,
-        on_error: Optional[str] = None,
-        usage: Optional[str] = None,
         as_torch: bool = False,
+        **settings: Any,
     ) -> None:
-        p = pipeline if isinstance(pipeline, Pipeline) else Pipeline.from_file(pipeline)
-        p = p.replace(
-            data=data,
-            batch_size=batch_size,
-            drop_remainder=drop_last,
-            workers=workers,
-            shuffle=shuffle,
-            seed=seed,
-            num_shards=num_shards,
-            shard_id=shard_id,
-            on_error=on_error,
-            usage=usage,
-        )
-        config = p.config
-        src = config["source"]
-        if num_shards is None and src.get("shard", "config") == "config" and src.get("num_shards", 1) == 1:
-            if _launched_distributed():
-                src["shard"] = "env"
-                p = Pipeline.from_config(config)
+        given = dict(settings)
+        for name, value in (("data", data), ("drop_remainder", drop_last)):
+            if name in given:
+                raise TypeError(f"Loader() got {name!r} twice")
+            given[name] = value
+        overrides = overrides_json(given, "Loader")
+        # The one crossing: the tables (or the file's path) and the overrides, built there.
+        if isinstance(pipeline, Pipeline):
+            native = _imgfeed.Pipeline.with_overrides(pipeline.to_json(), None, overrides, _launched_distributed())
+        else:
+            native = _imgfeed.Pipeline.with_overrides(None, os.fspath(pipeline), overrides, _launched_distributed())
+        self._native = warn_about(native)
+        self._pipeline: Optional[Pipeline] = None
         self._torch: Any = None
         if as_torch:
             try:
@@ -91,8 +81,6 @@ class Loader:
             except ImportError as e:
                 raise ImportError("Loader(as_torch=True) needs torch, which is not importable") from e
             self._torch = torch
-        self.pipeline: Pipeline = p
-        self._native = p.build()
         self._epoch = 0
         self._resume: Optional[Tuple[int, int, Optional[int]]] = None
         self._running: Optional[_imgfeed.Epoch] = None
@@ -102,6 +90,14 @@ class Loader:
         self.tail_errors: List[BaseException] = []
 
     # --- sizes and facts -------------------------------------------------------------
+    @property
+    def pipeline(self) -> Pipeline:
+        """The pipeline it runs: the tables with the settings applied (and a shard read from
+        the launcher's variables filled in)."""
+        if self._pipeline is None:
+            self._pipeline = Pipeline._trusted(json.loads(self._native.config_json()))
+        return self._pipeline
+
     def __len__(self) -> int:
         """Batches per epoch (this rank's shard)."""
         return self._native.batches_per_epoch()
@@ -109,7 +105,7 @@ class Loader:
     @property
     def batch_size(self) -> int:
         """Samples per batch."""
-        return int(self.pipeline.config["batch"]["size"])
+        return int(self.pipeline._config["batch"]["size"])
 
     @property
     def num_samples(self) -> int:

@@ -11,7 +11,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from . import _imgfeed
 
-__all__ = ["Pipeline"]
+__all__ = ["Pipeline", "settings"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -40,6 +40,57 @@ def _op_tables(op: Any) -> List[Dict[str, Any]]:
     )
 
 
+def settings() -> List[Dict[str, Any]]:
+    """The settings :meth:`Pipeline.replace` and :class:`imgfeed.Loader` take: the engine's
+    table, which the command line's flags are also made from. One dict each: ``name`` (the
+    keyword), ``table`` and ``key`` (what it replaces in the pipeline), ``kind`` (``path``,
+    ``int``, ``bool``, ``text``, ``choice``), ``choices``, ``doc``, ``default`` and ``flag``
+    (the command line's, or ``None``)."""
+    return [dict(s) for s in _SETTINGS]
+
+
+_SETTINGS: List[Dict[str, Any]] = _imgfeed.settings()
+_BY_NAME: Dict[str, Dict[str, Any]] = {s["name"]: s for s in _SETTINGS}
+
+
+def settings_doc() -> str:
+    """The settings as a docstring list: ``name``: what it is (the pipeline key it replaces)."""
+    lines = []
+    for s in _SETTINGS:
+        flag = f", ``{s['flag']}``" if s["flag"] else ""
+        doc = s["doc"].rstrip(".")
+        lines.append(f"        ``{s['name']}``: {doc} (``{s['table']}.{s['key']}``{flag}).")
+    return "\n".join(lines) + "\n"
+
+
+def overrides_json(given: Mapping[str, Any], call: str) -> str:
+    """``given`` (keyword → value; ``None`` is not given) as the engine's overrides JSON:
+    a path made absolute (a URL as given). An unknown keyword is a ``TypeError``, as Python
+    says for a function's own; the values are checked by the engine."""
+    overrides: Dict[str, Any] = {}
+    for name, value in given.items():
+        setting = _BY_NAME.get(name)
+        if setting is None:
+            known = ", ".join(sorted(_BY_NAME))
+            raise TypeError(f"{call}() got an unexpected keyword argument {name!r} (settings: {known})")
+        if value is None:
+            continue
+        overrides[name] = _absolute(value) if setting["kind"] == "path" else value
+    return json.dumps(overrides)
+
+
+def _batch_op_table(op: Any) -> Dict[str, Any]:
+    """A batch op given as a table (``{"op": "mixup", "alpha": 0.2}``), as its engine table."""
+    if not isinstance(op, Mapping):
+        raise TypeError(
+            f"{op!r} is not a batch op: batch ops are tables such as {{'op': 'one_hot', 'num_classes': 10}} "
+            f"(one of {', '.join(_imgfeed.batch_op_names())})"
+        )
+    if "op" not in op:
+        raise ValueError(f"batch op table {dict(op)!r} has no \"op\" key")
+    return dict(op)
+
+
 def _absolute(path: Optional[PathLike]) -> Optional[str]:
     """``path`` made absolute (a URL such as ``s3://bucket/prefix`` as given); ``None`` stays."""
     if path is None:
@@ -60,7 +111,8 @@ class Pipeline:
                  {"op": "random_horizontal_flip", "prob": 0.5},
                  {"op": "normalize", "mean": [123.675, 116.28, 103.53], "std": [58.395, 57.12, 57.375]},
                  {"op": "hwc_to_chw"}, {"op": "type_cast", "column": "label", "dtype": "int32"}],
-            batch_size=256, drop_remainder=True, engine={"workers": 8})
+            batch_size=256, drop_remainder=True, engine={"workers": 8},
+            batch_ops=[{"op": "one_hot", "num_classes": 1000}, {"op": "mixup", "alpha": 0.2}])
 
     Ops may also be the op objects of ``imgfeed.dataset.vision`` (``C.Decode()``, ...).
     Nothing is read until :meth:`build` (or a :class:`imgfeed.Loader`) opens the dataset.
@@ -73,6 +125,7 @@ class Pipeline:
         batch_size: int = 1,
         drop_remainder: bool = False,
         engine: Optional[Mapping[str, Any]] = None,
+        batch_ops: Iterable[Mapping[str, Any]] = (),
     ) -> None:
         src = dict(source)
         if "root" in src:
@@ -87,6 +140,9 @@ class Pipeline:
         }
         if engine:
             self._config["engine"] = dict(engine)
+        batch_tables = [_batch_op_table(op) for op in batch_ops]
+        if batch_tables:
+            self._config["batch_ops"] = batch_tables
         self._check()
 
     def _check(self) -> None:
@@ -97,8 +153,7 @@ class Pipeline:
     @classmethod
     def from_file(cls, path: PathLike) -> "Pipeline":
         """Read a pipeline file (TOML); a relative ``root`` is relative to the file."""
-        config = json.loads(_imgfeed.Pipeline.load_config(os.fspath(path)))
-        return cls.from_config(config)
+        return cls._trusted(json.loads(_imgfeed.Pipeline.load_config(os.fspath(path))))
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "Pipeline":
@@ -113,54 +168,30 @@ class Pipeline:
         """A copy of the tables."""
         return copy.deepcopy(self._config)
 
-    def replace(
-        self,
-        *,
-        data: Optional[PathLike] = None,
-        batch_size: Optional[int] = None,
-        drop_remainder: Optional[bool] = None,
-        workers: Optional[int] = None,
-        work_unit: Optional[int] = None,
-        shuffle: Optional[bool] = None,
-        seed: Optional[int] = None,
-        num_shards: Optional[int] = None,
-        shard_id: Optional[int] = None,
-        uneven: Optional[str] = None,
-        on_error: Optional[str] = None,
-        usage: Optional[str] = None,
-        endpoint: Optional[str] = None,
-        cache_dir: Optional[PathLike] = None,
-        cache_size: Optional[str] = None,
-    ) -> "Pipeline":
+    def replace(self, **settings: Any) -> "Pipeline":
         """A copy with the given settings changed: the command line's flags of the same names
         (``shuffle=False`` is ``--no-shuffle``), applied and checked by the same code in the
-        engine (``ValueError`` naming a setting it refuses). A relative ``data`` or
-        ``cache_dir`` is made absolute here; a dataset in object storage (``s3://bucket/prefix``)
-        is passed as given."""
-        if (num_shards is None) != (shard_id is None):
-            raise ValueError("num_shards and shard_id must be given together")
-        given: Dict[str, Any] = {
-            "data": _absolute(data),
-            "batch_size": batch_size,
-            "drop_remainder": drop_remainder,
-            "workers": workers,
-            "work_unit": work_unit,
-            "shuffle": shuffle,
-            "seed": seed,
-            "num_shards": num_shards,
-            "shard_id": shard_id,
-            "uneven": uneven,
-            "on_error": on_error,
-            "usage": usage,
-            "endpoint": endpoint,
-            "cache_dir": _absolute(cache_dir),
-            "cache_size": cache_size,
-        }
-        overrides = {k: v for k, v in given.items() if v is not None}
-        if not overrides:
-            return Pipeline.from_config(self._config)
-        config = _imgfeed.Pipeline.apply_overrides(self.to_json(), json.dumps(overrides))
-        return Pipeline.from_config(json.loads(config))
+        engine (``ValueError`` naming a setting it refuses; ``num_shards`` and ``shard_id``
+        go together). A relative ``data`` or ``cache_dir`` is made absolute here; a dataset in
+        object storage (``s3://bucket/prefix``) is passed as given.
+
+        The settings (the engine's table, :func:`settings`):
+
+        """
+        overrides = overrides_json(settings, "replace")
+        if overrides == "{}":
+            return Pipeline._trusted(self._config)
+        config = _imgfeed.Pipeline.apply_overrides(self.to_json(), overrides)
+        return Pipeline._trusted(json.loads(config))
+
+    @classmethod
+    def _trusted(cls, config: Mapping[str, Any]) -> "Pipeline":
+        """From tables the engine has just written or checked (not checked again)."""
+        p = cls.__new__(cls)
+        p._config = copy.deepcopy(dict(config))
+        return p
+
+    replace.__doc__ = (replace.__doc__ or "").rstrip() + "\n\n" + settings_doc()
 
     def to_json(self) -> str:
         """The tables as JSON (what the native engine reads)."""

@@ -17,6 +17,7 @@ use batch::{Batch, BatchMemory};
 use errors::to_py;
 use imgfeed::engine::fingerprint as fp;
 use imgfeed::pipeline::Overrides;
+use imgfeed::plan::ShardFrom;
 use imgfeed::{Error, LabelType, Layout, PipelineConfig, SourceConfig, Spec, State, TimedOut};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -70,6 +71,15 @@ fn spec_dict<'py>(py: Python<'py>, s: &Spec) -> PyResult<Bound<'py, PyDict>> {
 /// Two `[source]` tables that list the same samples (they may sample them differently).
 fn same_dataset(a: &SourceConfig, b: &SourceConfig) -> bool {
     a.dataset == b.dataset
+}
+
+/// A pipeline file's tables, with `root` made absolute (relative to the file).
+fn load_file(path: &std::path::Path) -> imgfeed::Result<PipelineConfig> {
+    let mut config = PipelineConfig::from_file(path)?;
+    if let Ok(abs) = std::path::absolute(config.source.root()) {
+        config.source.dataset.root_mut().clone_from(&abs);
+    }
+    Ok(config)
 }
 
 /// A dataset opened once: listed (ImageFolder) or mapped (CIFAR, shards), no sample read.
@@ -165,6 +175,48 @@ impl Pipeline {
         })
     }
 
+    /// The one crossing of a `Loader`: the pipeline's tables (`config_json`, or the pipeline
+    /// file at `path`, its `root` relative to the file) with `overrides_json` applied and
+    /// checked, built. With `launched` (a launcher such as torchrun or msrun started the
+    /// process) and a pipeline that names no shard of its own (`shard = "config"`, one
+    /// shard, none given in the overrides), the shard is read from the launcher's variables.
+    #[staticmethod]
+    #[pyo3(signature = (config_json, path, overrides_json, launched))]
+    fn with_overrides(
+        py: Python<'_>,
+        config_json: Option<&str>,
+        path: Option<std::path::PathBuf>,
+        overrides_json: &str,
+        launched: bool,
+    ) -> PyResult<Pipeline> {
+        let built = py.detach(|| {
+            let mut config = match (config_json, &path) {
+                (Some(json), _) => PipelineConfig::from_json(json)?,
+                (None, Some(path)) => load_file(path)?,
+                (None, None) => {
+                    return Err(Error::Internal(
+                        "Pipeline.with_overrides: neither tables nor a file".into(),
+                    ))
+                }
+            };
+            let overrides = Overrides::from_json(overrides_json)?;
+            overrides.apply(&mut config)?;
+            let sampling = &mut config.source.sampling;
+            if launched
+                && overrides.num_shards.is_none()
+                && sampling.shard == ShardFrom::Config
+                && sampling.num_shards == 1
+            {
+                sampling.shard = ShardFrom::Env;
+            }
+            imgfeed::Pipeline::new(config)
+        });
+        let inner = built.map_err(|e| to_py(py, &e))?;
+        Ok(Pipeline {
+            inner: Arc::new(inner),
+        })
+    }
+
     /// Check the pipeline's JSON tables without opening the dataset: `ValueError` naming
     /// the table at fault (`ops[0] (decod): unknown variant ...`).
     #[staticmethod]
@@ -194,10 +246,7 @@ impl Pipeline {
     /// A pipeline file's tables as JSON, with `root` made absolute (relative to the file).
     #[staticmethod]
     fn load_config(py: Python<'_>, path: std::path::PathBuf) -> PyResult<String> {
-        let mut config = PipelineConfig::from_file(&path).map_err(|e| to_py(py, &e))?;
-        if let Ok(abs) = std::path::absolute(config.source.root()) {
-            config.source.dataset.root_mut().clone_from(&abs);
-        }
+        let config = load_file(&path).map_err(|e| to_py(py, &e))?;
         serde_json::to_string(&config).map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }
 
@@ -479,6 +528,47 @@ fn fold(h: u64, value: u64) -> u64 {
     fp::fold(h, value)
 }
 
+/// The settings `Pipeline.replace` and `Loader` take, one dict each (the library's table of
+/// settings, which the command line's flags are also made from): `name` (the keyword),
+/// `table` and `key` (what it replaces in the pipeline), `kind` (`path`, `int`, `bool`,
+/// `text`, `choice`), `choices`, `doc`, `default` (in words, or None) and `flag` (the
+/// command line's, or None).
+#[pyfunction]
+fn settings(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    use imgfeed::pipeline::overrides::{Kind, SETTINGS};
+    SETTINGS
+        .iter()
+        .map(|s| {
+            let d = PyDict::new(py);
+            d.set_item("name", s.name)?;
+            d.set_item("table", s.table)?;
+            d.set_item("key", s.key)?;
+            let kind = match s.kind {
+                Kind::Path => "path",
+                Kind::Int => "int",
+                Kind::Bool => "bool",
+                Kind::Choice => "choice",
+                _ => "text",
+            };
+            d.set_item("kind", kind)?;
+            d.set_item("choices", s.choices())?;
+            d.set_item("doc", s.doc())?;
+            d.set_item("default", s.default)?;
+            d.set_item("flag", s.flag.map(|f| format!("--{}", f.long)))?;
+            Ok(d)
+        })
+        .collect()
+}
+
+/// Check the rules between settings that need no pipeline (`num_shards` and `shard_id`
+/// together, the rank below the ranks) on `overrides_json`: `ValueError` in the engine's words.
+#[pyfunction]
+fn check_overrides(py: Python<'_>, overrides_json: &str) -> PyResult<()> {
+    Overrides::from_json(overrides_json)
+        .and_then(|o| o.check())
+        .map_err(|e| to_py(py, &e))
+}
+
 /// Every per-sample op's name in pipeline files (`decode`, `resize`, ...).
 #[pyfunction]
 fn op_names() -> Vec<&'static str> {
@@ -508,6 +598,8 @@ fn _imgfeed(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fingerprint, m)?)?;
     m.add_function(wrap_pyfunction!(fold, m)?)?;
     m.add_function(wrap_pyfunction!(op_names, m)?)?;
+    m.add_function(wrap_pyfunction!(settings, m)?)?;
+    m.add_function(wrap_pyfunction!(check_overrides, m)?)?;
     m.add_function(wrap_pyfunction!(batch_op_names, m)?)?;
     m.add_function(wrap_pyfunction!(source_kinds, m)?)?;
     m.add("OFFSET64", fp::OFFSET64)?;

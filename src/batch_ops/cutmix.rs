@@ -8,13 +8,13 @@
 //! Draws, from the batch's stream ([`CutMix::draw`]): `unit()` for the probability, `lam`,
 //! then `r_x = below(W)`, `r_y = below(H)`.
 
+use super::mixup_cutmix::{Choice, Mixed, Mixer};
 use super::{
-    check_alpha, check_prob, mix_rolled, mixable, one, BatchContext, BatchKernel, BatchLowered,
-    BatchOpDef, BatchView,
+    check_alpha, mix_rolled, mixable, one, BatchContext, BatchLowered, BatchOpDef, BatchView,
 };
 use crate::imgproc::Rect;
 use crate::rng::SplitMix64;
-use crate::spec::{Layout, Spec, SpecError};
+use crate::spec::{check_prob, Layout, Spec, SpecError};
 use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
@@ -48,12 +48,21 @@ impl CutMix {
 
     /// The cut for one batch of `h × w` images (`None`: this batch is not mixed).
     pub fn draw(&self, rng: &mut SplitMix64, h: usize, w: usize) -> Option<Cut> {
-        if rng.unit() >= self.prob {
-            return None;
+        match self.mixer().draw(rng, h, w) {
+            Some(Mixed::CutMix(cut)) => Some(cut),
+            _ => None,
         }
-        Some(cut(rng.beta(self.alpha, self.alpha), rng, h, w))
     }
 
+    /// The kernel: `mixup_cutmix`'s, always CutMix.
+    fn mixer(&self) -> Mixer {
+        Mixer {
+            mixup_alpha: self.alpha,
+            cutmix_alpha: self.alpha,
+            choice: Choice::CutMix,
+            prob: self.prob,
+        }
+    }
 }
 
 impl BatchOpDef for CutMix {
@@ -64,15 +73,7 @@ impl BatchOpDef for CutMix {
     }
 
     fn lower(&self) -> BatchLowered {
-        BatchLowered::Batch(Arc::new(self.clone()))
-    }
-}
-
-impl BatchKernel for CutMix {
-    fn apply(&self, b: &mut BatchView<'_>, rng: &mut SplitMix64, scratch: &mut Vec<f32>) {
-        if let Some(cut) = self.draw(rng, b.height(), b.width()) {
-            paste(b, cut, scratch)
-        }
+        BatchLowered::Batch(Arc::new(self.mixer()))
     }
 }
 

@@ -5,12 +5,12 @@
 //! Draws, from the batch's stream ([`MixUp::draw`]): `unit()` for the probability, then
 //! `lam`.
 
+use super::mixup_cutmix::{Choice, Mixed, Mixer};
 use super::{
-    check_alpha, check_prob, mix_rolled, mixable, one, BatchContext, BatchKernel, BatchLowered,
-    BatchOpDef, BatchView,
+    check_alpha, mix_rolled, mixable, one, BatchContext, BatchLowered, BatchOpDef, BatchView,
 };
 use crate::rng::SplitMix64;
-use crate::spec::{Spec, SpecError};
+use crate::spec::{check_prob, Spec, SpecError};
 use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
@@ -35,12 +35,21 @@ impl MixUp {
 
     /// `lam` for one batch (`None`: this batch is not mixed).
     pub fn draw(&self, rng: &mut SplitMix64) -> Option<f64> {
-        if rng.unit() >= self.prob {
-            return None;
+        match self.mixer().draw(rng, 0, 0) {
+            Some(Mixed::MixUp(lam)) => Some(lam),
+            _ => None,
         }
-        Some(rng.beta(self.alpha, self.alpha))
     }
 
+    /// The kernel: `mixup_cutmix`'s, always MixUp.
+    fn mixer(&self) -> Mixer {
+        Mixer {
+            mixup_alpha: self.alpha,
+            cutmix_alpha: self.alpha,
+            choice: Choice::MixUp,
+            prob: self.prob,
+        }
+    }
 }
 
 impl BatchOpDef for MixUp {
@@ -51,15 +60,7 @@ impl BatchOpDef for MixUp {
     }
 
     fn lower(&self) -> BatchLowered {
-        BatchLowered::Batch(Arc::new(self.clone()))
-    }
-}
-
-impl BatchKernel for MixUp {
-    fn apply(&self, b: &mut BatchView<'_>, rng: &mut SplitMix64, scratch: &mut Vec<f32>) {
-        if let Some(lam) = self.draw(rng) {
-            mix(b, lam, scratch)
-        }
+        BatchLowered::Batch(Arc::new(self.mixer()))
     }
 }
 

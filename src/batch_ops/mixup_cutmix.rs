@@ -5,15 +5,18 @@
 //!
 //! Draws, from the batch's stream: `unit()` for `prob`, `unit()` for the switch, then the
 //! chosen op's `lam` (and CutMix's centre).
+//!
+//! Its kernel, `Mixer`, is also `mixup`'s and `cutmix`'s: the same draws with the choice
+//! fixed (and no `unit()` for a switch).
 
 use super::cutmix::{cut, paste};
 use super::mixup::mix;
 use super::{
-    check_alpha, check_prob, mixable, one, BatchContext, BatchKernel, BatchLowered, BatchOpDef,
+    check_alpha, mixable, one, BatchContext, BatchKernel, BatchLowered, BatchOpDef,
     BatchView,
 };
 use crate::rng::SplitMix64;
-use crate::spec::{Spec, SpecError};
+use crate::spec::{check_prob, Spec, SpecError};
 use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
@@ -30,7 +33,7 @@ pub struct MixUpCutMix {
     #[serde(default = "one")]
     pub cutmix_alpha: f64,
     /// Probability of CutMix rather than MixUp (default 0.5).
-    #[serde(default = "crate::ops::half")]
+    #[serde(default = "crate::spec::half")]
     pub switch_prob: f64,
     /// Probability of mixing a batch (default 1).
     #[serde(default = "one")]
@@ -59,17 +62,17 @@ impl MixUpCutMix {
 
     /// What one batch of `h × w` images draws (`None`: not mixed).
     pub fn draw(&self, rng: &mut SplitMix64, h: usize, w: usize) -> Option<Mixed> {
-        if rng.unit() >= self.prob {
-            return None;
-        }
-        if rng.unit() < self.switch_prob {
-            let lam = rng.beta(self.cutmix_alpha, self.cutmix_alpha);
-            Some(Mixed::CutMix(cut(lam, rng, h, w)))
-        } else {
-            Some(Mixed::MixUp(rng.beta(self.mixup_alpha, self.mixup_alpha)))
-        }
+        self.mixer().draw(rng, h, w)
     }
 
+    fn mixer(&self) -> Mixer {
+        Mixer {
+            mixup_alpha: self.mixup_alpha,
+            cutmix_alpha: self.cutmix_alpha,
+            choice: Choice::Switch(self.switch_prob),
+            prob: self.prob,
+        }
+    }
 }
 
 impl BatchOpDef for MixUpCutMix {
@@ -82,11 +85,57 @@ impl BatchOpDef for MixUpCutMix {
     }
 
     fn lower(&self) -> BatchLowered {
-        BatchLowered::Batch(Arc::new(self.clone()))
+        BatchLowered::Batch(Arc::new(self.mixer()))
     }
 }
 
-impl BatchKernel for MixUpCutMix {
+/// Which mix a mixed batch gets.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Choice {
+    /// Always MixUp (`mixup`).
+    MixUp,
+    /// Always CutMix (`cutmix`).
+    CutMix,
+    /// CutMix with this probability, drawn per batch, else MixUp (`mixup_cutmix`).
+    Switch(f64),
+}
+
+/// The kernel of the three mixing ops: with probability `prob` a batch is mixed, by the mix
+/// `choice` picks.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Mixer {
+    /// MixUp's Beta parameter.
+    pub(crate) mixup_alpha: f64,
+    /// CutMix's Beta parameter.
+    pub(crate) cutmix_alpha: f64,
+    /// Which mix.
+    pub(crate) choice: Choice,
+    /// Probability of mixing a batch.
+    pub(crate) prob: f64,
+}
+
+impl Mixer {
+    /// What one batch of `h × w` images draws (`None`: not mixed): `unit()` for `prob`,
+    /// `unit()` for a [`Choice::Switch`], then the mix's `lam` (and CutMix's centre).
+    pub(crate) fn draw(&self, rng: &mut SplitMix64, h: usize, w: usize) -> Option<Mixed> {
+        if rng.unit() >= self.prob {
+            return None;
+        }
+        let cutmix = match self.choice {
+            Choice::MixUp => false,
+            Choice::CutMix => true,
+            Choice::Switch(p) => rng.unit() < p,
+        };
+        Some(if cutmix {
+            let lam = rng.beta(self.cutmix_alpha, self.cutmix_alpha);
+            Mixed::CutMix(cut(lam, rng, h, w))
+        } else {
+            Mixed::MixUp(rng.beta(self.mixup_alpha, self.mixup_alpha))
+        })
+    }
+}
+
+impl BatchKernel for Mixer {
     fn apply(&self, b: &mut BatchView<'_>, rng: &mut SplitMix64, scratch: &mut Vec<f32>) {
         match self.draw(rng, b.height(), b.width()) {
             Some(Mixed::MixUp(lam)) => mix(b, lam, scratch),

@@ -18,7 +18,7 @@
 //! drawing from the batch's own stream `(seed, epoch, batch)` — the same batches for any
 //! worker count, and on resume.
 
-use crate::engine::OnError;
+use crate::error::OnError;
 use crate::rng::SplitMix64;
 use crate::spec::{DType, Layout, Spec, SpecError};
 use serde::{Deserialize, Serialize};
@@ -133,14 +133,6 @@ fn mixable(input: &Spec, at: &BatchContext) -> Result<Spec, SpecError> {
         ));
     }
     Ok(input.clone())
-}
-
-/// A `prob` or `switch_prob` in [0, 1].
-fn check_prob(name: &'static str, p: f64) -> Result<(), SpecError> {
-    if !(0.0..=1.0).contains(&p) {
-        return Err(SpecError::param(name, format!("{p} is not in [0, 1]")));
-    }
-    Ok(())
 }
 
 /// An `alpha` of a Beta distribution.

@@ -3,8 +3,9 @@
 //! take it.
 
 use clap::{Args, Parser, Subcommand};
-use imgfeed::source::Usage;
-use imgfeed::{OnError, Uneven};
+use imgfeed::pipeline::overrides::{FlagGroup, Setting, SETTINGS};
+use imgfeed::pipeline::Overrides;
+use std::marker::PhantomData;
 use std::path::PathBuf;
 
 /// `imgfeed --version`: the version and the JPEG decoder this build has.
@@ -14,7 +15,7 @@ pub(super) fn version_line() -> &'static str {
         format!(
             "{} (JPEG: {})",
             env!("CARGO_PKG_VERSION"),
-            imgfeed::ops::jpeg_decoder()
+            imgfeed::codec::jpeg_decoder()
         )
     })
 }
@@ -131,6 +132,16 @@ pub(super) enum Command {
         #[arg(long, value_name = "URL")]
         endpoint: Option<String>,
     },
+    /// Join the folders of a split npy conversion (`convert --format npy --slice I/K --out
+    /// SLICE`, one per slice) into OUT, byte for byte what one conversion writes.
+    #[command(after_help = MERGE_EXIT_CODES)]
+    MergeNpy {
+        /// The folder to write (images.npy, labels.npy, samples.txt, classes.json).
+        out: PathBuf,
+        /// The slice folders, in slice order (0/K first).
+        #[arg(required = true)]
+        slices: Vec<PathBuf>,
+    },
     /// Measure throughput: images/s, MB/s, CPU time, peak RSS, time per stage.
     #[command(after_help = EXIT_CODES)]
     Bench {
@@ -215,78 +226,90 @@ pub(super) fn parse_slice(s: &str) -> std::result::Result<(usize, usize), String
 pub(super) struct Input {
     /// The pipeline file (TOML).
     pub(super) pipeline: PathBuf,
-    /// Dataset root, overriding the pipeline's `source.root`: a folder, or a shards
-    /// dataset in object storage (s3://bucket/prefix).
-    #[arg(long)]
-    pub(super) data: Option<PathBuf>,
-    /// CIFAR split, overriding `source.usage` (default: train for cifar10/cifar100).
-    #[arg(long, value_enum)]
-    pub(super) usage: Option<Usage>,
-    /// Where the store of a URL root is reached, overriding `source.endpoint`: an
-    /// S3-compatible server for s3:// (overriding AWS_ENDPOINT_URL), the base URL for gs://
-    /// (an emulator's), the blob service URL for az:// (Azurite's
-    /// http://127.0.0.1:10000/devstoreaccount1); http:// for a loopback address only.
-    #[arg(long)]
-    pub(super) endpoint: Option<String>,
-    /// Cache root for a URL root, overriding `source.cache_dir` (default
-    /// $XDG_CACHE_HOME/imgfeed, else ~/.cache/imgfeed).
-    #[arg(long)]
-    pub(super) cache_dir: Option<PathBuf>,
-    /// Byte limit of the dataset's cache folder (20GB, 512MiB), overriding
-    /// `source.cache_size` (default 100GB).
-    #[arg(long)]
-    pub(super) cache_size: Option<String>,
+    /// `--data`, `--usage` and the store's flags.
+    #[command(flatten)]
+    pub(super) settings: Settings<InputGroup>,
+}
+
+/// A group of the library's settings ([`imgfeed::pipeline::SETTINGS`]) as flags.
+pub(super) trait Group {
+    /// The group.
+    const GROUP: FlagGroup;
+}
+
+macro_rules! groups {
+    ($($(#[$doc:meta])* $marker:ident = $group:ident;)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub(super) struct $marker;
+        impl Group for $marker {
+            const GROUP: FlagGroup = FlagGroup::$group;
+        }
+    )*};
+}
+
+groups! {
+    /// Where the data is.
+    InputGroup = Input;
+    /// Threads and batches.
+    EngineGroup = Engine;
+    /// The sampler: order and data-parallel sharding (MindSpore's DistributedSampler).
+    SamplingGroup = Sampling;
+    /// What a bad sample does.
+    ErrorGroup = Errors;
+}
+
+/// The flags of the settings in group `G`, made from the library's table of settings (its
+/// doc is their help, its parser their parser) and read back as the [`Overrides`] they give.
+#[derive(Debug)]
+pub(super) struct Settings<G> {
+    /// The settings given.
+    pub(super) given: Overrides,
+    group: PhantomData<G>,
+}
+
+impl<G: Group> Settings<G> {
+    /// Whether a row's flag is in this group.
+    fn ours(row: &Setting) -> bool {
+        row.flag.is_some_and(|f| f.group == G::GROUP)
+    }
+}
+
+impl<G: Group> Args for Settings<G> {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        cmd.args(
+            SETTINGS
+                .iter()
+                .filter(|r| Self::ours(r))
+                .flat_map(Setting::args),
+        )
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl<G: Group> clap::FromArgMatches for Settings<G> {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        Ok(Settings {
+            given: Overrides::from_flags(m, Self::ours),
+            group: PhantomData,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
 }
 
 /// Threads and batches.
-#[derive(Args, Debug)]
-pub(super) struct EngineFlags {
-    /// Worker threads, overriding `engine.workers` (default: one per core).
-    #[arg(long)]
-    pub(super) workers: Option<usize>,
-    /// Batch size, overriding `batch.size`.
-    #[arg(long)]
-    pub(super) batch_size: Option<usize>,
-    /// Samples a worker claims at once, at least 1, overriding `engine.work_unit`
-    /// (default: 1 for image files, 64 for CIFAR records).
-    #[arg(long)]
-    pub(super) work_unit: Option<usize>,
-}
-
-/// The sampler: order and data-parallel sharding (MindSpore's DistributedSampler).
-#[derive(Args, Debug)]
-pub(super) struct SamplingFlags {
-    /// Seed of the shuffle and the random ops, overriding `source.seed` (default 0).
-    #[arg(long)]
-    pub(super) seed: Option<u64>,
-    /// Shuffle every epoch, overriding `source.shuffle` (default false: the file's order,
-    /// as `shuffle = false`; the Python dataset API shuffles by default, as MindSpore).
-    #[arg(long, overrides_with = "no_shuffle")]
-    pub(super) shuffle: bool,
-    /// Keep the source order, overriding `source.shuffle`.
-    #[arg(long, overrides_with = "shuffle")]
-    pub(super) no_shuffle: bool,
-    /// Data-parallel ranks sharing each epoch, overriding `source.num_shards` (default 1;
-    /// and `shard = "env"`): this process sees rank --shard-id's samples.
-    #[arg(long)]
-    pub(super) num_shards: Option<usize>,
-    /// This process's rank, below --num-shards, overriding `source.shard_id` (default 0).
-    #[arg(long)]
-    pub(super) shard_id: Option<usize>,
-    /// When the ranks do not divide the dataset, overriding `source.uneven` (default pad:
-    /// repeat samples from the start so every rank gets ceil(N/K), as MindSpore).
-    #[arg(long, value_enum)]
-    pub(super) uneven: Option<Uneven>,
-}
-
+pub(super) type EngineFlags = Settings<EngineGroup>;
+/// The sampler's flags.
+pub(super) type SamplingFlags = Settings<SamplingGroup>;
 /// What a bad sample does.
-#[derive(Args, Debug)]
-pub(super) struct ErrorFlags {
-    /// Bad samples: error (stop), skip (leave out, report) or replace (fill from the same
-    /// shard, report), overriding `engine.on_error` (default error).
-    #[arg(long, value_enum)]
-    pub(super) on_error: Option<OnError>,
-}
+pub(super) type ErrorFlags = Settings<ErrorGroup>;
 
 /// Where to start (resume a stopped run).
 #[derive(Args, Debug)]

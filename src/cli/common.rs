@@ -2,6 +2,7 @@
 //! the flags override (the library's [`Overrides`], applied by it) and where to start.
 
 use super::args::{EngineFlags, ErrorFlags, Input, ResumeFlags, SamplingFlags};
+use imgfeed::pipeline::overrides::{FlagGroup, Setting};
 use imgfeed::pipeline::Overrides;
 use imgfeed::{Pipeline, PipelineConfig, State};
 use std::path::PathBuf;
@@ -22,39 +23,20 @@ pub(super) struct Common {
 
 impl Common {
     pub(super) fn new(input: Input, engine: EngineFlags) -> Common {
-        let mut o = Overrides::default();
-        o.data = input.data;
-        o.usage = input.usage;
-        o.endpoint = input.endpoint;
-        o.cache_dir = input.cache_dir;
-        o.cache_size = input.cache_size;
-        o.workers = engine.workers;
-        o.batch_size = engine.batch_size;
-        o.work_unit = engine.work_unit;
         Common {
             pipeline: input.pipeline,
-            overrides: o,
+            overrides: input.settings.given.or(engine.given),
             ..Common::default()
         }
     }
 
     pub(super) fn sampling(mut self, s: SamplingFlags) -> Common {
-        let o = &mut self.overrides;
-        o.seed = s.seed;
-        // the last of --shuffle and --no-shuffle wins (clap clears the other)
-        o.shuffle = match (s.shuffle, s.no_shuffle) {
-            (true, _) => Some(true),
-            (_, true) => Some(false),
-            _ => None,
-        };
-        o.num_shards = s.num_shards;
-        o.shard_id = s.shard_id;
-        o.uneven = s.uneven;
+        self.overrides = std::mem::take(&mut self.overrides).or(s.given);
         self
     }
 
     pub(super) fn errors(mut self, e: ErrorFlags) -> Common {
-        self.overrides.on_error = e.on_error;
+        self.overrides = std::mem::take(&mut self.overrides).or(e.given);
         self
     }
 
@@ -72,20 +54,21 @@ impl Common {
         self.resume_given
     }
 
-    /// The sampling flags given, by name.
-    pub(super) fn sampling_flags(&self) -> Vec<&'static str> {
-        let o = &self.overrides;
-        let given = [
-            (o.seed.is_some(), "--seed"),
-            (o.shuffle == Some(true), "--shuffle"),
-            (o.shuffle == Some(false), "--no-shuffle"),
-            (o.num_shards.is_some(), "--num-shards"),
-            (o.shard_id.is_some(), "--shard-id"),
-            (o.uneven.is_some(), "--uneven"),
-        ];
-        given
+    /// The sampling flags given, as typed (`--no-shuffle` for `shuffle = false`).
+    pub(super) fn sampling_flags(&self) -> Vec<String> {
+        let values = serde_json::to_value(&self.overrides).unwrap_or_default();
+        self.overrides
+            .given()
             .into_iter()
-            .filter_map(|(yes, name)| yes.then_some(name))
+            .filter_map(Setting::named)
+            .filter_map(|row| {
+                let flag = row.flag.filter(|f| f.group == FlagGroup::Sampling)?;
+                let negated = values.get(row.name) == Some(&serde_json::Value::Bool(false));
+                Some(match flag.negation {
+                    Some((negation, _)) if negated => format!("--{negation}"),
+                    _ => format!("--{}", flag.long),
+                })
+            })
             .collect()
     }
 

@@ -145,6 +145,7 @@ pub fn main() -> i32 {
             }
         }
         Command::MergeIndex { dir, endpoint } => merge_index::merge_index(&dir, endpoint),
+        Command::MergeNpy { out, slices } => merge_index::merge_npy(&out, &slices),
         Command::Bench {
             input,
             engine,

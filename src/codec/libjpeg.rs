@@ -159,16 +159,11 @@ impl Libjpeg {
         channels: usize,
         out: &mut Vec<u8>,
     ) -> Result<Rect, Fault> {
-        let aligned = h.mcu_aligned(rect);
+        let aligned = h.region_out(rect, channels, out);
         let raw = RawRect::new(aligned)?;
-        let need = aligned.height * aligned.width * channels;
-        // Grow only: every byte of the rectangle is written.
-        if out.len() < need {
-            out.resize(need, 0);
-        }
         // SAFETY: valid handle; `raw` lives through the call (the shim reads it, keeps no
-        // pointer to it); `out` holds at least `need` bytes (passed as its length, which the
-        // shim checks before writing rows of `width * channels` bytes).
+        // pointer to it); `out` holds the rectangle (passed as its length, which the shim
+        // checks before writing rows of `width * channels` bytes).
         let r = unsafe {
             ifj_decode(
                 self.handle,

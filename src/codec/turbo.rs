@@ -127,7 +127,7 @@ impl Turbo {
         channels: usize,
         out: &mut Vec<u8>,
     ) -> Result<Rect, Fault> {
-        let aligned = h.mcu_aligned(rect);
+        let aligned = h.region_out(rect, channels, out);
         let (top, left_aligned, rh, rw) =
             (aligned.top, aligned.left, aligned.height, aligned.width);
         let full = top == 0 && left_aligned == 0 && rh == h.height && rw == h.width;
@@ -150,11 +150,6 @@ impl Turbo {
         // and by the library, which returns an error otherwise).
         if unsafe { tj::tj3SetCroppingRegion(self.handle, region) } != 0 {
             return Err(libjpeg_fault(format!("libjpeg-turbo: {}", self.error())));
-        }
-        // Grow only: the bytes are overwritten, and zeroing them per image was a measured
-        // 2% of the instructions.
-        if out.len() < rh * rw * channels {
-            out.resize(rh * rw * channels, 0);
         }
         // SAFETY: `out` holds at least rh * rw * channels bytes, the pitch is rw * channels, the library writes
         // exactly the cropping region (or the whole rh x rw image).

@@ -36,12 +36,12 @@ pub use crate::imgproc::fingerprint;
 pub use batch::{Batch, Labels, WrongType};
 pub use epoch::{Epoch, TimedOut};
 use mix::MixBuffers;
-pub use policy::{OnError, State, REPLACE_ATTEMPTS};
+pub use policy::{State, REPLACE_ATTEMPTS};
 use sample::{replace, try_one};
 pub use worker::StageTimes;
 
 use crate::batch_ops::BatchKernel;
-use crate::error::{Error, Result};
+use crate::error::{Error, OnError, Result};
 use crate::source::Source;
 use batch::{BatchBuf, ImageBuf, LabelBuf, Pool};
 use crossbeam_channel::Sender;

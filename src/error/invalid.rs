@@ -137,6 +137,10 @@ pub enum Invalid {
         /// The number of slices.
         count: usize,
     },
+    /// `num_shards` given without `shard_id`, or the other way round (MindSpore's rule: a
+    /// rank is named with the ranks it is one of).
+    #[error("num_shards and shard_id (--num-shards and --shard-id) must be given together")]
+    ShardsApart,
     /// A CIFAR split (`usage`) given for a source without splits.
     #[error("usage (--usage) applies to cifar10 and cifar100 sources only, not to {kind}")]
     Usage {
@@ -213,6 +217,23 @@ pub enum Invalid {
     RemoteRecord {
         /// The dataset's root.
         root: PathBuf,
+    },
+    /// A slice of an npy conversion whose file is not an array a conversion writes.
+    #[error("{}: not an npy array as `convert --format npy` writes it", path.display())]
+    NotNpy {
+        /// The file.
+        path: PathBuf,
+    },
+    /// `merge-npy` given no slice folder.
+    #[error("merge-npy: no slice folder given")]
+    NoSlices,
+    /// A slice of an npy conversion that differs from the first slice.
+    #[error("{}: its {what} differs from the first slice's: the slices are not of one conversion", slice.display())]
+    SlicesDiffer {
+        /// The slice folder.
+        slice: PathBuf,
+        /// What differs.
+        what: &'static str,
     },
     /// A pipeline a conversion cannot take (free-form: the conversion's own rules).
     #[error("{0}")]

@@ -11,11 +11,7 @@ use crate::rng::SplitMix64;
 use crate::spec::{DType, Layout, Spec, SpecError};
 use serde::{Deserialize, Serialize};
 
-// The operations' pixels, at the paths they had when they lived here.
-#[doc(hidden)]
-pub use crate::imgproc::augment::{apply_op, AugOp};
-#[doc(hidden)]
-pub use crate::imgproc::pil_transform::affine_nearest;
+use crate::imgproc::augment::{apply_op, AugOp};
 
 /// The colour of the area a geometric operation uncovers: one grey level or an RGB triple
 /// (default 0, black, as torchvision's `fill=None`).

@@ -8,7 +8,8 @@
 //! (`below(25)`), two probabilities (`unit()`), two signs (`below(2)`, 0 meaning negative)
 //! — [`AutoAugment::draw`].
 
-use super::augment::{check_input, Draws, PolicyKernel, classic_space, AugOp, Fill};
+use super::augment::{check_input, classic_space, Draws, Fill, PolicyKernel};
+use crate::imgproc::augment::AugOp;
 use super::kernel::{Lowered, OpDef};
 use crate::rng::SplitMix64;
 use crate::spec::{Spec, SpecError};

@@ -13,11 +13,7 @@ use crate::spec::{DType, Layout, Spec, SpecError};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-// The decoding machinery's public names, where they were before it had its own room.
-pub use crate::codec::decoder::{
-    check_pixels, jpeg_decoder, sniff, Decoded, Decoder, DecoderConfig, Format, JpegBackend,
-    JpegHeader, DEFAULT_MAX_PIXELS,
-};
+use crate::codec::decoder::{Decoder, DecoderConfig, JpegBackend, DEFAULT_MAX_PIXELS};
 
 fn default_max_pixels() -> u64 {
     DEFAULT_MAX_PIXELS

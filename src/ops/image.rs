@@ -12,12 +12,12 @@
 //! them borrowed as [`Sample::input`] and reads them in place, the first kernel that
 //! writes pixels makes its result the held image.
 
-use super::decode::Decoder;
 use super::kernel::Deferred;
-use super::resize::{ResizeOptions, Resizer};
-use super::Filter;
+use crate::codec::decoder::Decoder;
 use crate::error::Fault;
 use crate::imgproc::geometry::{copy_window, copy_window_mode, pack_rgb, PadMode, Rect};
+use crate::imgproc::resizer::{ResizeOptions, Resizer};
+use crate::imgproc::Filter;
 use crate::rng::SplitMix64;
 use crate::spec::Layout;
 

@@ -21,23 +21,6 @@ pub mod augment;
 pub(crate) mod image;
 pub(crate) mod kernel;
 
-// The codecs and image kernels the ops call, at the paths they had when they lived here.
-pub use crate::codec::inspect;
-pub use crate::codec::{jpeg_decoder, JpegBackend};
-pub use crate::imgproc::geometry;
-pub use crate::imgproc::{Filter, PadMode, Rect};
-
-/// The pixel writers, at the path they had when they lived here: now
-/// [`crate::imgproc::write`], [`crate::imgproc::write_planes`],
-/// [`crate::imgproc::write_mirrored`] and [`crate::imgproc::Affine`].
-#[doc(hidden)]
-pub mod pointwise {
-    pub use crate::imgproc::write::{write, write_rgbx};
-    pub use crate::imgproc::write_mirrored::write_mirrored;
-    pub use crate::imgproc::write_planes::{write_planes_narrow, write_planes_streaming};
-    pub use crate::imgproc::{Affine, Dst, Interleaved, Pixels, View};
-}
-
 /// Declares the ops: for each, its module (`pub mod`), its type (re-exported here) and
 /// its variant of [`Op`], named in pipeline files as the module is.
 macro_rules! ops {
@@ -108,19 +91,6 @@ ops! {
     hwc_to_chw::HwcToChw,
     /// Change the label type.
     type_cast::TypeCast,
-}
-
-/// A random op's default probability (and any other default of one half).
-pub(crate) fn half() -> f64 {
-    0.5
-}
-
-/// `prob` of op `op` is a probability.
-pub(crate) fn check_prob(prob: f64) -> Result<(), SpecError> {
-    if !(0.0..=1.0).contains(&prob) {
-        return Err(SpecError::param("prob", format!("{prob} is not in [0, 1]")));
-    }
-    Ok(())
 }
 
 /// A size given as one number (square, or the shorter side for `resize`) or as `[h, w]`.

@@ -8,7 +8,8 @@
 //! Draws, from the sample's stream, per operation: its index (`below(14)`), then, for a
 //! signed operation, the sign (`below(2)`, 1 meaning negative) — [`RandAugment::draw`].
 
-use super::augment::{check_input, Draws, PolicyKernel, classic_space, AugOp, Fill};
+use super::augment::{check_input, classic_space, Draws, Fill, PolicyKernel};
+use crate::imgproc::augment::AugOp;
 use super::kernel::{Lowered, OpDef};
 use crate::rng::SplitMix64;
 use crate::spec::{Spec, SpecError};

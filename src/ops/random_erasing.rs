@@ -12,7 +12,7 @@
 
 use super::image::{Elem, Sample};
 use super::kernel::{Kernel, Lowered, OpDef};
-use super::Rect;
+use crate::imgproc::Rect;
 use crate::error::Fault;
 use crate::rng::SplitMix64;
 use crate::spec::{DType, Layout, Spec, SpecError};
@@ -60,7 +60,7 @@ fn default_ratio() -> [f64; 2] {
 #[non_exhaustive]
 pub struct RandomErasing {
     /// Probability of erasing (default 0.5).
-    #[serde(default = "crate::ops::half")]
+    #[serde(default = "crate::spec::half")]
     pub prob: f64,
     /// Range of the box's area, as a fraction of the image (default [0.02, 0.33]).
     #[serde(default = "default_scale")]
@@ -76,7 +76,7 @@ pub struct RandomErasing {
 impl Default for RandomErasing {
     fn default() -> RandomErasing {
         RandomErasing {
-            prob: super::half(),
+            prob: crate::spec::half(),
             scale: default_scale(),
             ratio: default_ratio(),
             value: EraseValue::default(),
@@ -130,7 +130,7 @@ setters!(RandomErasing {
 impl OpDef for RandomErasing {
     /// The same spec out.
     fn output_spec(&self, input: &Spec) -> Result<Spec, SpecError> {
-        super::check_prob(self.prob)?;
+        crate::spec::check_prob("prob", self.prob)?;
         let [s0, s1] = self.scale;
         if !(0.0 <= s0 && s0 <= s1 && s1 <= 1.0) {
             return Err(SpecError::param(

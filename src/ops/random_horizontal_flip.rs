@@ -23,7 +23,7 @@ use std::sync::Arc;
 #[non_exhaustive]
 pub struct RandomHorizontalFlip {
     /// Probability of a flip (default 0.5).
-    #[serde(default = "super::half")]
+    #[serde(default = "crate::spec::half")]
     pub prob: f64,
 }
 
@@ -37,14 +37,14 @@ impl RandomHorizontalFlip {
 impl Default for RandomHorizontalFlip {
     /// Probability 0.5, as MindSpore and torchvision default.
     fn default() -> RandomHorizontalFlip {
-        RandomHorizontalFlip::new(super::half())
+        RandomHorizontalFlip::new(crate::spec::half())
     }
 }
 
 impl OpDef for RandomHorizontalFlip {
     /// Same spec out.
     fn output_spec(&self, input: &Spec) -> Result<Spec, SpecError> {
-        super::check_prob(self.prob)?;
+        crate::spec::check_prob("prob", self.prob)?;
         Ok(input.clone())
     }
 

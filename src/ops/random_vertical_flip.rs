@@ -19,7 +19,7 @@ use std::sync::Arc;
 #[non_exhaustive]
 pub struct RandomVerticalFlip {
     /// Probability of a flip (default 0.5).
-    #[serde(default = "super::half")]
+    #[serde(default = "crate::spec::half")]
     pub prob: f64,
 }
 
@@ -33,14 +33,14 @@ impl RandomVerticalFlip {
 impl Default for RandomVerticalFlip {
     /// Probability 0.5, as MindSpore and torchvision default.
     fn default() -> RandomVerticalFlip {
-        RandomVerticalFlip::new(super::half())
+        RandomVerticalFlip::new(crate::spec::half())
     }
 }
 
 impl OpDef for RandomVerticalFlip {
     /// Same spec out.
     fn output_spec(&self, input: &Spec) -> Result<Spec, SpecError> {
-        super::check_prob(self.prob)?;
+        crate::spec::check_prob("prob", self.prob)?;
         Ok(input.clone())
     }
 

@@ -39,8 +39,7 @@ use crate::spec::{Layout, Spec, SpecError};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-// The resampler's public names, where they were before it had its own room.
-pub use crate::imgproc::resizer::{Filter, Pixel, ResizeOptions, Resizer, MAX_OUTPUT_PIXELS};
+use crate::imgproc::resizer::Filter;
 
 /// The `resize` op.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

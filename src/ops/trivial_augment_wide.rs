@@ -7,7 +7,8 @@
 //! magnitudes the bin (`below(num_magnitude_bins)`), for a signed one the sign (`below(2)`,
 //! 1 meaning negative) — [`TrivialAugmentWide::draw`].
 
-use super::augment::{check_input, Draws, PolicyKernel, wide_space, AugOp, Fill};
+use super::augment::{check_input, wide_space, Draws, Fill, PolicyKernel};
+use crate::imgproc::augment::AugOp;
 use super::kernel::{Lowered, OpDef};
 use crate::rng::SplitMix64;
 use crate::spec::{Spec, SpecError};

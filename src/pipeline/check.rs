@@ -4,10 +4,8 @@
 
 use super::config::PipelineConfig;
 use crate::batch_ops::{BatchContext, BatchLowered};
-use crate::engine::program::Program;
 use crate::error::{Error, Invalid, Result};
 use crate::ops::Op;
-use crate::source::Source;
 use crate::spec::{Spec, SpecError};
 
 /// The largest worker count (`engine.workers`, `--workers`).
@@ -145,17 +143,6 @@ impl PipelineConfig {
             }
             e => e,
         })
-    }
-
-    /// The ops compiled for `source`, producing `out` (its checked output spec).
-    pub(crate) fn compile(&self, source: &dyn Source, out: &Spec) -> Result<Program> {
-        Program::compile(
-            &source.spec(),
-            source.stored_layout(),
-            &self.ops,
-            out,
-            self.engine.fuse,
-        )
     }
 }
 

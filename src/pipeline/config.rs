@@ -3,7 +3,7 @@
 
 use super::places::{locate_json_error, op_error, op_places, source_error, OpPlaces, Tables};
 use crate::batch_ops::BatchOp;
-use crate::engine::OnError;
+use crate::error::OnError;
 use crate::error::{Error, Invalid, Result};
 use crate::ops::Op;
 use crate::shards::StoreConfig;

@@ -1,68 +1,484 @@
 //! The settings a command line (`imgfeed run --batch-size 4 …`) or the Python package
-//! (`Pipeline.replace(batch_size=4)`, `Loader(…)`) changes on a pipeline: one typed list,
-//! applied and checked here, so that a flag and a keyword of the same name do the same.
+//! (`Pipeline.replace(batch_size=4)`, `Loader(…)`) changes on a pipeline: one table,
+//! [`SETTINGS`], that the command line's flags, the Python keywords and [`Overrides`] are all
+//! made from, and each setting's check, run here once, so that a flag and a keyword of the
+//! same name do the same.
+//!
+//! A new setting is one row of `settings!` below: its type, the pipeline key it replaces,
+//! its flag (if the command line has one), its words and how it is applied and checked.
 
 use super::check;
 use super::config::PipelineConfig;
-use crate::engine::OnError;
-use crate::error::{Invalid, Result};
+use crate::error::{Invalid, OnError, Result};
 use crate::plan::{ShardFrom, Uneven};
 use crate::source::Usage;
+use clap::builder::{EnumValueParser, ValueParser};
+use clap::{Arg, ArgAction, ArgMatches};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-/// Settings that replace a pipeline's own: each `None` leaves the pipeline's value. The
-/// command line's flags of the same names (`--batch-size`, `--no-shuffle` as `shuffle =
-/// false`, ...) and the keywords of the Python package's `Pipeline.replace` fill one.
-///
-/// ```
-/// # fn main() -> imgfeed::Result<()> {
-/// let mut config = imgfeed::PipelineConfig::from_file("pipelines/resnet50_eval.toml")?;
-/// let mut o = imgfeed::pipeline::Overrides::default();
-/// o.batch_size = Some(4);
-/// o.seed = Some(7);
-/// o.apply(&mut config)?;
-/// assert_eq!((config.batch.size, config.source.sampling.seed), (4, 7));
-/// # Ok(())
-/// # }
-/// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The kind of value a setting takes (what the Python package is told, and how the command
+/// line reads it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Overrides {
-    /// The dataset root (`source.root`): a folder, taken as given (a relative one is
-    /// relative to the working directory, not to the pipeline file), or a shards dataset in
-    /// object storage (`s3://bucket/prefix`).
-    pub data: Option<PathBuf>,
-    /// The CIFAR split (`source.usage`); an error for a source without splits.
-    pub usage: Option<Usage>,
-    /// The S3-compatible endpoint of an `s3://` root (`source.endpoint`).
-    pub endpoint: Option<String>,
-    /// The cache root of an `s3://` root (`source.cache_dir`).
-    pub cache_dir: Option<PathBuf>,
-    /// The byte limit of a remote dataset's cache folder (`source.cache_size`: `"20GB"`).
-    pub cache_size: Option<String>,
-    /// Samples per batch (`batch.size`), at least 1.
-    pub batch_size: Option<usize>,
-    /// Drop the last, incomplete batch (`batch.drop_remainder`).
-    pub drop_remainder: Option<bool>,
-    /// Worker threads (`engine.workers`), 1 to [`check::MAX_WORKERS`].
-    pub workers: Option<usize>,
-    /// Samples a worker claims at once (`engine.work_unit`), at least 1.
-    pub work_unit: Option<usize>,
-    /// Shuffle every epoch (`source.shuffle`).
-    pub shuffle: Option<bool>,
-    /// The seed of the shuffle and the random ops (`source.seed`).
-    pub seed: Option<u64>,
-    /// Data-parallel ranks (`source.num_shards`); with `shard_id`, the shard is then the
-    /// one given here, not one read from the environment.
-    pub num_shards: Option<usize>,
-    /// This process's rank (`source.shard_id`), below `num_shards`.
-    pub shard_id: Option<usize>,
-    /// What sharding does with the samples left over (`source.uneven`).
-    pub uneven: Option<Uneven>,
-    /// What a bad sample does (`engine.on_error`).
-    pub on_error: Option<OnError>,
+pub enum Kind {
+    /// A local path (made absolute by the Python package; a relative one is the working
+    /// directory's) or a store URL (`s3://bucket/prefix`, taken as given).
+    Path,
+    /// A whole number.
+    Int,
+    /// `true` or `false`; on the command line a switch and, where it has one, its negation.
+    Bool,
+    /// Free text checked by the setting (an URL, a byte size such as `20GB`).
+    Text,
+    /// One of named values ([`Setting::choices`]).
+    Choice,
+}
+
+/// Which of the command line's flag groups a setting's flag is in: a subcommand takes a
+/// group whole (`convert` takes no `--on-error`, `merge-index` none of these).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FlagGroup {
+    /// Where the data is (`--data`, `--usage`, the store's flags).
+    Input,
+    /// Threads and batches.
+    Engine,
+    /// The sampler: order and data-parallel sharding.
+    Sampling,
+    /// What a bad sample does.
+    Errors,
+}
+
+/// A setting's command-line flag.
+#[derive(Clone, Copy, Debug)]
+pub struct Flag {
+    /// `--LONG`.
+    pub long: &'static str,
+    /// Its value's name in the help (`--batch-size <BATCH_SIZE>`).
+    pub value_name: &'static str,
+    /// The group that holds it.
+    pub group: FlagGroup,
+    /// A [`Kind::Bool`] setting's flag for `false` (`--no-shuffle`), with its help.
+    pub negation: Option<(&'static str, &'static str)>,
+}
+
+/// One setting: a row of [`SETTINGS`].
+#[derive(Clone, Copy, Debug)]
+pub struct Setting {
+    /// Its name: the [`Overrides`] field, the key of the overrides' JSON and the Python
+    /// keyword.
+    pub name: &'static str,
+    /// The pipeline table it replaces a key of (`source`, `batch`, `engine`).
+    pub table: &'static str,
+    /// The key it replaces in that table.
+    pub key: &'static str,
+    /// What it takes.
+    pub kind: Kind,
+    /// Its flag; `None` where only the Python package changes it.
+    pub flag: Option<Flag>,
+    /// Its field's doc, as written ([`Setting::doc`] is its first paragraph).
+    text: &'static str,
+    /// The default of the pipeline key, in words (`default 0`), where one is worth saying.
+    pub default: Option<&'static str>,
+    /// The command line's parser of its value.
+    parser: fn() -> ValueParser,
+}
+
+impl Setting {
+    /// The row named `name`.
+    pub fn named(name: &str) -> Option<&'static Setting> {
+        SETTINGS.iter().find(|s| s.name == name)
+    }
+
+    /// What it is, in a sentence without the pipeline key or the default: the first
+    /// paragraph of its [`Overrides`] field's doc, on one line.
+    pub fn doc(&self) -> String {
+        let lines = self.text.lines().map(str::trim);
+        let paragraph: Vec<&str> = lines.take_while(|l| !l.is_empty()).collect();
+        paragraph.join(" ")
+    }
+
+    /// The names a [`Kind::Choice`] takes (empty for the other kinds).
+    pub fn choices(&self) -> Vec<String> {
+        if self.kind != Kind::Choice {
+            return Vec::new();
+        }
+        (self.parser)()
+            .possible_values()
+            .map(|values| values.map(|v| v.get_name().to_string()).collect())
+            .unwrap_or_default()
+    }
+
+    /// The doc with the key it overrides and its default: the flag's help (no final
+    /// period, as clap writes a one-line doc).
+    pub fn help(&self) -> String {
+        let default = self.default.map(|d| format!(" ({d})")).unwrap_or_default();
+        format!(
+            "{}, overriding `{}.{}`{default}",
+            self.doc().trim_end_matches('.'),
+            self.table,
+            self.key
+        )
+    }
+
+    /// Its flags (none, one, or a switch and its negation), as the command line declares
+    /// them.
+    pub fn args(&self) -> Vec<Arg> {
+        let Some(flag) = self.flag else {
+            return Vec::new();
+        };
+        let arg = Arg::new(self.name).long(flag.long).help(self.help());
+        if self.kind != Kind::Bool {
+            let arg = arg
+                .value_name(flag.value_name)
+                .value_parser((self.parser)())
+                .action(ArgAction::Set);
+            return vec![arg];
+        }
+        let mut arg = arg.action(ArgAction::SetTrue);
+        let mut args = Vec::new();
+        if let Some((negation, help)) = flag.negation {
+            arg = arg.overrides_with(negation);
+            args.push(
+                Arg::new(negation)
+                    .long(negation)
+                    .help(help)
+                    .action(ArgAction::SetTrue)
+                    .overrides_with(self.name),
+            );
+        }
+        args.insert(0, arg);
+        args
+    }
+}
+
+/// A setting's type: its [`Kind`], its command-line parser and how its value is read back
+/// from a parsed command line.
+trait SettingValue: Sized + Clone + Send + Sync + 'static {
+    const KIND: Kind;
+    fn parser() -> ValueParser;
+    /// The value given for `row` (`None` when its flag was not given, or its subcommand
+    /// does not take it).
+    fn read(m: &ArgMatches, row: &Setting) -> Option<Self> {
+        m.try_get_one::<Self>(row.name).ok().flatten().cloned()
+    }
+}
+
+impl SettingValue for PathBuf {
+    const KIND: Kind = Kind::Path;
+    fn parser() -> ValueParser {
+        clap::value_parser!(PathBuf)
+    }
+}
+
+impl SettingValue for usize {
+    const KIND: Kind = Kind::Int;
+    fn parser() -> ValueParser {
+        clap::value_parser!(usize).into()
+    }
+}
+
+impl SettingValue for u64 {
+    const KIND: Kind = Kind::Int;
+    fn parser() -> ValueParser {
+        clap::value_parser!(u64).into()
+    }
+}
+
+impl SettingValue for String {
+    const KIND: Kind = Kind::Text;
+    fn parser() -> ValueParser {
+        ValueParser::string()
+    }
+}
+
+impl SettingValue for bool {
+    const KIND: Kind = Kind::Bool;
+    fn parser() -> ValueParser {
+        ValueParser::bool()
+    }
+    /// `Some(true)` for the switch, `Some(false)` for its negation (clap keeps the last of
+    /// the two given), `None` for neither.
+    fn read(m: &ArgMatches, row: &Setting) -> Option<bool> {
+        let on = |id: &str| m.try_get_one::<bool>(id).ok().flatten() == Some(&true);
+        let negation = row.flag.and_then(|f| f.negation).map(|(n, _)| n);
+        if on(row.name) {
+            Some(true)
+        } else {
+            negation.filter(|n| on(n)).map(|_| false)
+        }
+    }
+}
+
+macro_rules! choice {
+    ($($ty:ty),*) => {$(
+        impl SettingValue for $ty {
+            const KIND: Kind = Kind::Choice;
+            fn parser() -> ValueParser {
+                EnumValueParser::<$ty>::new().into()
+            }
+        }
+    )*};
+}
+choice!(Usage, Uneven, OnError);
+
+/// Declares the settings: for each, its [`Overrides`] field (doc and type), the pipeline
+/// key it replaces, its flag, its default in words and its application to a config (the
+/// value bound to a name, the config to another), where its check runs.
+macro_rules! settings {
+    ($(
+        $(#[doc = $doc:literal])*
+        $name:ident: $ty:ty => $table:literal . $key:literal,
+        flag: $flag:expr,
+        default: $default:expr,
+        apply: |$v:ident, $cfg:ident| $apply:block
+    )*) => {
+        /// Settings that replace a pipeline's own: each `None` leaves the pipeline's value.
+        /// The command line's flags of the same names (`--batch-size`, `--no-shuffle` as
+        /// `shuffle = false`, ...) and the keywords of the Python package's
+        /// `Pipeline.replace` fill one; [`SETTINGS`] describes each field.
+        ///
+        /// ```
+        /// # fn main() -> imgfeed::Result<()> {
+        /// let mut config = imgfeed::PipelineConfig::from_file("pipelines/resnet50_eval.toml")?;
+        /// let mut o = imgfeed::pipeline::Overrides::default();
+        /// o.batch_size = Some(4);
+        /// o.seed = Some(7);
+        /// o.apply(&mut config)?;
+        /// assert_eq!((config.batch.size, config.source.sampling.seed), (4, 7));
+        /// # Ok(())
+        /// # }
+        /// ```
+        #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[non_exhaustive]
+        pub struct Overrides {
+            $(
+                $(#[doc = $doc])*
+                pub $name: Option<$ty>,
+            )*
+        }
+
+        /// Every setting, in the order they are applied.
+        pub static SETTINGS: &[Setting] = &[$(
+            Setting {
+                name: stringify!($name),
+                table: $table,
+                key: $key,
+                kind: <$ty as SettingValue>::KIND,
+                flag: $flag,
+                text: concat!($($doc, "\n"),*),
+                default: $default,
+                parser: <$ty as SettingValue>::parser,
+            },
+        )*];
+
+        impl Overrides {
+            /// The settings of the rows `keep` keeps given on a parsed command line (the
+            /// flags [`Setting::args`] declared; the ones its subcommand does not take are
+            /// left `None`).
+            pub fn from_flags(m: &ArgMatches, keep: impl Fn(&Setting) -> bool) -> Overrides {
+                let mut o = Overrides::default();
+                let mut rows = SETTINGS.iter();
+                $(
+                    if let Some(row) = rows.next().filter(|r| keep(r)) {
+                        o.$name = <$ty as SettingValue>::read(m, row);
+                    }
+                )*
+                o
+            }
+
+            /// Each setting given here, else `other`'s.
+            pub fn or(self, other: Overrides) -> Overrides {
+                Overrides {
+                    $($name: self.$name.or(other.$name),)*
+                }
+            }
+
+            /// The names of the settings given (not `None`), in [`SETTINGS`]' order.
+            pub fn given(&self) -> Vec<&'static str> {
+                let mut names = Vec::new();
+                $(
+                    if self.$name.is_some() {
+                        names.push(stringify!($name));
+                    }
+                )*
+                names
+            }
+
+            /// Each given setting applied to `config` and checked, in [`SETTINGS`]' order.
+            fn apply_each(&self, config: &mut PipelineConfig) -> Result<()> {
+                $(
+                    if let Some($v) = &self.$name {
+                        let $cfg = &mut *config;
+                        $apply
+                    }
+                )*
+                Ok(())
+            }
+        }
+    };
+}
+
+/// A flag in `group`, its value named `value`.
+const fn flag(long: &'static str, value_name: &'static str, group: FlagGroup) -> Option<Flag> {
+    Some(Flag {
+        long,
+        value_name,
+        group,
+        negation: None,
+    })
+}
+
+settings! {
+    /// Dataset root: a folder, or a dataset in object storage (s3://bucket/prefix, gs://,
+    /// az://).
+    ///
+    /// A relative folder is relative to the working directory, not to the pipeline file.
+    data: PathBuf => "source"."root",
+    flag: flag("data", "DATA", FlagGroup::Input),
+    default: None,
+    apply: |d, c| {
+        d.clone_into(c.source.dataset.root_mut());
+    }
+
+    /// CIFAR split (train, test, all); refused for a source without splits.
+    usage: Usage => "source"."usage",
+    flag: flag("usage", "USAGE", FlagGroup::Input),
+    default: Some("default: train for cifar10/cifar100"),
+    apply: |u, c| {
+        c.source.set_usage(*u)?;
+    }
+
+    /// Where the store of a URL root is reached: an S3-compatible server for s3://
+    /// (overriding AWS_ENDPOINT_URL), the base URL for gs:// (an emulator's), the blob
+    /// service URL for az:// (Azurite's http://127.0.0.1:10000/devstoreaccount1); http://
+    /// for a loopback address only.
+    endpoint: String => "source"."endpoint",
+    flag: flag("endpoint", "ENDPOINT", FlagGroup::Input),
+    default: None,
+    apply: |e, c| {
+        c.source.remote.endpoint = Some(e.clone());
+    }
+
+    /// Cache root for a URL root.
+    cache_dir: PathBuf => "source"."cache_dir",
+    flag: flag("cache-dir", "CACHE_DIR", FlagGroup::Input),
+    default: Some("default $XDG_CACHE_HOME/imgfeed, else ~/.cache/imgfeed"),
+    apply: |d, c| {
+        c.source.remote.cache_dir = Some(d.clone());
+    }
+
+    /// Byte limit of a remote dataset's cache folder (20GB, 512MiB).
+    cache_size: String => "source"."cache_size",
+    flag: flag("cache-size", "CACHE_SIZE", FlagGroup::Input),
+    default: Some("default 100GB"),
+    apply: |n, c| {
+        c.source.remote.cache_size = Some(n.clone());
+        c.source.remote.cache_limit()?;
+    }
+
+    /// Shuffle every epoch.
+    shuffle: bool => "source"."shuffle",
+    flag: Some(Flag {
+        long: "shuffle",
+        value_name: "",
+        group: FlagGroup::Sampling,
+        negation: Some((
+            "no-shuffle",
+            "Keep the source order, overriding `source.shuffle`",
+        )),
+    }),
+    default: Some(
+        "default false: the file's order; the Python dataset API shuffles by default, as \
+         MindSpore",
+    ),
+    apply: |s, c| {
+        c.source.sampling.shuffle = *s;
+    }
+
+    /// Seed of the shuffle and the random ops.
+    seed: u64 => "source"."seed",
+    flag: flag("seed", "SEED", FlagGroup::Sampling),
+    default: Some("default 0"),
+    apply: |s, c| {
+        c.source.sampling.seed = *s;
+    }
+
+    /// Data-parallel ranks sharing each epoch, given with shard_id: this process sees
+    /// rank shard_id's samples (not a rank read from the environment).
+    num_shards: usize => "source"."num_shards",
+    flag: flag("num-shards", "NUM_SHARDS", FlagGroup::Sampling),
+    default: Some("default 1, and `shard = \"env\"` reads both from the launcher's variables"),
+    apply: |n, c| {
+        c.source.sampling.shard = ShardFrom::Config;
+        c.source.sampling.num_shards = *n;
+    }
+
+    /// This process's rank, below num_shards, given with it.
+    shard_id: usize => "source"."shard_id",
+    flag: flag("shard-id", "SHARD_ID", FlagGroup::Sampling),
+    default: Some("default 0"),
+    apply: |id, c| {
+        // with num_shards: the pair is checked by `Overrides::check`
+        c.source.sampling.shard_id = *id;
+    }
+
+    /// When the ranks do not divide the dataset: pad, drop or exact.
+    uneven: Uneven => "source"."uneven",
+    flag: flag("uneven", "UNEVEN", FlagGroup::Sampling),
+    default: Some(
+        "default pad: repeat samples from the start so every rank gets ceil(N/K), as \
+         MindSpore",
+    ),
+    apply: |u, c| {
+        c.source.sampling.uneven = *u;
+    }
+
+    /// Samples per batch, at least 1.
+    batch_size: usize => "batch"."size",
+    flag: flag("batch-size", "BATCH_SIZE", FlagGroup::Engine),
+    default: None,
+    apply: |b, c| {
+        check::batch_size(*b)?;
+        c.batch.size = *b;
+    }
+
+    /// Drop the last, incomplete batch.
+    drop_remainder: bool => "batch"."drop_remainder",
+    flag: None,
+    default: Some("default false"),
+    apply: |d, c| {
+        c.batch.drop_remainder = *d;
+    }
+
+    /// Worker threads, 1 to 1024.
+    workers: usize => "engine"."workers",
+    flag: flag("workers", "WORKERS", FlagGroup::Engine),
+    default: Some("default: one per core"),
+    apply: |w, c| {
+        check::workers(*w)?;
+        c.engine.workers = *w;
+    }
+
+    /// Samples a worker claims at once, at least 1.
+    work_unit: usize => "engine"."work_unit",
+    flag: flag("work-unit", "WORK_UNIT", FlagGroup::Engine),
+    default: Some("default: 1 for image files, 64 for CIFAR records"),
+    apply: |u, c| {
+        check::work_unit(*u)?;
+        c.engine.work_unit = Some(*u);
+    }
+
+    /// Bad samples: error (stop), skip (leave out, report) or replace (fill from the same
+    /// shard, report).
+    on_error: OnError => "engine"."on_error",
+    flag: flag("on-error", "ON_ERROR", FlagGroup::Errors),
+    default: Some("default error"),
+    apply: |o, c| {
+        c.engine.on_error = *o;
+    }
 }
 
 impl Overrides {
@@ -80,7 +496,7 @@ impl Overrides {
                 fields.iter().find_map(|(key, v)| {
                     let one =
                         serde_json::Value::Object([(key.clone(), v.clone())].into_iter().collect());
-                    let table = Overrides::table(key)?;
+                    let table = Setting::named(key)?.table;
                     let source = serde_json::from_value::<Overrides>(one).err()?;
                     Some(Invalid::Override {
                         table,
@@ -98,79 +514,31 @@ impl Overrides {
         })
     }
 
-    /// The table the override `key` changes; `None` for a key that is not an override.
-    fn table(key: &str) -> Option<&'static str> {
-        Some(match key {
-            "data" | "usage" | "endpoint" | "cache_dir" | "cache_size" | "shuffle" | "seed"
-            | "num_shards" | "shard_id" | "uneven" => "source",
-            "batch_size" | "drop_remainder" => "batch",
-            "workers" | "work_unit" | "on_error" => "engine",
-            _ => return None,
-        })
+    /// The rules between settings, which need no pipeline: `num_shards` and `shard_id` are
+    /// given together or not at all, and the rank is one of the ranks. (The MindSpore-shaped
+    /// datasets of the Python package check their `num_shards`/`shard_id` by this too.)
+    pub fn check(&self) -> Result<()> {
+        match (self.num_shards, self.shard_id) {
+            (Some(num_shards), Some(shard_id)) => {
+                let sampling = crate::plan::Sampling {
+                    num_shards,
+                    shard_id,
+                    ..crate::plan::Sampling::default()
+                };
+                sampling.validate().map_err(Invalid::from)?;
+                Ok(())
+            }
+            (None, None) => Ok(()),
+            _ => Err(Invalid::ShardsApart.into()),
+        }
     }
 
-    /// Replace `config`'s settings with the ones given, each checked as it is applied (the
-    /// error names the setting, as [`crate::Pipeline::new`] would); `config` may be left
-    /// part-changed when one is refused.
+    /// Replace `config`'s settings with the ones given, [`Overrides::check`]ed, then each
+    /// checked as it is applied (the error names the setting, as [`crate::Pipeline::new`]
+    /// would); `config` may be left part-changed when one is refused.
     pub fn apply(&self, config: &mut PipelineConfig) -> Result<()> {
-        let source = &mut config.source;
-        if let Some(d) = &self.data {
-            d.clone_into(source.dataset.root_mut());
-        }
-        if let Some(u) = self.usage {
-            source.set_usage(u)?;
-        }
-        let remote = &mut source.remote;
-        if let Some(e) = &self.endpoint {
-            remote.endpoint = Some(e.clone());
-        }
-        if let Some(d) = &self.cache_dir {
-            remote.cache_dir = Some(d.clone());
-        }
-        if let Some(n) = &self.cache_size {
-            remote.cache_size = Some(n.clone());
-            remote.cache_limit()?;
-        }
-        let sampling = &mut source.sampling;
-        if let Some(shuffle) = self.shuffle {
-            sampling.shuffle = shuffle;
-        }
-        if let Some(seed) = self.seed {
-            sampling.seed = seed;
-        }
-        if self.num_shards.is_some() || self.shard_id.is_some() {
-            sampling.shard = ShardFrom::Config;
-            if let Some(n) = self.num_shards {
-                sampling.num_shards = n;
-            }
-            if let Some(id) = self.shard_id {
-                sampling.shard_id = id;
-            }
-            sampling.validate().map_err(Invalid::from)?;
-        }
-        if let Some(u) = self.uneven {
-            sampling.uneven = u;
-        }
-        if let Some(b) = self.batch_size {
-            check::batch_size(b)?;
-            config.batch.size = b;
-        }
-        if let Some(d) = self.drop_remainder {
-            config.batch.drop_remainder = d;
-        }
-        let engine = &mut config.engine;
-        if let Some(w) = self.workers {
-            check::workers(w)?;
-            engine.workers = w;
-        }
-        if let Some(u) = self.work_unit {
-            check::work_unit(u)?;
-            engine.work_unit = Some(u);
-        }
-        if let Some(o) = self.on_error {
-            engine.on_error = o;
-        }
-        Ok(())
+        self.check()?;
+        self.apply_each(config)
     }
 }
 
@@ -218,6 +586,72 @@ mod tests {
         assert_eq!(same, before);
     }
 
+    /// Each row changes the pipeline key it names, in the table it names (the JSON of the
+    /// config before and after differs there and nowhere else).
+    #[test]
+    fn every_row_replaces_the_key_it_names() {
+        let values = serde_json::json!({
+            "data": "/d", "usage": null, "endpoint": "http://127.0.0.1:9", "cache_dir": "/c",
+            "cache_size": "2GB", "shuffle": true, "seed": 9, "num_shards": 2, "shard_id": 1,
+            "uneven": "drop", "batch_size": 4, "drop_remainder": false, "workers": 3,
+            "work_unit": 2, "on_error": "skip"
+        });
+        let fields = values.as_object().expect("an object");
+        // the table has a row for every field of Overrides, and no other
+        let mut names: Vec<&str> = SETTINGS.iter().map(|s| s.name).collect();
+        let mut serialized: Vec<String> = serde_json::to_value(Overrides::default())
+            .expect("serializes")
+            .as_object()
+            .expect("an object")
+            .keys()
+            .cloned()
+            .collect();
+        names.sort_unstable();
+        serialized.sort_unstable();
+        assert_eq!(names, serialized);
+        for row in SETTINGS {
+            let Some(v) = fields.get(row.name).filter(|v| !v.is_null()) else {
+                continue;
+            };
+            let mut one = serde_json::Map::new();
+            one.insert(row.name.into(), v.clone());
+            if row.name == "num_shards" || row.name == "shard_id" {
+                one.insert("num_shards".into(), 2.into());
+                one.insert("shard_id".into(), 1.into());
+            }
+            let o: Overrides = serde_json::from_value(one.into()).expect(row.name);
+            let mut cfg = eval();
+            o.apply(&mut cfg).expect(row.name);
+            let after = serde_json::to_value(&cfg).expect("serializes");
+            let before = serde_json::to_value(eval()).expect("serializes");
+            let changed = |t: &str, k: &str| before[t][k] != after[t][k];
+            assert!(changed(row.table, row.key), "{}", row.name);
+            for table in ["source", "batch", "engine", "ops", "batch_ops"] {
+                if table != row.table {
+                    assert_eq!(before[table], after[table], "{}", row.name);
+                }
+            }
+        }
+    }
+
+    /// A choice's names are the ones the pipeline file (serde) reads.
+    #[test]
+    fn choices_are_the_pipeline_files_words() {
+        for row in SETTINGS.iter().filter(|s| s.kind == Kind::Choice) {
+            let choices = row.choices();
+            assert!(choices.len() >= 2, "{}", row.name);
+            for c in choices {
+                let json = serde_json::json!({ row.name: c });
+                assert!(
+                    serde_json::from_value::<Overrides>(json).is_ok(),
+                    "{}: {c}",
+                    row.name
+                );
+            }
+        }
+        assert!(Setting::named("batch_size").is_some_and(|s| s.choices().is_empty()));
+    }
+
     /// A refused value is a typed usage error naming the setting.
     #[test]
     fn bad_overrides_are_refused_by_name() {
@@ -239,6 +673,11 @@ mod tests {
             m.contains("source: shard_id 2 must be below num_shards 2"),
             "{m}"
         );
+        for apart in [r#"{"num_shards": 2}"#, r#"{"shard_id": 0}"#] {
+            let m = refused(apart);
+            assert!(m.contains("num_shards and shard_id"), "{m}");
+            assert!(m.contains("--num-shards and --shard-id"), "{m}");
+        }
         let m = refused(r#"{"uneven": "evenly"}"#);
         assert!(
             m.starts_with("invalid pipeline: source: uneven: unknown variant `evenly`"),
@@ -254,7 +693,7 @@ mod tests {
         assert!(refused(r#"{"cache_size": "lots"}"#)
             .starts_with("invalid pipeline: source.cache_size:"));
         // the sampling error is the source, not a string
-        let e = Overrides::from_json(r#"{"num_shards": 0}"#)
+        let e = Overrides::from_json(r#"{"num_shards": 0, "shard_id": 0}"#)
             .and_then(|o| o.apply(&mut eval()))
             .expect_err("0 shards");
         let invalid = std::error::Error::source(&e);
@@ -263,5 +702,45 @@ mod tests {
             source.is_some_and(|s| s.downcast_ref::<crate::plan::SamplingError>().is_some()),
             "{e:?}"
         );
+    }
+
+    /// The flags read back into the overrides they declare (a switch's negation as `false`).
+    #[test]
+    fn flags_read_back_as_overrides() {
+        let mut cmd = clap::Command::new("t").no_binary_name(true);
+        for row in SETTINGS {
+            cmd = cmd.args(row.args());
+        }
+        let m = cmd
+            .clone()
+            .try_get_matches_from([
+                "--batch-size",
+                "4",
+                "--shuffle",
+                "--no-shuffle",
+                "--uneven",
+                "drop",
+                "--data",
+                "d",
+            ])
+            .expect("parses");
+        let o = Overrides::from_flags(&m, |_| true);
+        assert_eq!(o.batch_size, Some(4));
+        assert_eq!(o.shuffle, Some(false));
+        assert_eq!(o.uneven, Some(Uneven::Drop));
+        assert_eq!(o.data.as_deref(), Some(std::path::Path::new("d")));
+        assert_eq!(o.given(), ["data", "shuffle", "uneven", "batch_size"]);
+        let m = cmd.try_get_matches_from(["--shuffle"]).expect("parses");
+        assert_eq!(Overrides::from_flags(&m, |_| true).shuffle, Some(true));
+        assert_eq!(
+            Overrides::from_flags(&m, |r| r.name != "shuffle").shuffle,
+            None
+        );
+        // a subcommand without the flags reads none
+        let bare = clap::Command::new("t").no_binary_name(true);
+        let m = bare
+            .try_get_matches_from(Vec::<&str>::new())
+            .expect("parses");
+        assert_eq!(Overrides::from_flags(&m, |_| true), Overrides::default());
     }
 }

@@ -6,7 +6,8 @@ use super::config::{BatchConfig, EngineConfig, PipelineConfig};
 use crate::batch_ops::{BatchLowered, BatchOp};
 use crate::engine::batch::{BufShape, Pool};
 use crate::engine::program::Program;
-use crate::engine::{Epoch, Job, OnError, State};
+use crate::engine::{Epoch, Job, State};
+use crate::error::OnError;
 use crate::error::{Invalid, Result};
 use crate::ops::Op;
 use crate::plan::batch_count;
@@ -89,6 +90,20 @@ impl PipelineBuilder {
     }
 }
 
+impl PipelineConfig {
+    /// The ops compiled for `source`, producing `out` (its checked output spec): what a
+    /// [`Pipeline`] runs, and a shards conversion re-encodes through.
+    pub(crate) fn compile(&self, source: &dyn Source, out: &Spec) -> Result<Program> {
+        Program::compile(
+            &source.spec(),
+            source.stored_layout(),
+            &self.ops,
+            out,
+            self.engine.fuse,
+        )
+    }
+}
+
 impl Pipeline {
     /// Start building a pipeline over `source` (batch 1, no ops, default engine).
     pub fn builder(source: SourceConfig) -> PipelineBuilder {
@@ -107,13 +122,18 @@ impl Pipeline {
         // The settings are checked before the dataset is listed.
         let config = check::settings(config)?;
         let source = config.source.open()?;
-        Pipeline::with_source(config, source)
+        Pipeline::checked(config, source)
     }
 
     /// [`Pipeline::new`] over a source already opened from `config.source` (a caller that
     /// listed the dataset once to show its size and classes does not list it again).
     pub fn with_source(config: PipelineConfig, source: Arc<dyn Source>) -> Result<Pipeline> {
-        let config = check::settings(config)?;
+        Pipeline::checked(check::settings(config)?, source)
+    }
+
+    /// Build over `source` a config whose settings [`check::settings`] has checked (once: it
+    /// also reads the launcher's variables for `shard = "env"`).
+    fn checked(config: PipelineConfig, source: Arc<dyn Source>) -> Result<Pipeline> {
         let Checked {
             stages,
             spec,

@@ -193,9 +193,10 @@ pub fn diff_u8(a: &[u8], b: &[u8]) -> (u8, f64) {
 
 // ---- op shorthands -------------------------------------------------------------------
 
+use imgfeed::imgproc::Filter;
 use imgfeed::ops::{
-    CenterCrop, Decode, Filter, HwcToChw, Normalize, Op, RandomCrop, RandomHorizontalFlip, Rescale,
-    Resize, Size, TypeCast,
+    CenterCrop, Decode, HwcToChw, Normalize, Op, RandomCrop, RandomHorizontalFlip, Rescale, Resize,
+    Size, TypeCast,
 };
 use imgfeed::LabelType;
 

@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any, Optional, Tuple, Union
+
+from .. import _imgfeed
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -22,13 +25,17 @@ def _positive(call: str, name: str, value: Any, allow_none: bool = True) -> Opti
 
 
 def _shards(call: str, num_shards: Optional[int], shard_id: Optional[int]) -> Tuple[int, int]:
-    if (num_shards is None) != (shard_id is None):
-        raise ValueError(f"{call}: num_shards and shard_id must be given together (MindSpore's rule)")
+    """The pair checked by the engine's rule (the one ``Pipeline.replace`` and the command line
+    use: given together, the rank below the ranks); ``(1, 0)`` when neither is given."""
+    for name, value in (("num_shards", num_shards), ("shard_id", shard_id)):
+        if isinstance(value, bool) or not (value is None or isinstance(value, int)):
+            raise ValueError(f"{call}: {name} must be an int, not {value!r}")
+    try:
+        _imgfeed.check_overrides(json.dumps({"num_shards": num_shards, "shard_id": shard_id}))
+    except ValueError as e:
+        raise ValueError(f"{call}: {e}") from None
     if num_shards is None or shard_id is None:
         return 1, 0
-    _positive(call, "num_shards", num_shards, allow_none=False)
-    if isinstance(shard_id, bool) or not isinstance(shard_id, int) or not 0 <= shard_id < num_shards:
-        raise ValueError(f"{call}: shard_id must be in [0, {num_shards}), not {shard_id!r}")
     return num_shards, shard_id
 
 

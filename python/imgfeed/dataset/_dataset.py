@@ -370,7 +370,7 @@ class Dataset:
         call :meth:`set_init_step` with ``initial_epoch * get_dataset_size()`` before
         ``to_mindspore()`` and its first pass is epoch ``initial_epoch``.
         """
-        from .._mindspore import generator_dataset
+        from ._mindspore import generator_dataset
 
         return generator_dataset(self)
 

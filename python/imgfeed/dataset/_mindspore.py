@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterator, List
 import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .dataset import Dataset
+    from ._dataset import Dataset
 
 
 class BatchSource:

@@ -1,98 +1,23 @@
-"""imgfeed as a Ray Data source: :func:`read` makes a ``ray.data.Dataset`` of an epoch's
-ready batches, read by tasks spread over a Ray cluster, each running imgfeed's native
-engine over a contiguous range of the epoch's batches; :func:`convert` runs ``imgfeed convert
---slice I/K`` conversions as Ray tasks and joins them::
-
-    import imgfeed.ray
-    ds = imgfeed.ray.read("pipelines/resnet50_train.toml", data="/data/train", epoch=3)
-    for images, labels, indices in imgfeed.ray.batches(ds):
-        ...                             # exactly the batches imgfeed.Loader yields for epoch 3
-    # iterating ds again reads epoch 4 (a new shuffle), as Ray Train does once per epoch
-
-Needs Ray Data (``pip install 'ray[data]'``); the cluster's workers need this package
-installed and the dataset at the same path (a shared file system).
-"""
+"""Reading: an epoch of a pipeline as a ``ray.data.Dataset`` (:func:`read`, over
+:class:`ImgfeedDatasource`: read tasks each running the native engine over a contiguous range
+of the epoch's batches), and the consumer's side (:func:`batches`)."""
 
 from __future__ import annotations
 
 import json
 import math
 import os
-import shutil
-import subprocess
-import uuid
-from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
+import ray
+import ray.data
+from ray.data.block import BlockAccessor, BlockMetadata
+from ray.data.datasource import Datasource, ReadTask
 
-from . import _imgfeed
-from ._pipeline import PathLike, Pipeline, warn_about
-
-try:
-    import ray
-    import ray.data
-    from ray.data.block import BlockAccessor, BlockMetadata
-    from ray.data.datasource import Datasource, ReadTask
-except ImportError as e:  # pragma: no cover - exercised only without Ray
-    raise ImportError("imgfeed.ray needs Ray Data, which is not importable here: pip install 'ray[data]'") from e
-
-__all__ = ["ImgfeedDatasource", "batches", "convert", "read", "uint8_affine", "uint8_pipeline"]
-
-#: Ops that change an image's values into floats: ``uint8=True`` leaves them to the consumer.
-_VALUE_OPS = ("normalize", "rescale")
-#: Ops that may follow them when ``uint8=True`` drops them: they move or cast bytes, so they
-#: do the same on the uint8 image (``type_cast`` only of the label).
-_LAYOUT_OPS = ("hwc_to_chw", "chw_to_hwc")
-
-
-def uint8_pipeline(pipeline: Pipeline) -> Tuple[Pipeline, List[Dict[str, Any]]]:
-    """The pipeline without its ``normalize`` / ``rescale`` ops (so its images stay uint8),
-    and those ops' tables (what the consumer then applies, in order). Raises ``ValueError``
-    when an op after them would not do the same on uint8 pixels (only layout ops and the
-    label's ``type_cast`` may follow), or when the images would not be uint8."""
-    cfg = pipeline.config
-    kept: List[Dict[str, Any]] = []
-    removed: List[Dict[str, Any]] = []
-    for i, op in enumerate(cfg.get("ops", [])):
-        name = op.get("op")
-        if name in _VALUE_OPS:
-            removed.append(op)
-            continue
-        if removed and not (name in _LAYOUT_OPS or (name == "type_cast" and op.get("column") == "label")):
-            raise ValueError(
-                f"uint8=True: ops[{i}] ({name}) comes after {removed[-1]['op']} and would not do the same "
-                "on uint8 pixels; only hwc_to_chw and the label's type_cast may follow normalize/rescale"
-            )
-        kept.append(op)
-    cfg["ops"] = kept
-    p = Pipeline.from_config(cfg)
-    dtype = p.build().output_spec()["dtype"]
-    if dtype != "uint8":
-        raise ValueError(f"uint8=True: without normalize/rescale the pipeline's images are {dtype}, not uint8")
-    return p, removed
-
-
-def uint8_affine(ops: Iterable[Dict[str, Any]], channels: int = 3) -> Tuple[np.ndarray, np.ndarray]:
-    """``(scale, shift)``, float32 per channel, of the ``normalize`` / ``rescale`` ops that
-    :func:`uint8_pipeline` removed, composed in order: the consumer's
-    ``images * scale + shift`` (over the channel axis: ``[:, None, None]`` for CHW) gives the
-    pipeline's float32 images (the engine computes the same map, ``x * (1/std) - mean/std``,
-    with its own rounding: equal to within float32 rounding, not bit for bit)."""
-    scale = np.ones(channels, np.float32)
-    shift = np.zeros(channels, np.float32)
-    for op in ops:
-        if op["op"] == "normalize":
-            mean = np.resize(np.asarray(op["mean"], np.float32), channels)
-            std = np.resize(np.asarray(op["std"], np.float32), channels)
-            inv = np.float32(1) / std
-            scale, shift = scale * inv, shift * inv - mean * inv
-        elif op["op"] == "rescale":
-            r, s = np.float32(op.get("rescale", 1.0)), np.float32(op.get("shift", 0.0))
-            scale, shift = scale * r, shift * r + s
-        else:
-            raise ValueError(f"uint8_affine: {op['op']} is not normalize or rescale")
-    return scale.astype(np.float32), shift.astype(np.float32)
+from .. import _imgfeed
+from .._pipeline import PathLike, Pipeline, warn_about
+from .._uint8 import uint8_pipeline
 
 
 def _ranges(n: int, parts: int) -> List[Tuple[int, int]]:
@@ -399,154 +324,3 @@ def _groups_of_blocks(blocks: Iterable[Any]) -> Iterator[Tuple[Any, Any, Any]]:
         else:  # chunked unlike each other: one array per column (a copy)
             parts = [[col.combine_chunks()] for col in columns]
         yield from zip(*([_numpy(c) for c in part] for part in parts))
-
-
-# --- conversions ---------------------------------------------------------------------------
-
-_SLICES = ".imgfeed-slices"
-
-
-def _binary(binary: Optional[PathLike]) -> str:
-    found = os.fspath(binary) if binary is not None else (os.environ.get("IMGFEED_BIN") or shutil.which("imgfeed"))
-    if not found:
-        raise FileNotFoundError(
-            "imgfeed.ray.convert runs the imgfeed command (the wheel holds only the Python module): "
-            "pass binary=PATH, set IMGFEED_BIN, or put imgfeed on the PATH (cargo install --path .) on every node"
-        )
-    return found
-
-
-def _die_with_parent() -> None:
-    """In the child: SIGKILL when the Ray worker that started it dies (Linux's
-    PR_SET_PDEATHSIG), so a killed task leaves no conversion running."""
-    import ctypes
-    import signal
-
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGKILL))
-    except OSError:
-        pass
-
-
-def _convert_slice(binary: str, cmd: List[str], out: str, i: int, k: int) -> Dict[str, Any]:
-    """A Ray task: ``imgfeed convert ... --slice i/k`` into a folder of its own
-    (``OUT/.imgfeed-slices/I.attempt-UUID``), renamed to ``OUT/.imgfeed-slices/I`` once the
-    command has succeeded: only a complete slice counts, and a retried task never adds to
-    what a failed attempt wrote."""
-    slices = Path(out) / _SLICES
-    final = slices / f"{i:05d}"
-    node = ray.get_runtime_context().get_node_id()
-    if final.is_dir():
-        return {"slice": i, "node_id": node, "returncode": 0, "stdout": "(done by an earlier attempt)", "stderr": ""}
-    attempt = slices / f"{i:05d}.attempt-{uuid.uuid4().hex}"
-    run = subprocess.run(
-        [binary, *cmd, "--slice", f"{i}/{k}", "--out", str(attempt)],
-        capture_output=True, text=True, preexec_fn=_die_with_parent,
-    )
-    if run.returncode not in (0, 1):  # 1: bad samples skipped, the rest written (as the CLI)
-        shutil.rmtree(attempt, ignore_errors=True)
-        raise RuntimeError(f"imgfeed convert slice {i}/{k} exited {run.returncode}: {run.stderr.strip()}")
-    try:
-        os.rename(attempt, final)
-    except OSError:
-        if not final.is_dir():
-            raise
-        shutil.rmtree(attempt, ignore_errors=True)  # another attempt finished first
-    return {"slice": i, "node_id": node, "returncode": run.returncode, "stdout": run.stdout, "stderr": run.stderr}
-
-
-def _concat_npy(parts: List[Path], target: Path) -> None:
-    arrays = [np.load(p, mmap_mode="r") for p in parts]
-    shape = (sum(a.shape[0] for a in arrays), *arrays[0].shape[1:])
-    partial = target.with_name(target.name + ".partial")
-    out = np.lib.format.open_memmap(partial, mode="w+", dtype=arrays[0].dtype, shape=shape)
-    at = 0
-    for a in arrays:
-        out[at:at + len(a)] = a
-        at += len(a)
-    out.flush()
-    del out
-    os.replace(partial, target)
-
-
-def convert(
-    pipeline: PathLike,
-    data: Optional[PathLike],
-    out: PathLike,
-    slices: int,
-    *,
-    format: str = "npy",
-    args: Iterable[str] = (),
-    binary: Optional[PathLike] = None,
-    num_cpus: float = 1,
-    timeout_s: Optional[float] = None,
-) -> Dict[str, Any]:
-    """``imgfeed convert PIPELINE --data DATA --format FORMAT --out OUT`` split into ``slices``
-    Ray tasks (``--slice I/K``; slice I on the I-th node, round robin, elsewhere if that
-    node is gone), then joined: ``merge-index`` for
-    ``format="shards"`` (the same records as one machine's conversion), concatenation for
-    ``"npy"`` (``images.npy``, ``labels.npy``, ``samples.txt`` byte for byte those of one
-    machine's conversion). ``args``: more ``imgfeed convert`` flags (``--store raw``,
-    ``--shard-size 256MB``, ``--workers 4``, sampling flags for npy, ...).
-
-    Every node runs the ``imgfeed`` command (``binary``, else ``IMGFEED_BIN``, else the
-    ``PATH``'s) and sees ``pipeline``, ``data`` and ``out`` at the same paths. A task writes
-    into a folder of its own that counts once the command succeeded, so a task Ray retries
-    (its worker died) never duplicates records. Returns ``{"slices": [each task's slice,
-    node_id, returncode, stdout, stderr], "merge": merge-index's output or None}``; raises
-    ``RuntimeError`` naming the slice whose command failed.
-    """
-    if isinstance(pipeline, Pipeline):
-        raise TypeError("imgfeed.ray.convert takes a pipeline file (the imgfeed command reads TOML), not an imgfeed.Pipeline")
-    if format not in ("npy", "shards"):
-        raise ValueError(f"format must be 'npy' or 'shards', not {format!r}")
-    if slices < 1:
-        raise ValueError(f"slices must be >= 1, not {slices}")
-    exe = _binary(binary)
-    out_dir = Path(os.path.abspath(os.fspath(out)))
-    done = [n for n in ("images.npy", "manifest.json") if (out_dir / n).exists()]
-    if done:
-        raise FileExistsError(f"{out_dir} already holds a conversion ({', '.join(done)})")
-    (out_dir / _SLICES).mkdir(parents=True, exist_ok=True)
-    cmd = ["convert", os.path.abspath(os.fspath(pipeline)), "--format", format]
-    if data is not None:
-        cmd += ["--data", os.path.abspath(os.fspath(data))]
-    cmd += list(args)
-    # Slice i on the i-th alive node with the CPUs (round robin; soft: elsewhere if it dies).
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    nodes = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) >= num_cpus)
-    task = ray.remote(_convert_slice)
-    refs = [
-        task.options(
-            num_cpus=num_cpus,
-            max_retries=3,
-            scheduling_strategy=NodeAffinitySchedulingStrategy(nodes[i % len(nodes)], soft=True) if nodes else "SPREAD"
-        ).remote(exe, cmd, str(out_dir), i, slices)
-        for i in range(slices)
-    ]
-    results = ray.get(refs, timeout=timeout_s)
-    parts = [out_dir / _SLICES / f"{i:05d}" for i in range(slices)]
-    merge = None
-    if format == "shards":
-        for part in parts:
-            for f in sorted(part.iterdir()):
-                os.replace(f, out_dir / f.name)
-        run = subprocess.run([exe, "merge-index", str(out_dir)], capture_output=True, text=True)
-        if run.returncode != 0:
-            raise RuntimeError(f"imgfeed merge-index {out_dir} exited {run.returncode}: {run.stderr.strip()}")
-        merge = run.stdout
-    else:
-        classes = {(p / "classes.json").read_text() for p in parts if (p / "classes.json").exists()}
-        if len(classes) > 1:
-            raise RuntimeError(f"the slices of {out_dir} name different classes: {sorted(classes)}")
-        _concat_npy([p / "labels.npy" for p in parts], out_dir / "labels.npy")
-        with open(out_dir / "samples.txt.partial", "wb") as f:
-            for p in parts:
-                f.write((p / "samples.txt").read_bytes())
-        os.replace(out_dir / "samples.txt.partial", out_dir / "samples.txt")
-        if classes:
-            (out_dir / "classes.json").write_text(classes.pop())
-        _concat_npy([p / "images.npy" for p in parts], out_dir / "images.npy")  # last: it marks the result complete
-    shutil.rmtree(out_dir / _SLICES)
-    return {"slices": results, "merge": merge}
