@@ -8,10 +8,6 @@ use std::path::{Path, PathBuf};
 
 mod common;
 
-/// Wrong-way ties the table states (its text says which) and another branch of issue 29
-/// removes: (room, the room above it that it still sees). Delete a line when its tie goes.
-const KNOWN_WRONG_WAY: &[(&str, &str)] = &[("batch_ops", "engine"), ("codec", "ops")];
-
 /// A table row: the room, the rooms it may see (`None`: the whole library).
 struct Row {
     room: String,
@@ -204,8 +200,7 @@ fn every_room_sees_only_what_architecture_md_allows_and_only_downwards() {
         };
         for seen in allowed {
             let below = drawn.iter().skip(floor + 1).any(|r| *r == seen.as_str());
-            let known = KNOWN_WRONG_WAY.contains(&(row.room.as_str(), seen.as_str()));
-            if !below && !known {
+            if !below {
                 problems.push(format!(
                     "{}: may see {seen}, which is not drawn below it",
                     row.room

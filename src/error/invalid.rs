@@ -3,9 +3,8 @@
 //!
 //! One variant per rule, with the values that broke it and, where another error is the
 //! cause (a sampling rule, a JSON table, an op's spec rule, a size that does not parse), that
-//! error as the [`std::error::Error::source`]. Two variants carry free-form text: a
-//! conversion's rules ([`Invalid::Conversion`], written where the conversion is planned) and
-//! a measurement with nothing to measure ([`Invalid::NothingToMeasure`], holding the warning
+//! error as the [`std::error::Error::source`]. One variant carries free-form text: a
+//! measurement with nothing to measure ([`Invalid::NothingToMeasure`], holding the warning
 //! that says why).
 
 use crate::error::Place;
@@ -235,9 +234,37 @@ pub enum Invalid {
         /// What differs.
         what: &'static str,
     },
-    /// A pipeline a conversion cannot take (free-form: the conversion's own rules).
-    #[error("{0}")]
-    Conversion(String),
+    /// `source.num_samples` in a conversion, which stores every sample.
+    #[error(
+        "source.num_samples does not apply to a conversion, which stores every sample \
+         (use --slice I/K to convert part of a dataset)"
+    )]
+    NumSamplesInConversion,
+    /// `batch_ops` in a conversion, which stores samples, not batches.
+    #[error("batch_ops do not apply to a conversion, which stores samples, not batches")]
+    BatchOpsInConversion,
+    /// `store.mode = "original"` with ops, or with a source of pixels.
+    #[error(
+        "store.mode = \"original\" keeps the source's files untouched: it needs a source of \
+         encoded files and a pipeline with no ops ({ops} ops; the source yields {yields})"
+    )]
+    OriginalNeedsFiles {
+        /// The pipeline's op count.
+        ops: usize,
+        /// What the source yields.
+        yields: crate::spec::Spec,
+    },
+    /// A stored mode that keeps RGB u8 HWC pixels after ops that end in something else.
+    #[error(
+        "store.mode = \"{mode}\" stores RGB u8 HWC images, but the ops end in {spec}: end \
+         them before rescale, normalize or hwc_to_chw (and after decode)"
+    )]
+    StoreNeedsRgbU8 {
+        /// The store mode's name in the pipeline file.
+        mode: &'static str,
+        /// What the ops end in.
+        spec: crate::spec::Spec,
+    },
     /// A measurement whose epochs yield nothing (free-form: the empty-epoch warning).
     #[error("nothing to measure: {0}")]
     NothingToMeasure(String),

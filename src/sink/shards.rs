@@ -56,19 +56,13 @@ struct Done {
 /// Check the pipeline for a conversion; returns the source, the compiled ops and the
 /// output spec.
 fn plan(config: &PipelineConfig, store: &StoreConfig) -> Result<(Arc<dyn Source>, Program, Spec)> {
-    let invalid = |m: String| Error::Invalid(crate::error::Invalid::Conversion(m));
+    use crate::error::Invalid;
     store.check()?;
     if config.source.sampling.num_samples.is_some() {
-        return Err(invalid(
-            "source.num_samples does not apply to a conversion, which stores every sample \
-             (use --slice I/K to convert part of a dataset)"
-                .into(),
-        ));
+        return Err(Invalid::NumSamplesInConversion.into());
     }
     if !config.batch_ops.is_empty() {
-        return Err(invalid(
-            "batch_ops do not apply to a conversion, which stores samples, not batches".into(),
-        ));
+        return Err(Invalid::BatchOpsInConversion.into());
     }
     let source = config.source.open()?;
     let stages = config.spec_chain(&source.spec())?;
@@ -78,11 +72,11 @@ fn plan(config: &PipelineConfig, store: &StoreConfig) -> Result<(Arc<dyn Source>
     match store.mode {
         Storage::Original => {
             if !config.ops.is_empty() || !source.spec().encoded {
-                return Err(invalid(
-                    "store.mode = \"original\" keeps the source's files untouched: it needs a \
-                     source of encoded files and a pipeline with no ops"
-                        .into(),
-                ));
+                return Err(Invalid::OriginalNeedsFiles {
+                    ops: config.ops.len(),
+                    yields: source.spec(),
+                }
+                .into());
             }
         }
         Storage::Jpeg | Storage::Raw => {
@@ -91,11 +85,11 @@ fn plan(config: &PipelineConfig, store: &StoreConfig) -> Result<(Arc<dyn Source>
                 && spec.layout == Layout::Hwc
                 && spec.channels == 3;
             if !pixels {
-                return Err(invalid(format!(
-                    "store.mode = \"{}\" stores RGB u8 HWC images, but the ops end in {spec}: \
-                     end them before rescale, normalize or hwc_to_chw (and after decode)",
-                    store.mode.name()
-                )));
+                return Err(Invalid::StoreNeedsRgbU8 {
+                    mode: store.mode.name(),
+                    spec,
+                }
+                .into());
             }
         }
     }
