@@ -69,6 +69,7 @@ pub mod ops;
 pub mod pipeline;
 pub mod plan;
 pub mod remote;
+pub mod resume;
 pub mod rng;
 pub mod shards;
 pub mod sink;
