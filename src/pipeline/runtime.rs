@@ -245,6 +245,13 @@ impl Pipeline {
         Ok(self.launch(start.state, start.order, start.start, worlds))
     }
 
+    /// `Err` saying why [`Pipeline::resume_job`] would refuse `state` (another dataset,
+    /// pipeline, seed or split), without starting anything.
+    pub fn check_job_state(&self, state: &JobState) -> Result<()> {
+        state.start(self).map_err(Invalid::Resume)?;
+        Ok(())
+    }
+
     /// This pipeline's world from an epoch's start.
     fn first_world(&self) -> Arc<[World]> {
         Arc::new([crate::resume::first_world(self)])
