@@ -63,6 +63,10 @@ class Pipeline:
         job state ``state`` (JSON) on this pipeline's world."""
     def job_state(self, epoch: int, batch: int = 0, sample: Optional[int] = None) -> str:
         """The job state (JSON) of this rank at ``batch`` of an ordinary ``epoch``."""
+    def advance_state(self, state: str, batches: int) -> str:
+        """The job state once ``state`` is resumed here and ``batches`` more batches yielded."""
+    def state_extent(self, state: str) -> Tuple[int, int]:
+        """``(batches, samples)`` this rank yields resuming ``state``."""
     def check_state(self, state: str) -> int:
         """``ValueError`` saying why ``state`` (JSON) cannot be resumed here; its epoch otherwise."""
 

@@ -283,6 +283,22 @@ impl Pipeline {
             .map_err(|e| to_py(py, &e))
     }
 
+    /// The job state (JSON) of this rank once it has resumed `state` (JSON) and yielded
+    /// `batches` more batches.
+    fn advance_state(&self, state: &str, batches: usize) -> PyResult<String> {
+        let job = parse_state(state)?;
+        job.advanced(&self.inner, batches)
+            .map(|j| j.to_json())
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// `(batches, samples)` this rank yields resuming `state` (JSON).
+    fn state_extent(&self, state: &str) -> PyResult<(usize, usize)> {
+        let job = parse_state(state)?;
+        job.extent(&self.inner)
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
     /// Start epoch `epoch`, or resume it at `batch` (and, after skipped samples, at
     /// position `sample` of the shard's order) — or, given `state` (a job state as JSON,
     /// from `Epoch.job_state`), resume that state on this pipeline's world.

@@ -210,6 +210,30 @@ impl JobState {
         }
     }
 
+    /// The state of rank `p` once it has resumed this state and yielded `batches` more
+    /// batches (in the world of `p`): where a reader that splits a resumed epoch into
+    /// ranges of batches starts each range.
+    pub fn advanced(&self, p: &Pipeline, batches: usize) -> Result<JobState, ResumeError> {
+        let start = self.start(p)?;
+        let state = State {
+            epoch: self.epoch,
+            batch: start.state.batch + batches,
+            sample: None,
+        };
+        Ok(JobState::at(p, state, &start.worlds))
+    }
+
+    /// `(batches, samples)` that rank `p` yields resuming this state (before any
+    /// `on_error = "skip"` shortens it).
+    pub fn extent(&self, p: &Pipeline) -> Result<(usize, usize), ResumeError> {
+        let start = self.start(p)?;
+        let (bs, drop) = (p.config().batch.size, p.config().batch.drop_remainder);
+        let len = start.order.len();
+        let end = (batch_count(len, bs, drop) * bs).min(len);
+        let total = end.saturating_sub(start.start);
+        Ok((total.div_ceil(bs), total))
+    }
+
     /// Where rank `p` (its `num_shards`, `shard_id`, batch) starts to resume this state.
     pub(crate) fn start(&self, p: &Pipeline) -> Result<Start, ResumeError> {
         if self.version != STATE_VERSION {
