@@ -277,8 +277,9 @@ impl JobState {
             // samples it skipped, the others after the batches they yielded).
             let layout = Sequence::new(n, s.uneven, s.num_samples, &self.worlds);
             let share = layout.rank_len(s.shard_id);
+            let skip = p.config().engine.on_error == OnError::Skip;
             let start = match self.sample {
-                Some(x) if s.shard_id == self.shard_id => x,
+                Some(x) if skip && s.shard_id == self.shard_id => x,
                 _ => (self.batch - old.batch) * old.batch_size,
             };
             let start = if self.position >= layout.end() {
