@@ -352,3 +352,34 @@ fn skip_mode_resumes_its_own_rank_exactly_and_another_world_repeats_at_most_the_
         .filter(|&i| is_bad(i as u64))
         .all(|i| seen[i] == 0));
 }
+
+#[test]
+fn a_rank_with_nothing_left_to_read_still_says_where_the_others_are() {
+    // 4 ranks read 2 batches of 4 (32 of 37), the rest goes to 8 ranks: 5 have one sample,
+    // 3 have none. The state of one with none, taken before any batch, resumes the 5 on 2.
+    let dir = folder();
+    let root = dir.path();
+    let mut seen = vec![0usize; N];
+    let mut state = None;
+    for id in 0..4 {
+        let p = pipeline(root, &rank(Uneven::Exact, 4, id, 4));
+        let mut e = p.epoch(0);
+        for (idx, _) in read(e.by_ref().take(2)) {
+            idx.iter().for_each(|&i| seen[i as usize] += 1);
+        }
+        state = Some(p.job_state(e.state(), e.worlds()));
+    }
+    let state = state.expect("state");
+    let idle = pipeline(root, &rank(Uneven::Exact, 8, 7, 4));
+    let e = idle.resume_job(&state).expect("resumes");
+    assert_eq!(e.batches(), 0);
+    let from_idle = idle.job_state(e.state(), e.worlds());
+    assert_eq!(from_idle.position, 32);
+    for id in 0..2 {
+        let p = pipeline(root, &rank(Uneven::Exact, 2, id, 4));
+        for (idx, _) in read(p.resume_job(&from_idle).expect("resumes")) {
+            idx.iter().for_each(|&i| seen[i as usize] += 1);
+        }
+    }
+    assert!(seen.iter().all(|&c| c == 1), "{seen:?}");
+}

@@ -93,8 +93,9 @@ pub(super) fn job_state(
 pub(super) fn resume_flags(p: &Pipeline, s: State, worlds: &[World]) -> String {
     let job = p.job_state(s, worlds);
     let mut flags = format!("--start-epoch {} --start-batch {}", s.epoch, s.batch);
-    let w = job.world();
-    let plain = (s.batch - w.batch.min(s.batch)) * w.batch_size;
+    let plain = job
+        .world()
+        .map_or(0, |w| s.batch.saturating_sub(w.batch) * w.batch_size);
     if let Some(sample) = job.sample.filter(|&x| x != plain) {
         flags.push_str(&format!(" --start-sample {sample}"));
     }

@@ -170,13 +170,14 @@ impl JobState {
         serde_json::to_string(self).unwrap_or_default()
     }
 
-    /// The world the state was taken in.
-    pub fn world(&self) -> &World {
-        // `from_json` and `at` never make a state without one.
-        &self.worlds[self.worlds.len() - 1]
+    /// The world the state was taken in (`None` only for a state built by hand without
+    /// worlds, which [`Pipeline::resume_job`] refuses).
+    pub fn world(&self) -> Option<&World> {
+        self.worlds.last()
     }
 
-    /// The state of rank `state`'s run of `p` whose epoch has the worlds `worlds`.
+    /// The job state of a rank of `p` at `state` of an epoch split among `worlds` (empty:
+    /// `p`'s own world from the epoch's start).
     pub fn at(p: &Pipeline, state: State, worlds: &[World]) -> JobState {
         let s = &p.config().source.sampling;
         let worlds = if worlds.is_empty() {
@@ -187,10 +188,11 @@ impl JobState {
         let w = worlds[worlds.len() - 1];
         let layout = Sequence::new(p.source().len(), s.uneven, s.num_samples, &worlds);
         let done = state.batch.saturating_sub(w.batch);
-        let share = layout.rank_len(s.shard_id);
-        let position = if done >= batch_count(share, w.batch_size, w.drop_remainder) {
-            // this rank yielded its last batch: the epoch is over (drop_remainder's
-            // leftovers stay dropped)
+        // Rank 0 has the largest share under every policy: once the ranks yielded its
+        // batches the epoch is over (drop_remainder's leftovers stay dropped). A rank with
+        // a smaller share (exact, or none at all) says nothing of the others' last batch.
+        let most = batch_count(layout.rank_len(0), w.batch_size, w.drop_remainder);
+        let position = if done >= most {
             layout.end()
         } else {
             layout.position(done * w.batch_size)
