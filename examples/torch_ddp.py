@@ -13,8 +13,11 @@ Stopping and resuming mid-epoch::
     torchrun ... examples/torch_ddp.py --stop-after 4 --checkpoint ckpt.pt   # 4 steps, then save
     torchrun ... examples/torch_ddp.py --resume ckpt.pt                      # the rest, exactly
 
-The checkpoint holds the model, the optimizer and every rank's ``loader.state_dict()``; the
-resumed run yields exactly the batches the interrupted one would have yielded next.
+The checkpoint holds the model, the optimizer and rank 0's ``loader.state_dict()`` (any
+rank's says where the job stands); the resumed run yields exactly the batches the
+interrupted one would have yielded next. Resumed with another ``--nproc_per_node``, the new
+ranks split the rest of the epoch among them (each sample once with ``--uneven exact``),
+and the following epochs are ordinary epochs of the new world.
 
 ``--report FILE``: each rank writes ``FILE.rank<R>.json`` — its sample indices, a digest of
 the pixels it trained on and the loss, per step, and its final parameters — which
@@ -47,6 +50,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=2, help="per rank")
     p.add_argument("--workers", type=int, default=1, help="engine threads per rank")
+    p.add_argument("--uneven", choices=["pad", "drop", "exact"], help="when the ranks do not divide the dataset")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--stop-after", type=int, metavar="N", help="stop after N steps in all (then --checkpoint)")
     p.add_argument("--checkpoint", metavar="FILE", help="where --stop-after saves the model, optimizer and loader states")
@@ -92,7 +96,7 @@ def main() -> int:
 
     # The shard comes from torchrun's WORLD_SIZE/RANK; as_torch=True iterates as tensors.
     loader = imgfeed.Loader(args.pipeline, data=args.data, batch_size=args.batch_size, drop_last=True,
-                            workers=args.workers, as_torch=True)
+                            workers=args.workers, uneven=args.uneven, as_torch=True)
     if len(loader) == 0:
         sys.exit(f"rank {rank}: {loader.num_samples} samples make no batch of {args.batch_size}")
     model = TinyNet(len(loader.classes))
@@ -103,12 +107,11 @@ def main() -> int:
     start_epoch, step = 0, 0
     if args.resume:
         ckpt = torch.load(args.resume, weights_only=False)
-        if ckpt["world_size"] != world:
-            sys.exit(f"{args.resume} was saved by {ckpt['world_size']} ranks, not {world}")
         model.load_state_dict(ckpt["model"])
         opt.load_state_dict(ckpt["optimizer"])
-        loader.load_state_dict(ckpt["loaders"][rank])  # this rank's position in its shard
-        start_epoch, step = ckpt["loaders"][rank]["epoch"], ckpt["step"]
+        # Where the job stands, for this world whatever the saving world's size.
+        loader.load_state_dict(ckpt["loader"])
+        start_epoch, step = ckpt["loader"]["epoch"], ckpt["step"]
 
     records = []
     stopped = False
@@ -139,13 +142,10 @@ def main() -> int:
             print(f"epoch {epoch}: loss {total[0].item() / total[1].item():.4f} "
                   f"({count} steps x {world} ranks x {args.batch_size})", flush=True)
 
-    if stopped:
-        states = [None] * world
-        dist.all_gather_object(states, loader.state_dict())
-        if rank == 0:
-            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "loaders": states,
-                        "step": step, "world_size": world}, args.checkpoint)
-            print(f"stopped after step {step}: saved {args.checkpoint}", flush=True)
+    if stopped and rank == 0:
+        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "loader": loader.state_dict(),
+                    "step": step, "world_size": world}, args.checkpoint)
+        print(f"stopped after step {step}: saved {args.checkpoint}", flush=True)
 
     if args.report:
         report = {"rank": rank, "world_size": world, "num_samples": loader.num_samples,

@@ -68,6 +68,7 @@ pub mod imgproc;
 pub mod ops;
 pub mod pipeline;
 pub mod plan;
+pub mod resume;
 pub mod rng;
 pub mod shards;
 pub mod sink;

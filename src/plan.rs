@@ -197,8 +197,8 @@ impl Sampling {
         self.num_samples.map_or(per_shard, |m| m.min(per_shard))
     }
 
-    /// The ordered source indices this shard reads in `epoch`.
-    pub fn order(&self, n: usize, epoch: u64) -> Vec<usize> {
+    /// Epoch `epoch`'s order of all `n` samples, before sharding (shared by every shard).
+    pub fn permutation(&self, n: usize, epoch: u64) -> Vec<usize> {
         let mut all: Vec<usize> = (0..n).collect();
         if self.shuffle {
             let mut g = SplitMix64::new(mix(&[self.seed, epoch, 0x5348]));
@@ -207,6 +207,12 @@ impl Sampling {
                 all.swap(i, j);
             }
         }
+        all
+    }
+
+    /// The ordered source indices this shard reads in `epoch`.
+    pub fn order(&self, n: usize, epoch: u64) -> Vec<usize> {
+        let mut all = self.permutation(n, epoch);
         let len = self.len(n);
         if self.num_shards == 1 {
             all.truncate(len);

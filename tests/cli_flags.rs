@@ -25,6 +25,8 @@ const FLAGS: &[(&str, Option<&str>)] = &[
     ("--start-epoch", Some("0")),
     ("--start-batch", Some("0")),
     ("--start-sample", Some("0")),
+    ("--start-position", Some("0")),
+    ("--start-world", Some("1")),
     ("--epochs", Some("1")),
     ("--max-batches", Some("1")),
     ("--report", Some("/dev/null")),
@@ -54,7 +56,13 @@ const SAMPLING: &[&str] = &[
     "--shard-id",
     "--uneven",
 ];
-const RESUME: &[&str] = &["--start-epoch", "--start-batch", "--start-sample"];
+const RESUME: &[&str] = &[
+    "--start-epoch",
+    "--start-batch",
+    "--start-sample",
+    "--start-position",
+    "--start-world",
+];
 
 /// The flags the README gives each command (`convert` split by its format).
 fn accepted(cmd: &str) -> Vec<&'static str> {

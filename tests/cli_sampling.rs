@@ -333,7 +333,10 @@ fn a_skip_mode_run_resumed_from_its_hint_reads_each_sample_once() {
         .lines()
         .find_map(|l| l.split_once("resume with ").map(|(_, f)| f.to_string()))
         .unwrap_or_else(|| panic!("no resume hint: {first}"));
-    assert_eq!(hint, "--start-epoch 0 --start-batch 1 --start-sample 5");
+    assert_eq!(
+        hint,
+        "--start-epoch 0 --start-batch 1 --start-sample 5 --start-position 4 --start-world 1"
+    );
     let flags: Vec<&str> = hint.split_whitespace().collect();
     let rest = ok(&[&base[..], &flags[..]].concat());
     // The other 8 good samples: the 4 cats (label 1) and 4 coffees (label 2). From
@@ -341,4 +344,51 @@ fn a_skip_mode_run_resumed_from_its_hint_reads_each_sample_once() {
     // the same count, label sum 10.
     assert!(rest.contains("2 batches, 8 samples"), "{rest}");
     assert!(rest.contains("(sum 12)"), "{rest}");
+}
+
+#[test]
+fn the_resume_hint_of_4_ranks_resumes_on_3_and_each_sample_is_read_once() {
+    let base = [
+        EVAL,
+        "--shuffle",
+        "--seed",
+        "3",
+        "--uneven",
+        "exact",
+        "--batch-size",
+        "1",
+    ];
+    let mut read: Vec<String> = Vec::new();
+    let mut hints = Vec::new();
+    for r in 0..4 {
+        let id = r.to_string();
+        let shard = ["--num-shards", "4", "--shard-id", &id];
+        let out = ok(&[&["run"], &base[..], &shard[..], &["--max-batches", "1"]].concat());
+        let hint = out
+            .lines()
+            .find_map(|l| l.split_once("resume with ").map(|(_, f)| f.to_string()))
+            .unwrap_or_else(|| panic!("no resume hint: {out}"));
+        hints.push(hint);
+        // the one sample this rank read: the first of its shard
+        let (_d, names, _) = convert(&[&base[..], &shard[..]].concat());
+        read.push(names[0].clone());
+    }
+    assert!(hints.iter().all(|h| h == &hints[0]), "{hints:?}");
+    assert_eq!(
+        hints[0],
+        "--start-epoch 0 --start-batch 1 --start-position 4 --start-world 4"
+    );
+    let flags: Vec<&str> = hints[0].split_whitespace().collect();
+    for r in 0..3 {
+        let id = r.to_string();
+        let shard = ["--num-shards", "3", "--shard-id", &id];
+        let (_d, names, _) = convert(&[&base[..], &shard[..], &flags[..]].concat());
+        assert!(names.len() == 3 || names.len() == 2, "{names:?}");
+        read.extend(names);
+    }
+    let mut sorted = read.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 12, "{read:?}");
+    assert_eq!(read.len(), 12, "{read:?}");
 }

@@ -66,8 +66,19 @@ class Pipeline:
         """What looks like a mistake but runs (normalize given 0–1 units on 0–255 pixels)."""
     def output_spec(self) -> Spec:
         """The spec of one output sample."""
-    def epoch(self, epoch: int, batch: int = 0, sample: Optional[int] = None) -> Epoch:
-        """Start epoch ``epoch``, or resume it at ``batch`` (and ``sample``)."""
+    def epoch(
+        self, epoch: int, batch: int = 0, sample: Optional[int] = None, state: Optional[str] = None
+    ) -> Epoch:
+        """Start epoch ``epoch``, or resume it at ``batch`` (and ``sample``), or resume the
+        job state ``state`` (JSON) on this pipeline's world."""
+    def job_state(self, epoch: int, batch: int = 0, sample: Optional[int] = None) -> str:
+        """The job state (JSON) of this rank at ``batch`` of an ordinary ``epoch``."""
+    def advance_state(self, state: str, batches: int) -> str:
+        """The job state once ``state`` is resumed here and ``batches`` more batches yielded."""
+    def state_extent(self, state: str) -> Tuple[int, int]:
+        """``(batches, samples)`` this rank yields resuming ``state``."""
+    def check_state(self, state: str) -> int:
+        """``ValueError`` saying why ``state`` (JSON) cannot be resumed here; its epoch otherwise."""
 
 class Epoch:
     """One epoch in flight; closing or dropping it stops the engine's threads."""
@@ -77,6 +88,8 @@ class Epoch:
     def __len__(self) -> int: ...
     def state(self) -> Tuple[int, int, Optional[int]]:
         """``(epoch, next batch, position of its first sample)``."""
+    def job_state(self) -> str:
+        """Where the job stands, as JSON: any rank's resumes the epoch on any world."""
     def dropped_tail_errors(self) -> List[BaseException]:
         """Skip mode with ``drop_remainder``: the bad samples of the dropped last batch."""
     def close(self) -> None:

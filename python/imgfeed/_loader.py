@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from . import _imgfeed
@@ -49,7 +50,9 @@ class Loader:
 
     Epochs: every pass over the loader is one epoch; the epoch number seeds the shuffle and
     the random ops. :meth:`set_epoch` picks it; without it, each completed pass moves to the
-    next epoch. :meth:`state_dict` / :meth:`load_state_dict` resume exactly mid-epoch.
+    next epoch. :meth:`state_dict` / :meth:`load_state_dict` resume exactly mid-epoch, on
+    any number of ranks: any rank's state, loaded by the ranks of a new world, splits what
+    the epoch had left among them (README, "Resuming on another number of ranks").
     """
 
     def __init__(
@@ -82,9 +85,11 @@ class Loader:
                 raise ImportError("Loader(as_torch=True) needs torch, which is not importable") from e
             self._torch = torch
         self._epoch = 0
-        self._resume: Optional[Tuple[int, int, Optional[int]]] = None
+        # (epoch, job state JSON or None, batch, sample): where the next pass starts
+        self._resume: Optional[Tuple[int, Optional[str], int, Optional[int]]] = None
         self._running: Optional[_imgfeed.Epoch] = None
-        self._state: Tuple[int, int, Optional[int]] = (0, 0, 0)
+        # the job state (JSON) when no pass runs; None: the start of `_epoch`
+        self._state: Optional[str] = None
         #: ``on_error="skip"``: the ``SampleError`` s of the last pass's samples that no
         #: yielded batch reports (a last batch dropped by ``drop_last``, or left empty).
         self.tail_errors: List[BaseException] = []
@@ -138,22 +143,40 @@ class Loader:
         if self._resume is not None and self._resume[0] == self._epoch:
             return  # resuming this very epoch: keep the loaded position
         self._resume = None
-        self._state = (self._epoch, 0, 0)
+        self._state = None
 
     def state_dict(self) -> Dict[str, Any]:
-        """Where the loader stands: the epoch and the next batch it would yield.
+        """Where the job stands: the epoch, the global position its ranks reached together,
+        the worlds (ranks, batch size) that read it and a fingerprint of the dataset,
+        pipeline and seed.
 
         Saved beside a checkpoint and given to :meth:`load_state_dict`, the next pass yields
-        exactly the batches this one would have yielded next, with any worker count.
+        exactly the batches this one would have yielded next, with any worker count; any
+        rank's state, loaded on another number of ranks, splits the rest of the epoch
+        among them. A state from another dataset, pipeline or seed is refused.
         """
         if self._running is not None:
-            epoch, batch, sample = self._running.state()
+            text = self._running.job_state()
+        elif self._state is not None:
+            text = self._state
         else:
-            epoch, batch, sample = self._state
-        return {"epoch": int(epoch), "batch": int(batch), "sample": sample}
+            text = self._native.job_state(self._epoch)
+        return json.loads(text)
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
-        """Resume from :meth:`state_dict`'s value on the next pass."""
+        """Resume from :meth:`state_dict`'s value (from any rank, of any world) on the next
+        pass. ``ValueError`` if it comes from another dataset, pipeline, seed or split."""
+        if not isinstance(state, dict):
+            raise ValueError(f"not a Loader state: {state!r}")
+        if "worlds" in state or "version" in state:
+            text = json.dumps(state)
+            epoch = self._native.check_state(text)
+            self._close()
+            self._epoch = int(epoch)
+            self._resume = (self._epoch, text, 0, None)
+            self._state = text
+            return
+        # The per-rank format of earlier versions: {"epoch", "batch", "sample"}.
         try:
             epoch, batch = int(state["epoch"]), int(state["batch"])
         except (KeyError, TypeError, ValueError) as e:
@@ -161,10 +184,18 @@ class Loader:
         sample = state.get("sample")
         if epoch < 0 or batch < 0:
             raise ValueError(f"not a Loader state: {state!r}")
+        warnings.warn(
+            "imgfeed: this Loader state has no world and no fingerprint (the per-rank format "
+            "of imgfeed before job states): it is taken as this rank's own position under the "
+            "same num_shards, batch size, dataset and seed, which cannot be checked; a "
+            "state_dict() saved now resumes on any number of ranks and is checked",
+            UserWarning,
+            stacklevel=2,
+        )
         self._close()
         self._epoch = epoch
-        self._resume = (epoch, batch, None if sample is None else int(sample))
-        self._state = self._resume
+        self._resume = (epoch, None, batch, None if sample is None else int(sample))
+        self._state = self._native.job_state(epoch, batch, self._resume[3])
 
     # --- iteration -------------------------------------------------------------------
     def _close(self) -> None:
@@ -176,11 +207,11 @@ class Loader:
         """One pass: the current epoch from its start, or from the loaded state."""
         self._close()
         if self._resume is not None:
-            epoch, batch, sample = self._resume
+            epoch, text, batch, sample = self._resume
             self._resume = None
         else:
-            epoch, batch, sample = self._epoch, 0, 0
-        running = self._native.epoch(epoch, batch, sample)
+            epoch, text, batch, sample = self._epoch, None, 0, 0
+        running = self._native.epoch(epoch, batch, sample, text)
         self._running = running
         self.tail_errors = []
         completed = False
@@ -201,9 +232,9 @@ class Loader:
                 if completed:
                     # The whole epoch was read: the next pass is the next epoch.
                     self._epoch = epoch + 1
-                    self._state = (epoch + 1, 0, 0)
+                    self._state = None
                 else:
-                    self._state = running.state()
+                    self._state = running.job_state()
 
     def __iter__(self) -> Iterator[Tuple[Any, Any]]:
         torch = self._torch

@@ -43,6 +43,11 @@ fn warn(py: Python<'_>, message: &str) -> PyResult<()> {
     PyErr::warn(py, category.as_any(), &text, 1)
 }
 
+/// A job state from its JSON (`ValueError` saying why not).
+fn parse_state(text: &str) -> PyResult<imgfeed::pipeline::JobState> {
+    imgfeed::pipeline::JobState::from_json(text).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 fn parse_json<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> PyResult<T> {
     serde_json::from_str(text).map_err(|e| PyValueError::new_err(format!("{what}: {e}")))
 }
@@ -305,28 +310,68 @@ impl Pipeline {
         spec_dict(py, self.inner.output_spec())
     }
 
-    /// Start epoch `epoch`, or resume it at `batch` (and, after skipped samples, at
-    /// position `sample` of the shard's order).
+    /// The job state (JSON) of a rank of this pipeline at `batch` of `epoch` (position
+    /// `sample` of its shard after skipped samples) of an ordinary epoch.
     #[pyo3(signature = (epoch, batch = 0, sample = None))]
+    fn job_state(&self, epoch: u64, batch: usize, sample: Option<usize>) -> String {
+        let sample = sample.or(Some(batch * self.inner.config().batch.size));
+        let state = State {
+            epoch,
+            batch,
+            sample,
+        };
+        self.inner.job_state(state, &[]).to_json()
+    }
+
+    /// Raise `ValueError` saying why this pipeline cannot resume the job state `state`
+    /// (JSON): another dataset, pipeline, seed or split; return its epoch otherwise.
+    fn check_state(&self, py: Python<'_>, state: &str) -> PyResult<u64> {
+        let job = parse_state(state)?;
+        let inner = Arc::clone(&self.inner);
+        py.detach(move || inner.check_job_state(&job).map(|()| job.epoch))
+            .map_err(|e| to_py(py, &e))
+    }
+
+    /// The job state (JSON) of this rank once it has resumed `state` (JSON) and yielded
+    /// `batches` more batches.
+    fn advance_state(&self, state: &str, batches: usize) -> PyResult<String> {
+        let job = parse_state(state)?;
+        job.advanced(&self.inner, batches)
+            .map(|j| j.to_json())
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// `(batches, samples)` this rank yields resuming `state` (JSON).
+    fn state_extent(&self, state: &str) -> PyResult<(usize, usize)> {
+        let job = parse_state(state)?;
+        job.extent(&self.inner)
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// Start epoch `epoch`, or resume it at `batch` (and, after skipped samples, at
+    /// position `sample` of the shard's order) — or, given `state` (a job state as JSON,
+    /// from `Epoch.job_state`), resume that state on this pipeline's world.
+    #[pyo3(signature = (epoch, batch = 0, sample = None, state = None))]
     fn epoch(
         &self,
         py: Python<'_>,
         epoch: u64,
         batch: usize,
         sample: Option<usize>,
+        state: Option<&str>,
     ) -> PyResult<Epoch> {
+        let job = state.map(parse_state).transpose()?;
+        let epoch = job.as_ref().map_or(epoch, |j| j.epoch);
         let state = State {
             epoch,
             batch,
             sample: if batch == 0 { Some(0) } else { sample },
         };
         let inner = Arc::clone(&self.inner);
-        let started = py.detach(move || {
-            if state == State::epoch_start(epoch) {
-                Ok(inner.epoch(epoch))
-            } else {
-                inner.resume(state)
-            }
+        let started = py.detach(move || match job {
+            Some(job) => inner.resume_job(&job),
+            None if state == State::epoch_start(epoch) => Ok(inner.epoch(epoch)),
+            None => inner.resume(state),
         });
         let started = started.map_err(|e| to_py(py, &e))?;
         if let Some(w) = self.inner.empty_epoch_warning() {
@@ -338,6 +383,8 @@ impl Pipeline {
             _ => "skipped",
         };
         Ok(Epoch {
+            pipeline: Arc::clone(&self.inner),
+            worlds: started.worlds().to_vec(),
             state: Mutex::new(started.state()),
             batches: started.batches(),
             inner: Mutex::new(Some(started)),
@@ -355,6 +402,10 @@ impl Pipeline {
 /// the engine's threads.
 #[pyclass(module = "imgfeed._imgfeed", frozen)]
 struct Epoch {
+    /// The pipeline it runs (for its job state).
+    pipeline: Arc<imgfeed::Pipeline>,
+    /// The worlds the epoch was split among, this one last.
+    worlds: Vec<imgfeed::resume::World>,
     inner: Mutex<Option<imgfeed::Epoch>>,
     /// Skip mode: the bad samples of a last batch that was not yielded, kept when the
     /// engine's epoch is closed.
@@ -480,6 +531,13 @@ impl Epoch {
     fn state(&self) -> (u64, usize, Option<usize>) {
         let s = *lock(&self.state);
         (s.epoch, s.batch, s.sample)
+    }
+
+    /// Where the job stands, as JSON (a job state: any rank's resumes the epoch on any
+    /// number of ranks with `Pipeline.epoch(state=...)`).
+    fn job_state(&self) -> String {
+        let s = *lock(&self.state);
+        self.pipeline.job_state(s, &self.worlds).to_json()
     }
 
     /// Batches this epoch yields from where it started (fewer after skipped samples).

@@ -125,14 +125,16 @@ def test_resume_gives_exactly_the_remaining_batches():
         if i == 1:
             state = loader.state_dict()
             break
-    assert state == {"epoch": 0, "batch": 2, "sample": 4}
+    assert (state["epoch"], state["batch"], state["position"]) == (0, 2, 4)
+    assert state["worlds"] == [{"from": 0, "batch": 0, "num_shards": 1, "batch_size": 2, "drop_remainder": True}]
     resumed = imgfeed.Loader(TRAIN, batch_size=2, workers=1)
     resumed.load_state_dict(state)
     rest = copies(resumed)
     assert len(rest) == len(full) - 2
     assert all(a[0].tobytes() == b[0].tobytes() for a, b in zip(rest, full[2:]))
     # After a whole epoch the state points at the next one.
-    assert resumed.state_dict() == {"epoch": 1, "batch": 0, "sample": 0}
+    after = resumed.state_dict()
+    assert (after["epoch"], after["batch"], after["position"]) == (1, 0, 0)
     # The usual resume loop calls set_epoch with the loaded epoch: the position stays.
     again = imgfeed.Loader(TRAIN, batch_size=2, workers=2)
     again.load_state_dict(state)
@@ -144,6 +146,72 @@ def test_resume_gives_exactly_the_remaining_batches():
     assert len(copies(other)) == len(full)
     with pytest.raises(ValueError):
         resumed.load_state_dict({"batch": 1})
+    # The per-rank format of earlier versions is still read, with a warning saying what it
+    # assumes (it names no world, seed or dataset to check).
+    legacy = imgfeed.Loader(TRAIN, batch_size=2, workers=2)
+    with pytest.warns(UserWarning, match="same num_shards"):
+        legacy.load_state_dict({"epoch": 0, "batch": 2, "sample": 4})
+    assert [a[0].tobytes() for a in copies(legacy)] == [b[0].tobytes() for b in full[2:]]
+
+
+def _indices(loader):
+    return [int(i) for b in loader.batches() for i in b.indices]
+
+
+@pytest.mark.parametrize("uneven", ["exact", "pad", "drop"])
+@pytest.mark.parametrize("world2", [2, 3, 5])
+def test_a_state_of_4_ranks_resumes_on_another_number_of_ranks(uneven, world2):
+    # 4 ranks (shuffled, 12 images, batch 1) read one batch each; rank 2's state alone is
+    # given to the loaders of the new world, which split the 8 samples left among them.
+    kw = dict(data=str(TREE), batch_size=1, drop_last=False, uneven=uneven)
+    before, states = [], []
+    for rank in range(4):
+        loader = imgfeed.Loader(EVAL, shuffle=True, num_shards=4, shard_id=rank, **kw)
+        for b in loader.batches():
+            before += [int(i) for i in b.indices]
+            break
+        states.append(loader.state_dict())
+    assert {s["position"] for s in states} == {4}
+    state = states[2]
+    after, lens = [], []
+    for rank in range(world2):
+        loader = imgfeed.Loader(EVAL, shuffle=True, num_shards=world2, shard_id=rank, workers=1 + rank % 3, **kw)
+        loader.load_state_dict(state)
+        got = _indices(loader)
+        # worker count changes nothing
+        again = imgfeed.Loader(EVAL, shuffle=True, num_shards=world2, shard_id=rank, workers=4, **kw)
+        again.load_state_dict(state)
+        assert _indices(again) == got
+        after += got
+        lens.append(len(got))
+        # the next epoch is an ordinary one of the new world
+        assert loader.state_dict()["epoch"] == 1
+        fresh = imgfeed.Loader(EVAL, shuffle=True, num_shards=world2, shard_id=rank, **kw)
+        fresh.set_epoch(1)
+        assert _indices(loader) == _indices(fresh)
+    counts = {i: (before + after).count(i) for i in range(12)}
+    if uneven == "exact":
+        assert set(counts.values()) == {1}, counts
+    elif uneven == "pad":
+        assert min(counts.values()) >= 1 and len(set(lens)) == 1
+        assert len(after) == world2 * -(-8 // world2)
+    else:
+        assert max(counts.values()) <= 1 and len(set(lens)) == 1
+        assert len(after) == world2 * (8 // world2)
+
+
+def test_a_foreign_state_is_refused_saying_what_differs(bad_tree):
+    loader = imgfeed.Loader(EVAL, shuffle=True, seed=7, batch_size=2, num_shards=2, shard_id=0)
+    next(iter(loader))
+    state = loader.state_dict()
+    with pytest.raises(ValueError, match=r"seed \(state: 7; here: 8\)"):
+        imgfeed.Loader(EVAL, shuffle=True, seed=8, batch_size=2, num_shards=2, shard_id=0).load_state_dict(state)
+    with pytest.raises(ValueError, match=r"dataset \(state: 12 samples.*here: 13 samples"):
+        imgfeed.Loader(EVAL, data=str(bad_tree), shuffle=True, seed=7, batch_size=2).load_state_dict(state)
+    with pytest.raises(ValueError, match="pipeline ops"):
+        imgfeed.Loader(TRAIN, shuffle=True, seed=7, batch_size=2).load_state_dict(state)
+    # the same job on another world and batch size is not foreign
+    imgfeed.Loader(EVAL, shuffle=True, seed=7, batch_size=3, num_shards=3, shard_id=1).load_state_dict(state)
 
 
 def test_resume_after_skipped_samples_is_exact(bad_tree):

@@ -339,3 +339,65 @@ def test_the_example_trains_and_evaluates_with_and_without_sink_mode(tmp_path):
         assert sorted(p.name for p in ckpt.glob("*.ckpt")) == ["tinynet-1_3.ckpt", "tinynet-2_3.ckpt"]
     # the bridge fed the same batches: the same seeds give the same losses
     assert losses[0] == losses[1]
+
+
+# --- resume on another number of ranks (RANK_SIZE) ---------------------------------------
+def sharded(num_shards, shard_id, seed=3):
+    # Deterministic per sample (no random op): an image's digest names its sample.
+    ds.config.set_seed(seed)
+    data = ds.ImageFolderDataset(str(TREE), num_parallel_workers=2, shuffle=True, num_shards=num_shards,
+                                 shard_id=shard_id)
+    trans = [C.Decode(), C.Resize(32), C.CenterCrop(32), C.Normalize(mean=MEAN, std=STD), C.HWC2CHW()]
+    data = data.map(operations=trans, input_columns="image")
+    data = data.map(operations=C2.TypeCast(mstype.int32), input_columns="label")
+    return data.batch(1, drop_remainder=True)
+
+
+class StopAfter(Callback):
+    """Records each step's image digests by MindSpore epoch; after ``steps`` steps saves the
+    dataset's state (as a checkpoint callback would) and stops training."""
+
+    def __init__(self, steps=None):
+        super().__init__()
+        self.steps, self.state, self.seen = steps, None, {}
+
+    def on_train_step_end(self, run_context):
+        p = run_context.original_args()
+        images = p.train_dataset_element[0].asnumpy()
+        self.seen.setdefault(p.cur_epoch_num, []).extend(digest_of([(im[None], np.zeros(1))]) for im in images)
+        if self.steps is not None and p.cur_step_num == self.steps:
+            self.state = p.train_dataset.state_dict()
+            run_context.request_stop()
+
+
+@pytest.mark.parametrize("rank_size", [2, 3])
+def test_model_train_stopped_on_4_ranks_resumes_on_another_rank_size(rank_size):
+    names = [digest_of([(im[None], np.zeros(1))]) for im, _ in sharded(1, 0).create_tuple_iterator(
+        num_epochs=1, output_numpy=True)]
+    assert len(set(names)) == 12
+    before, states = [], []
+    for r in range(4):  # RANK_SIZE=4: each rank trains one step of batch 1, then stops
+        cb = StopAfter(1)
+        tiny_model(classes=3).train(2, sharded(4, r), callbacks=[cb], dataset_sink_mode=False)
+        before += cb.seen[1]
+        states.append(cb.state)
+    assert {s["position"] for s in states} == {4} and states[0]["worlds"][0]["num_shards"] == 4
+    rest, later = [], []
+    for r in range(rank_size):  # RANK_SIZE=rank_size, from rank 3's state
+        data = sharded(rank_size, r)
+        data.load_state_dict(states[3])
+        cb = StopAfter()
+        tiny_model(classes=3).train(2, data, callbacks=[cb], dataset_sink_mode=False, initial_epoch=0)
+        rest.append(cb.seen[1])
+        # the next epoch is an ordinary epoch of the new world
+        fresh = sharded(rank_size, r).create_tuple_iterator(num_epochs=2, output_numpy=True)
+        list(fresh)
+        assert cb.seen[2] == [digest_of([(im[None], np.zeros(1))]) for im, _ in fresh]
+    # 8 samples left: 4 each on 2 ranks (each sample once), 3 each on 3 (pad: one repeat)
+    assert {len(r) for r in rest} == {-(-8 // rank_size)}
+    seen = before + [d for r in rest for d in r]
+    assert set(seen) == set(names)
+    assert len(seen) == 12 + (rank_size * -(-8 // rank_size) - 8)
+    # A state from another seed is refused, saying so.
+    with pytest.raises(ValueError, match=r"seed \(state: 3; here: 4\)"):
+        sharded(rank_size, 0, seed=4).load_state_dict(states[3])

@@ -577,3 +577,31 @@ def _remove_runtime_env_clones(wheel: str) -> None:
     for reqs in session.glob("**/runtime_resources/pip/*/ray_runtime_env_internal_pip_requirements.txt"):
         if wheel in reqs.read_text():
             shutil.rmtree(reqs.parent, ignore_errors=True)
+
+
+def test_two_consumers_stopped_midway_resume_on_one(cluster):
+    # 12 samples, 2 consumers each reading its shard (batches of 2): each reads one batch,
+    # then the job comes back with one consumer, given consumer 1's state: it reads the 8
+    # samples left, none repeated or lost, and its next pass is an ordinary epoch 1.
+    pipe = PIPELINES / "resnet50_train.toml"
+    kw = dict(batch_size=2, uneven="exact")
+    before = []
+    for r in range(2):
+        ds = iray.read(pipe, data=TREE, num_shards=2, shard_id=r, parallelism=2, **kw)
+        before += [batch_key(*b) for b in read_batches(ds)][:1]
+    state = iray.state(pipe, data=TREE, epoch=0, batches=1, num_shards=2, shard_id=1, **kw)
+    assert (state["epoch"], state["position"], state["worlds"][0]["num_shards"]) == (0, 4, 2)
+    ds = iray.read(pipe, data=TREE, start=state, num_shards=1, shard_id=0, parallelism=3, **kw)
+    rest = [batch_key(*b) for b in read_batches(ds)]
+    assert len(rest) == 4
+    assert sorted(i for idx, _ in before + rest for i in idx) == list(range(12))
+    # byte for byte the Loader's resuming the same state
+    loader = imgfeed.Loader(pipe, data=TREE, num_shards=1, shard_id=0, **kw)
+    loader.load_state_dict(state)
+    assert rest == [batch_key(b.images, b.labels, b.indices) for b in loader.batches()]
+    # the second pass: epoch 1 of the new world
+    want = [batch_key(*b) for b in loader_batches("resnet50_train.toml", 1, num_shards=1, shard_id=0, **kw)]
+    assert [batch_key(*b) for b in read_batches(ds)] == want
+    # a state of another seed is refused
+    with pytest.raises(ValueError, match="seed"):
+        iray.read(pipe, data=TREE, start=state, seed=9, **kw)

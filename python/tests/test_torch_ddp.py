@@ -55,11 +55,11 @@ def _free_loopback_port() -> int:
 NETNS = _netns_prefix()
 
 
-def torchrun(workdir: Path, *args: str, report: str = "report") -> Dict[int, dict]:
-    """Run the example under ``python -m torch.distributed.run`` with WORLD processes in
+def torchrun(workdir: Path, *args: str, report: str = "report", nproc: int = WORLD) -> Dict[int, dict]:
+    """Run the example under ``python -m torch.distributed.run`` with ``nproc`` processes in
     ``workdir``; returns each rank's report and keeps the launcher's output as ``.stdout``."""
     port = NETNS_PORT if NETNS else _free_loopback_port()
-    cmd = [*NETNS, sys.executable, "-m", "torch.distributed.run", "--nnodes=1", f"--nproc_per_node={WORLD}",
+    cmd = [*NETNS, sys.executable, "-m", "torch.distributed.run", "--nnodes=1", f"--nproc_per_node={nproc}",
            "--master_addr=127.0.0.1", f"--master_port={port}", str(EXAMPLE), *args,
            "--report", str(workdir / report)]
     env = {k: v for k, v in os.environ.items()
@@ -77,7 +77,7 @@ def torchrun(workdir: Path, *args: str, report: str = "report") -> Dict[int, dic
     if proc.returncode != 0:
         raise AssertionError(f"torchrun exited {proc.returncode}: {' '.join(cmd)}\n{out[-6000:]}")
     reports = {}
-    for rank in range(WORLD):
+    for rank in range(nproc):
         path = workdir / f"{report}.rank{rank}.json"
         assert path.exists(), f"rank {rank} wrote no report ({path}); output:\n{out[-4000:]}"
         reports[rank] = json.loads(path.read_text())
@@ -167,7 +167,8 @@ def test_stopped_mid_epoch_and_resumed_gives_exactly_the_uninterrupted_batches(f
     stopped = torchrun(tmp_path, "--data", str(TREE), "--epochs", "2", "--stop-after", "4",
                        "--checkpoint", str(ckpt), report="stopped")
     saved = torch.load(ckpt, weights_only=False)
-    assert saved["loaders"] == [{"epoch": 1, "batch": 1, "sample": 2}] * WORLD
+    state = saved["loader"]
+    assert (state["epoch"], state["batch"], state["position"]) == (1, 1, 4)
     for r in range(WORLD):
         assert stopped[r]["steps"] == full[r]["steps"][:4]
     resumed = torchrun(tmp_path, "--data", str(TREE), "--epochs", "2", "--resume", str(ckpt), report="resumed")
@@ -178,3 +179,40 @@ def test_stopped_mid_epoch_and_resumed_gives_exactly_the_uninterrupted_batches(f
         assert rest == full[r]["steps"][4:], f"rank {r}: the resumed run's batches differ"
     # And the model ends where the uninterrupted run's did.
     assert resumed[0]["params"] == full[0]["params"]
+
+
+def _epoch_samples(run: dict, world: int, epoch: int) -> List[List[int]]:
+    return [samples(by_epoch(run[r]).get(epoch, [])) for r in range(world)]
+
+
+@pytest.mark.parametrize("uneven, world2, workers", [("exact", 2, "3"), ("pad", 3, "1"), ("drop", 3, "2")])
+def test_stopped_on_4_ranks_and_resumed_on_another_number(tmp_path, uneven, world2, workers):
+    # 12 images, batch 1 per rank: 4 ranks read 1 step (4 samples), rank 0 saves its state;
+    # torchrun on world2 ranks (with another worker count) reads the 8 left of epoch 0 —
+    # each once (exact), 3 each with one repeat (pad), 2 each with two left out (drop) —
+    # then epoch 1 as a fresh run on world2 ranks reads it.
+    ckpt = tmp_path / "ckpt.pt"
+    common = ("--data", str(TREE), "--epochs", "2", "--batch-size", "1", "--uneven", uneven)
+    stopped = torchrun(tmp_path, *common, "--stop-after", "1", "--checkpoint", str(ckpt), report="stopped", nproc=4)
+    state = torch.load(ckpt, weights_only=False)["loader"]
+    assert (state["epoch"], state["position"], state["worlds"][0]["num_shards"]) == (0, 4, 4)
+    before = [i for shard in _epoch_samples(stopped, 4, 0) for i in shard]
+    assert len(before) == 4
+    resumed = torchrun(tmp_path, *common, "--workers", workers, "--resume", str(ckpt), report="resumed", nproc=world2)
+    rest = _epoch_samples(resumed, world2, 0)
+    # every rank ran the same number of steps (DDP's all-reduces lined up)
+    assert len({len(r) for r in rest}) == 1, rest
+    counts = {i: (before + [j for r in rest for j in r]).count(i) for i in range(12)}
+    if uneven == "exact":
+        assert set(counts.values()) == {1}, counts
+    elif uneven == "pad":
+        assert [len(r) for r in rest] == [3] * 3 and min(counts.values()) == 1 and sum(counts.values()) == 13
+    else:
+        assert [len(r) for r in rest] == [2] * 3 and max(counts.values()) == 1 and sum(counts.values()) == 10
+    # epoch 1: an ordinary epoch of the new world
+    for r in range(world2):
+        fresh = imgfeed.Loader(str(REPO / "pipelines" / "resnet50_train.toml"), data=str(TREE), batch_size=1,
+                               drop_last=True, uneven=uneven, num_shards=world2, shard_id=r)
+        fresh.set_epoch(1)
+        assert samples(by_epoch(resumed[r])[1]) == [int(i) for b in fresh.batches() for i in b.indices]
+    assert all(resumed[r]["params"] == resumed[0]["params"] for r in range(world2))

@@ -324,6 +324,16 @@ pub(super) struct ResumeFlags {
     /// batch's first sample, as the resume hint prints it (default: batch × batch size).
     #[arg(long)]
     pub(super) start_sample: Option<usize>,
+    /// The start epoch's global position: the samples of its order that all ranks have
+    /// read together, as the resume hint prints it (with --start-world). Resumes on any
+    /// --num-shards: the rest of the epoch is split among the ranks.
+    #[arg(long, requires = "start_world")]
+    pub(super) start_position: Option<usize>,
+    /// The ranks that reached --start-position: N (N ranks from the epoch's start) or a
+    /// list like 8,4@64:2 (then 4 ranks from position 64, first batch numbered 2), as the
+    /// resume hint prints it.
+    #[arg(long, requires = "start_position", value_parser = super::start::parse_worlds)]
+    pub(super) start_world: Option<super::start::Worlds>,
 }
 
 /// A flag the subcommand `sub` does not take with these others, or a bad value: a usage

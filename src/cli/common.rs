@@ -17,6 +17,8 @@ pub(super) struct Common {
     pub(super) start_epoch: u64,
     pub(super) start_batch: usize,
     pub(super) start_sample: Option<usize>,
+    /// `--start-position` and `--start-world`: a global position, resumed on any world.
+    pub(super) start_global: Option<(usize, Vec<super::start::WorldFlag>)>,
     /// Whether any resume flag was given (even at its default value).
     pub(super) resume_given: bool,
 }
@@ -44,8 +46,11 @@ impl Common {
         self.start_epoch = r.start_epoch.unwrap_or(0);
         self.start_batch = r.start_batch.unwrap_or(0);
         self.start_sample = r.start_sample;
-        self.resume_given =
-            r.start_epoch.is_some() || r.start_batch.is_some() || r.start_sample.is_some();
+        self.resume_given = r.start_epoch.is_some()
+            || r.start_batch.is_some()
+            || r.start_sample.is_some()
+            || r.start_position.is_some();
+        self.start_global = r.start_position.zip(r.start_world.map(|w| w.0));
         self
     }
 
@@ -81,6 +86,18 @@ impl Common {
 
     pub(super) fn pipeline(&self) -> imgfeed::Result<Pipeline> {
         Pipeline::new(self.config()?)
+    }
+
+    /// The first epoch of a run of `p`, started where the resume flags say: a rank's
+    /// position (`--start-batch`, `--start-sample`), or the global one (`--start-position`
+    /// with `--start-world`), which resumes on any number of ranks.
+    pub(super) fn open_start(&self, p: &Pipeline) -> imgfeed::Result<imgfeed::Epoch> {
+        match &self.start_global {
+            None => p.resume(self.start()),
+            Some((position, worlds)) => {
+                p.resume_job(&super::start::job_state(self, p, *position, worlds))
+            }
+        }
     }
 
     /// Where `--start-epoch`, `--start-batch` and `--start-sample` say to start.

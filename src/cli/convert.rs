@@ -30,7 +30,7 @@ pub fn convert(
             let (first, end) = slice_range(p.samples_per_epoch(), id, count);
             (p.epoch_slice(c.start_epoch, id, count)?, end - first)
         }
-        None => (p.resume(c.start())?, p.samples_per_epoch()),
+        None => (c.open_start(&p)?, p.samples_per_epoch()),
     };
     let bar = progress(total as u64, "samples");
     let mut report_err = Ok(());

@@ -15,13 +15,15 @@ mod plot;
 mod report;
 mod run;
 mod span;
+mod start;
 mod validate;
 
 use anyhow::Result;
 use args::{parse, refuse, Command, Format};
 use common::Common;
 use imgfeed::{OnError, Pipeline};
-use span::{epoch_label, epoch_range, open_epoch, progress, resume_flags, run_images};
+use span::{epoch_label, epoch_range, open_epoch, progress, run_images};
+use start::resume_flags;
 
 /// The pipeline's own warnings (e.g. normalize's units), and for `run` and `check`
 /// (`batches`) one that yields no batch.
@@ -112,7 +114,7 @@ pub fn main() -> i32 {
                     if slice.is_some() && c.resumes() {
                         refuse(
                             "convert",
-                            "--slice and --start-epoch/--start-batch/--start-sample do not go \
+                            "--slice and --start-epoch/--start-batch/--start-sample/--start-position do not go \
                              together: a slice job converts its whole slice"
                                 .into(),
                         );
@@ -134,7 +136,7 @@ pub fn main() -> i32 {
                     if c.resumes() {
                         refuse(
                             "convert",
-                            "--start-epoch/--start-batch/--start-sample do not apply to \
+                            "--start-epoch/--start-batch/--start-sample/--start-position do not apply to \
                              `convert --format shards` (split a conversion into jobs with \
                              --slice I/K)"
                                 .into(),

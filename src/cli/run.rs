@@ -85,7 +85,7 @@ pub fn run(
             eprintln!(
                 "interrupted in epoch {e} after {batches} batches ({samples} samples, {secs:.3} s): \
                  resume with {}",
-                super::resume_flags(s, p.config().batch.size)
+                super::resume_flags(&p, s, epoch.worlds())
             );
             return Ok(interrupt::EXIT);
         }
@@ -113,7 +113,7 @@ pub fn run(
                 "stopped at epoch {} batch {}: resume with {}",
                 s.epoch,
                 s.batch,
-                super::resume_flags(s, p.config().batch.size)
+                super::resume_flags(&p, s, epoch.worlds())
             ));
             true
         } else if left == 0 && e < last {

@@ -4,18 +4,8 @@
 
 use super::Common;
 use imgfeed::error::Invalid;
-use imgfeed::{Pipeline, State};
+use imgfeed::Pipeline;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-
-/// The flags that resume a run at `s`: `--start-sample` only where skipped samples moved
-/// the next batch's first sample off `batch × batch_size`.
-pub(super) fn resume_flags(s: State, batch_size: usize) -> String {
-    let mut flags = format!("--start-epoch {} --start-batch {}", s.epoch, s.batch);
-    if let Some(sample) = s.sample.filter(|&x| x != s.batch * batch_size) {
-        flags.push_str(&format!(" --start-sample {sample}"));
-    }
-    flags
-}
 
 /// The epochs a run makes: from `--start-epoch` up to `--epochs` (or `source.num_epochs`).
 pub(super) fn epoch_range(
@@ -38,7 +28,7 @@ pub(super) fn epoch_range(
 /// Epoch `e` of a run: the first one starts where `--start-batch` says.
 pub(super) fn open_epoch(c: &Common, p: &Pipeline, e: u64) -> imgfeed::Result<imgfeed::Epoch> {
     if e == c.start_epoch {
-        p.resume(c.start())
+        c.open_start(p)
     } else {
         Ok(p.epoch(e))
     }

@@ -137,6 +137,13 @@ impl Epoch {
         self.state
     }
 
+    /// The worlds this epoch was split among so far, the one running it last (one, unless
+    /// it resumed a `JobState` (`pipeline::JobState`) of another world): with [`Epoch::state`],
+    /// what [`crate::Pipeline::job_state`] needs.
+    pub fn worlds(&self) -> &[crate::resume::World] {
+        &self.shared.job.worlds
+    }
+
     /// With `on_error = "skip"`: the bad samples of a last batch that was not yielded —
     /// dropped by `drop_remainder`, or left with no good sample at all (every other bad
     /// sample comes with a batch). Call it once the iteration has ended.

@@ -59,6 +59,8 @@ pub(crate) struct Job {
     pub pool: Arc<Pool>,
     /// This shard's whole order for the epoch (replacements are drawn from all of it).
     pub order: Vec<usize>,
+    /// The worlds the epoch was split among so far, this one last ([`crate::resume`]).
+    pub worlds: Arc<[crate::resume::World]>,
     /// Position in `order` of the first sample to read.
     pub start: usize,
     /// Samples to read from `start`.

@@ -9,6 +9,7 @@
 
 use crate::error::Place;
 use crate::plan::SamplingError;
+use crate::resume::ResumeError;
 use crate::size::SizeError;
 use crate::spec::SpecError;
 use std::path::PathBuf;
@@ -39,6 +40,9 @@ pub enum Invalid {
     /// The sampling (`[source]`'s shard, sample and epoch counts) cannot be used.
     #[error("source: {0}")]
     Sampling(#[from] SamplingError),
+    /// A job state that cannot be resumed by this pipeline.
+    #[error("cannot resume: {0}")]
+    Resume(#[from] ResumeError),
     /// The pipeline given as JSON is not JSON.
     #[error("the pipeline is not JSON: {0}")]
     NotJson(#[source] serde_json::Error),

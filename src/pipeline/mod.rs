@@ -28,6 +28,7 @@
 
 pub mod check;
 pub mod config;
+mod job_state;
 pub mod overrides;
 mod places;
 mod runtime;
@@ -35,5 +36,6 @@ mod runtime;
 pub use crate::source::{Dataset, SourceConfig, SourceKind};
 pub use check::spec_chain;
 pub use config::{default_workers, BatchConfig, EngineConfig, PipelineConfig};
+pub use job_state::{Fingerprint, JobState};
 pub use overrides::Overrides;
 pub use runtime::{Pipeline, PipelineBuilder};

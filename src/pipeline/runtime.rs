@@ -3,6 +3,7 @@
 
 use super::check::{self, Checked};
 use super::config::{BatchConfig, EngineConfig, PipelineConfig};
+use super::job_state::{Fingerprint, JobState};
 use crate::batch_ops::{BatchLowered, BatchOp};
 use crate::engine::batch::{BufShape, Pool};
 use crate::engine::program::Program;
@@ -11,10 +12,11 @@ use crate::error::OnError;
 use crate::error::{Invalid, Result};
 use crate::ops::Op;
 use crate::plan::batch_count;
+use crate::resume::World;
 use crate::source::{Source, SourceConfig};
 use crate::spec::Spec;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// A checked pipeline, ready to run epochs.
 pub struct Pipeline {
@@ -25,6 +27,8 @@ pub struct Pipeline {
     program: Arc<Program>,
     pool: Arc<Pool>,
     prefetch: usize,
+    /// Computed when a job state is first taken or checked.
+    fingerprint: OnceLock<Fingerprint>,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -170,6 +174,7 @@ impl Pipeline {
             program: Arc::new(program),
             pool,
             prefetch,
+            fingerprint: OnceLock::new(),
         })
     }
 
@@ -235,7 +240,42 @@ impl Pipeline {
     /// Start epoch `epoch` (it seeds the shuffle and the random ops).
     pub fn epoch(&self, epoch: u64) -> Epoch {
         let order = self.config.source.sampling.order(self.source.len(), epoch);
-        self.launch(State::epoch_start(epoch), order, 0)
+        self.launch(State::epoch_start(epoch), order, 0, self.first_world())
+    }
+
+    /// What a [`JobState`] taken from this pipeline must match: the dataset, the ops and
+    /// the shuffle (the sample names are hashed on the first call).
+    pub fn fingerprint(&self) -> &Fingerprint {
+        self.fingerprint.get_or_init(|| Fingerprint::of(self))
+    }
+
+    /// Where the job stands when this rank is at `state` of an epoch split among `worlds`
+    /// ([`Epoch::worlds`]; empty: this pipeline's own world from the epoch's start). Any
+    /// rank's is enough for [`Pipeline::resume_job`] on any number of ranks.
+    pub fn job_state(&self, state: State, worlds: &[World]) -> JobState {
+        JobState::at(self, state, worlds)
+    }
+
+    /// Resume `state` on this pipeline's rank (`num_shards`, `shard_id`, batch size): the
+    /// same world goes on exactly where each rank stood; another world splits what the
+    /// epoch had left among its ranks by the sharding rule ([`crate::resume`]). A state
+    /// from another dataset, pipeline or seed is refused, saying which.
+    pub fn resume_job(&self, state: &JobState) -> Result<Epoch> {
+        let start = state.start(self).map_err(Invalid::Resume)?;
+        let worlds: Arc<[World]> = start.worlds.into();
+        Ok(self.launch(start.state, start.order, start.start, worlds))
+    }
+
+    /// `Err` saying why [`Pipeline::resume_job`] would refuse `state` (another dataset,
+    /// pipeline, seed or split), without starting anything.
+    pub fn check_job_state(&self, state: &JobState) -> Result<()> {
+        state.start(self).map_err(Invalid::Resume)?;
+        Ok(())
+    }
+
+    /// This pipeline's world from an epoch's start.
+    fn first_world(&self) -> Arc<[World]> {
+        Arc::new([super::job_state::first_world(self)])
     }
 
     /// Start where `state` says: the batches a run that stopped at `state` would have
@@ -269,7 +309,7 @@ impl Pipeline {
             }
             .into());
         }
-        Ok(self.launch(state, order, start))
+        Ok(self.launch(state, order, start, self.first_world()))
     }
 
     /// Epoch `epoch`'s contiguous slice `id` of `count` of this shard's order (positions
@@ -283,12 +323,12 @@ impl Pipeline {
         let mut order = self.config.source.sampling.order(self.source.len(), epoch);
         let (first, end) = crate::shards::slice_range(order.len(), id, count);
         order.truncate(end);
-        Ok(self.launch(State::epoch_start(epoch), order, first))
+        Ok(self.launch(State::epoch_start(epoch), order, first, self.first_world()))
     }
 
-    /// Run this shard's `order` of `state.epoch` from position `start` (checked to be
-    /// inside it), numbering batches from `state.batch`.
-    fn launch(&self, state: State, order: Vec<usize>, start: usize) -> Epoch {
+    /// Run this shard's `order` of `state.epoch` (split among `worlds`) from position
+    /// `start` (checked to be inside it), numbering batches from `state.batch`.
+    fn launch(&self, state: State, order: Vec<usize>, start: usize, worlds: Arc<[World]>) -> Epoch {
         let e = &self.config.engine;
         let (bs, drop) = (self.config.batch.size, self.config.batch.drop_remainder);
         // Skip mode reads to the end of the order (later samples fill in for skipped
@@ -306,6 +346,7 @@ impl Pipeline {
             program: Arc::clone(&self.program),
             pool: Arc::clone(&self.pool),
             order,
+            worlds,
             start,
             total,
             first_batch: state.batch,

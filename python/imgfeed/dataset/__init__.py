@@ -25,6 +25,8 @@ MindSpore's ``Model`` (``train``, ``eval``, ``fit``) takes these datasets as the
 ``do_copy`` keep MindSpore's meaning. Its dataset sink mode needs one of MindSpore's own
 datasets: ``Dataset.to_mindspore()`` is a ``GeneratorDataset`` of imgfeed's batches. Any
 other name of ``mindspore.dataset`` raises ``NotImplementedError`` naming it.
+imgfeed's own ``Dataset.state_dict()`` / ``load_state_dict()`` resume training on another
+``num_shards`` (RANK_SIZE): the rest of the epoch is split among the new ranks.
 """
 
 from __future__ import annotations

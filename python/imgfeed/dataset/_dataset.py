@@ -7,6 +7,7 @@ import copy
 import json
 import math
 import sys
+import weakref
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -17,8 +18,9 @@ from ._args import _no, _positive
 from ._iterators import DictIterator, TupleIterator
 from ._op import Op
 
-#: Attributes MindSpore's Model sets on the datasets it trains on.
-_MODEL_STATE = ("_dataset_helper", "_warmup_epoch")
+#: Attributes MindSpore's Model sets on the datasets it trains on (and the iterator a
+#: dataset's state_dict reads), not carried to a derived dataset.
+_MODEL_STATE = ("_dataset_helper", "_warmup_epoch", "_last_iterator", "_job_state")
 
 
 class Dataset:
@@ -49,6 +51,7 @@ class Dataset:
         self._native_source = _imgfeed.Source(json.dumps(source))
         self._class_count = None
         self._global_step = 0
+        self._job_state: Optional[str] = None
 
     def _derive(self) -> "Dataset":
         d = copy.copy(self)
@@ -320,7 +323,9 @@ class Dataset:
         (``Tensor.from_numpy``). The first row is the dataset's init step
         (:meth:`set_init_step`), or, for the iterator MindSpore's ``Model.train(...,
         initial_epoch=k)`` creates, the first batch of epoch ``k``."""
-        return TupleIterator(self, columns, num_epochs, output_numpy, do_copy, _start_step(self))
+        it = TupleIterator(self, columns, num_epochs, output_numpy, do_copy, *_start(self))
+        self._last_iterator = weakref.ref(it)
+        return it
 
     def create_dict_iterator(
         self,
@@ -329,7 +334,9 @@ class Dataset:
         do_copy: bool = True,
     ) -> "DictIterator":
         """An iterator of rows as ``{column: value}`` dicts (see :meth:`create_tuple_iterator`)."""
-        return DictIterator(self, None, num_epochs, output_numpy, do_copy, _start_step(self))
+        it = DictIterator(self, None, num_epochs, output_numpy, do_copy, *_start(self))
+        self._last_iterator = weakref.ref(it)
+        return it
 
     def __iter__(self) -> Iterator[List[Any]]:
         return iter(self.create_tuple_iterator(num_epochs=1))
@@ -349,6 +356,40 @@ class Dataset:
         if isinstance(init_step, bool) or not isinstance(init_step, int) or init_step < 0:
             raise ValueError(f"set_init_step: init_step must be a non-negative int, not {init_step!r}")
         self._global_step = init_step
+        self._job_state = None
+
+    def state_dict(self) -> Dict[str, Any]:
+        """Where training on this dataset stands (imgfeed's, not MindSpore's): the state of
+        the last iterator created over it (the one ``Model.train`` reads; in a callback,
+        ``run_context.original_args().train_dataset.state_dict()``) — the engine epoch, the
+        global position all ranks reached together, the worlds that read it and a
+        fingerprint of the dataset, pipeline and seed. Any rank's state resumes training on
+        any ``num_shards`` (RANK_SIZE) with :meth:`load_state_dict`."""
+        ref = getattr(self, "_last_iterator", None)
+        it = ref() if ref is not None else None
+        if it is not None:
+            text = it.job_state()
+        elif self._job_state is not None:
+            text = self._job_state
+        else:
+            size = max(1, self._build().batches_per_epoch())
+            epoch, batch = divmod(self._global_step, size)
+            text = self._build().job_state(epoch, batch)
+        return json.loads(text)
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Iterators created after this call start where ``state`` (:meth:`state_dict`'s,
+        from any rank of any number of ranks) says: the rest of its epoch split among this
+        dataset's shards, then ordinary epochs. Pass ``initial_epoch`` = its epoch (the
+        ``"epoch"`` field, counted as ``Model.train`` counts: engine epochs over
+        ``repeat``) to ``Model.train``. ``ValueError`` for a state from another dataset,
+        pipeline, seed or split. Replaces :meth:`set_init_step` (and the other way round)."""
+        if not isinstance(state, dict):
+            raise ValueError(f"not a dataset state: {state!r}")
+        text = json.dumps(state)
+        self._build().check_state(text)
+        self._job_state = text
+        self._global_step = 0
 
     def get_init_step(self) -> int:
         """The global step the next iterator starts at (0 unless :meth:`set_init_step`)."""
@@ -431,6 +472,22 @@ def _model_initial_epoch(dataset: "Dataset") -> int:
             return int(local["initial_epoch"]) if local["train_dataset"] is dataset else 0
         f = f.f_back
     return 0
+
+
+def _start(dataset: Dataset) -> Tuple[int, Optional[str]]:
+    """Where a new iterator starts: a global step, or a loaded job state."""
+    state = getattr(dataset, "_job_state", None)
+    if state is None:
+        return _start_step(dataset), None
+    epoch = _model_initial_epoch(dataset)
+    engine_epoch = json.loads(state)["epoch"]
+    repeat = dataset._repeat or 1
+    if epoch != 0 and engine_epoch // repeat != epoch:
+        raise NotImplementedError(
+            f"Model.train(initial_epoch={epoch}) over a dataset whose loaded state is in epoch "
+            f"{engine_epoch // repeat}: pass initial_epoch={engine_epoch // repeat}"
+        )
+    return 0, state
 
 
 def _start_step(dataset: Dataset) -> int:

@@ -4,6 +4,7 @@ as ``mindspore.Tensor`` s."""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence
 
 import numpy as np
@@ -27,6 +28,7 @@ class TupleIterator:
         output_numpy: bool,
         do_copy: bool = True,
         start_step: int = 0,
+        start_state: Optional[str] = None,
     ) -> None:
         if isinstance(num_epochs, bool) or not isinstance(num_epochs, int) or (num_epochs < 1 and num_epochs != -1):
             raise ValueError(f"num_epochs must be a positive int or -1, not {num_epochs!r}")
@@ -65,7 +67,16 @@ class TupleIterator:
         per_engine_epoch = self._native.batches_per_epoch()
         self._empty = per_engine_epoch == 0
         self._start_batch = 0
-        if start_step and not self._empty:
+        self._start_state: Optional[str] = None
+        if start_state is not None and not self._empty:
+            # A job state (Dataset.load_state_dict): its engine epoch, resumed on this world.
+            self._start_state = start_state
+            self._engine_epoch = int(json.loads(start_state)["epoch"])
+            if self._repeat is not None:
+                epoch, self._repeats_done = divmod(self._engine_epoch, self._repeat)
+                if num_epochs != -1:
+                    self._epochs_left = max(0, num_epochs - epoch)
+        elif start_step and not self._empty:
             # Global step -> (dataset epoch, repetition, batch): each repetition is an engine epoch.
             if self._repeat is None:
                 self._engine_epoch, self._start_batch = divmod(start_step, per_engine_epoch)
@@ -101,7 +112,10 @@ class TupleIterator:
             if self._running is None:
                 if self._epochs_left == 0:
                     raise StopIteration
-                if self._start_batch:
+                if self._start_state is not None:
+                    self._running = self._native.epoch(self._engine_epoch, 0, None, self._start_state)
+                    self._start_state = None
+                elif self._start_batch:
                     self._running = self._native.epoch(self._engine_epoch, self._start_batch, None)
                     self._start_batch = 0
                 else:
@@ -126,6 +140,15 @@ class TupleIterator:
                 if self._epochs_left > 0:
                     self._epochs_left -= 1
                 raise StopIteration
+
+    def job_state(self) -> str:
+        """Where this iterator stands, as a job state (JSON): the engine epoch in flight
+        and the batch it yields next, else the start of the next engine epoch."""
+        if self._running is not None:
+            return self._running.job_state()
+        if self._start_state is not None:
+            return self._start_state
+        return self._native.job_state(self._engine_epoch, self._start_batch)
 
     def stop(self) -> None:
         """Stop the engine's workers now (also done when the iterator is released)."""

@@ -9,6 +9,8 @@ moves the rows (no second batching, no shuffle, no Python worker processes).
 
 from __future__ import annotations
 
+import json
+
 from typing import TYPE_CHECKING, Any, Iterator, List
 
 import numpy as np
@@ -47,6 +49,16 @@ class BatchSource:
                     "at an epoch's first batch (as MindSpore's sink mode does)"
                 )
             self.epoch = step // size
+        loaded = getattr(dataset, "_job_state", None)
+        if loaded is not None:
+            state = json.loads(loaded)
+            if state["position"] != 0 or state["epoch"] % self._repeat:
+                raise NotImplementedError(
+                    "to_mindspore: the loaded state (load_state_dict) is inside an epoch: sink mode reads whole "
+                    "epochs of get_dataset_size() steps, so train the rest of that epoch without sink mode "
+                    "(Model.train(..., dataset_sink_mode=False)) and save the state again at its end"
+                )
+            self.epoch = state["epoch"] // self._repeat
 
     def __len__(self) -> int:
         return self._per_repeat * self._repeat

@@ -26,6 +26,6 @@ except ImportError as e:  # pragma: no cover - exercised only without Ray
 
 from .._uint8 import uint8_affine, uint8_pipeline
 from ._convert import convert
-from ._read import ImgfeedDatasource, batches, read
+from ._read import ImgfeedDatasource, batches, read, state
 
-__all__ = ["ImgfeedDatasource", "batches", "convert", "read", "uint8_affine", "uint8_pipeline"]
+__all__ = ["ImgfeedDatasource", "batches", "convert", "read", "state", "uint8_affine", "uint8_pipeline"]

@@ -57,12 +57,15 @@ def _block(b: "_imgfeed.Batch", rows: str, node: Optional[str]) -> Any:
     return BlockAccessor.batch_to_block(cols)
 
 
-def _read_range(config_json: str, epoch: int, first: int, end: int, rows: str, with_node_id: bool) -> Iterator[Any]:
+def _read_range(
+    config_json: str, epoch: int, first: int, end: int, rows: str, with_node_id: bool, state: Optional[str] = None
+) -> Iterator[Any]:
     """A read task: batches ``first..end`` of the epoch, one block each, from a native
-    epoch resumed at ``first`` and closed after ``end - 1``."""
+    epoch resumed at ``first`` (or at ``state``, a job state already advanced to
+    ``first``) and closed after ``end - 1``."""
     native = _native(config_json)
     node = ray.get_runtime_context().get_node_id() if with_node_id else None
-    running = native.epoch(epoch, first)
+    running = native.epoch(epoch, first) if state is None else native.epoch(epoch, 0, None, state)
     try:
         for number in range(first, end):
             b = next(running, None)
@@ -82,7 +85,7 @@ class ImgfeedDatasource(Datasource):
 
     def __init__(
         self, pipeline: Pipeline, epoch: int = 0, *, rows: str = "batches", with_node_id: bool = False,
-        advance: bool = True,
+        advance: bool = True, start: Optional[Dict[str, Any]] = None,
     ) -> None:
         super().__init__()
         if rows not in ("batches", "samples"):
@@ -109,6 +112,17 @@ class ImgfeedDatasource(Datasource):
         self._json = pipeline.to_json()
         self.num_batches: int = native.batches_per_epoch()
         self.num_samples: int = native.samples_per_epoch()
+        #: The job state the first pass resumes (JSON), and that pass's (batches, samples).
+        self._start: Optional[str] = None
+        self._start_extent = (self.num_batches, self.num_samples)
+        if start is not None:
+            text = json.dumps(start)
+            state_epoch = native.check_state(text)
+            if epoch not in (0, state_epoch):
+                raise ValueError(f"imgfeed.ray.read: epoch={epoch} but start is a state of epoch {state_epoch}")
+            self.epoch = int(state_epoch)
+            self._start = text
+            self._start_extent = tuple(native.state_extent(text))
         spec = native.output_spec()
         self.output_spec: Dict[str, Any] = spec
         self._sample_bytes = _sample_bytes(spec)
@@ -145,9 +159,11 @@ class ImgfeedDatasource(Datasource):
         """The epoch's bytes: samples × (image + label + index)."""
         return self.num_samples * self._sample_bytes
 
-    def _rows_in(self, first: int, end: int) -> Tuple[int, int]:
-        """(rows, samples) of batches ``first..end``: only the last batch may be short."""
-        samples = min(end * self.batch_size, self.num_samples) - first * self.batch_size
+    def _rows_in(self, first: int, end: int, total: Optional[int] = None) -> Tuple[int, int]:
+        """(rows, samples) of batches ``first..end`` of a pass of ``total`` samples (an
+        epoch's by default): only the last batch may be short."""
+        total = self.num_samples if total is None else total
+        samples = min(end * self.batch_size, total) - first * self.batch_size
         return (end - first if self.rows == "batches" else samples), samples
 
     def epoch_of(self, data_context: Any) -> int:
@@ -162,10 +178,15 @@ class ImgfeedDatasource(Datasource):
         """``min(parallelism, batches)`` tasks, each over a contiguous range of the epoch's batches."""
         tasks = []
         epoch = self.epoch_of(data_context)
-        for first, end in _ranges(self.num_batches, parallelism):
-            rows, samples = self._rows_in(first, end)
+        # The pass that resumes `start` (the first): the rest of its epoch on this world.
+        resumed = self._start is not None and epoch == self.epoch
+        batches, samples_total = self._start_extent if resumed else (self.num_batches, self.num_samples)
+        native = _native(self._json) if resumed else None
+        for first, end in _ranges(batches, parallelism):
+            rows, samples = self._rows_in(first, end, samples_total)
             meta = BlockMetadata(num_rows=rows, size_bytes=samples * self._sample_bytes, input_files=None, exec_stats=None)
-            args = (self._json, epoch, first, end, self.rows, self.with_node_id)
+            state = native.advance_state(self._start, first) if native is not None else None
+            args = (self._json, epoch, first, end, self.rows, self.with_node_id, state)
             tasks.append(ReadTask(lambda args=args: _read_range(*args), meta, per_task_row_limit=per_task_row_limit))
         return tasks
 
@@ -209,6 +230,7 @@ def read(
     rows: str = "batches",
     with_node_id: bool = False,
     advance_epoch: bool = True,
+    start: Optional[Dict[str, Any]] = None,
     ray_remote_args: Optional[Dict[str, Any]] = None,
     **overrides: Any,
 ) -> "ray.data.Dataset":
@@ -242,6 +264,12 @@ def read(
             pass that failed is read again as the same epoch; one stopped early counts once
             Ray has shut it down (when its iterator is released). ``False``: every pass
             reads ``epoch``.
+        start: a job state (:func:`state`, :meth:`imgfeed.Loader.state_dict`, from any
+            rank of any number of ranks): the first pass reads the rest of its epoch as
+            this read's shard (``num_shards``/``shard_id``) of the new world, later passes
+            the next epochs. A Ray Train job restarted on another number of workers, each
+            reading its shard, continues the epoch: no sample lost or repeated under
+            ``uneven="exact"`` (README, "Resuming on another number of ranks").
         ray_remote_args: the read tasks' Ray options, given to ``ray.data.read_datasource``
             (``num_cpus``: default 1; ``memory``, ``resources``, ``runtime_env``, ...).
         **overrides: :meth:`imgfeed.Pipeline.replace`'s settings (``batch_size``, ``seed``,
@@ -255,7 +283,7 @@ def read(
     p = p.replace(data=data, **overrides)
     if uint8:
         p, _ = uint8_pipeline(p)
-    source = ImgfeedDatasource(p, epoch, rows=rows, with_node_id=with_node_id, advance=advance_epoch)
+    source = ImgfeedDatasource(p, epoch, rows=rows, with_node_id=with_node_id, advance=advance_epoch, start=start)
     if parallelism is None:
         parallelism = _default_parallelism(source.num_batches, float(remote["num_cpus"]))
     ctx = ray.data.DataContext.get_current()
@@ -274,6 +302,32 @@ def read(
         return ray.data.read_datasource(source, **kwargs)
     finally:
         ctx.execution_options.preserve_order, ctx.op_resource_reservation_enabled = saved
+
+
+def state(
+    pipeline: Union[PathLike, Pipeline],
+    data: Optional[PathLike] = None,
+    *,
+    epoch: int = 0,
+    batches: int = 0,
+    start: Optional[Dict[str, Any]] = None,
+    **overrides: Any,
+) -> Dict[str, Any]:
+    """The job state of a consumer that read ``batches`` batches of its shard of ``epoch``
+    (the pipeline and ``overrides`` as given to :func:`read`: ``num_shards``/``shard_id``,
+    ``batch_size``, ...), or of the pass that resumed ``start``: save it with the
+    checkpoint, and give it to :func:`read`'s ``start`` on any number of consumers.
+
+    Consumers that each read their own shard in lockstep (``num_shards`` = consumers,
+    ``shard_id`` = rank) make it exact. One dataset split by Ray (``streaming_split``)
+    hands batches to whichever consumer asks: there ``batches`` is every consumer's count
+    together, taken as the epoch's first batches."""
+    p = pipeline if isinstance(pipeline, Pipeline) else Pipeline.from_file(pipeline)
+    overrides.pop("workers", None)
+    native = p.replace(data=data, **overrides).build()
+    if start is not None:
+        return json.loads(native.advance_state(json.dumps(start), int(batches)))
+    return json.loads(native.job_state(int(epoch), int(batches)))
 
 
 def _default_parallelism(batches: int, num_cpus: float) -> int:
