@@ -4,7 +4,8 @@
   (glibc's libraries, libgcc_s, the dynamic loader) or a library the wheel itself carries —
   not the system libjpeg (``libjpeg.so.62``) a training node may lack;
 * no shared object in it carries debug info (``.debug_*`` sections: the release profile's
-  ``debug = 1`` is for profiling builds, not for the wheel).
+  ``debug = 1`` is for profiling builds, not for the wheel);
+* it installs the ``imgfeed`` command (``console_scripts``: ``imgfeed = imgfeed._cli:main``).
 
     python3 python/check_wheel.py WHEEL
 
@@ -72,6 +73,10 @@ def main(wheel: str) -> int:
             debug = debug_sections(so)
             if debug:
                 problems.append(f"{rel} carries debug info ({', '.join(debug)})")
+        scripts = list(Path(tmp).glob("*.dist-info/entry_points.txt"))
+        entry = scripts[0].read_text() if scripts else ""
+        if "[console_scripts]" not in entry or "imgfeed = imgfeed._cli:main" not in entry:
+            problems.append("the wheel installs no `imgfeed` command (console_scripts imgfeed = imgfeed._cli:main)")
     size = Path(wheel).stat().st_size
     print(f"check_wheel: {Path(wheel).name}: {size / 1e6:.1f} MB")
     for p in problems:

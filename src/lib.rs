@@ -55,9 +55,17 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(unreachable_pub)]
 
+// The command line (src/cli) names the library as its users do (`imgfeed::...`).
+extern crate self as imgfeed;
+
 #[macro_use]
 mod setters;
 mod value_name;
+
+// The `imgfeed` command (clap, progress bars, anyhow at its edge): library code so that the
+// binary (src/main.rs) and the Python wheel's `imgfeed` run the same thing.
+#[allow(unreachable_pub)]
+mod cli;
 
 pub mod batch_ops;
 pub mod codec;
@@ -76,6 +84,7 @@ pub mod source;
 pub mod spec;
 pub mod validate;
 
+pub use cli::main_with_args;
 pub use engine::{Batch, Epoch, Labels, OnError, StageTimes, State, TimedOut, WrongType};
 pub use error::{Error, Fault, Place, Result, SampleErrorKind};
 /// The 16-bit float types of [`Batch::images_f16`] and [`Batch::images_bf16`].

@@ -96,3 +96,6 @@ def op_names() -> List[str]:
 
 def batch_op_names() -> List[str]:
     """Every batch op's name in pipeline files."""
+
+def cli_main(args: List[str]) -> int:
+    """The ``imgfeed`` command with ``args`` (the program's name first); its exit code."""

@@ -491,6 +491,14 @@ fn batch_op_names() -> Vec<&'static str> {
     imgfeed::batch_ops::BatchOp::NAMES.to_vec()
 }
 
+/// The `imgfeed` command (`imgfeed._cli`, the wheel's console script): `args` is the
+/// command line, the program's name first; returns the exit code. The command is the
+/// crate's own ([`imgfeed::main_with_args`], what the binary runs), with the GIL released.
+#[pyfunction]
+fn cli_main(py: Python<'_>, args: Vec<std::ffi::OsString>) -> i32 {
+    py.detach(|| imgfeed::main_with_args(args))
+}
+
 /// The native module.
 #[pymodule]
 fn _imgfeed(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -503,6 +511,7 @@ fn _imgfeed(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fold, m)?)?;
     m.add_function(wrap_pyfunction!(op_names, m)?)?;
     m.add_function(wrap_pyfunction!(batch_op_names, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add("OFFSET64", fp::OFFSET64)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -527,11 +527,18 @@ def test_convert_a_killed_slice_task_is_retried_without_duplicates(cluster, cli,
         assert (out / name).read_bytes() == (local / name).read_bytes(), name
 
 
-def test_convert_names_the_missing_binary(cluster, tmp_path, monkeypatch):
+def test_convert_runs_the_wheels_command_without_binary(cluster, cli, tmp_path, monkeypatch):
+    # No binary=, no IMGFEED_BIN, no imgfeed on the PATH: each task runs the command the
+    # installed wheel carries (python -m imgfeed), the same as the crate's binary.
     monkeypatch.delenv("IMGFEED_BIN", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(FileNotFoundError, match="runs the imgfeed command"):
-        iray.convert(PIPELINES / "resnet50_eval.toml", TREE, tmp_path / "out", slices=2)
+    local = tmp_path / "local"
+    cli("convert", str(PIPELINES / "resnet50_eval.toml"), "--data", str(TREE), "--out", str(local))
+    out = tmp_path / "ray"
+    result = iray.convert(PIPELINES / "resnet50_eval.toml", TREE, out, slices=2, timeout_s=180)
+    assert [s["returncode"] for s in result["slices"]] == [0, 0]
+    for name in NPY_FILES:
+        assert (out / name).read_bytes() == (local / name).read_bytes(), name
 
 
 def test_runtime_env_pip_installs_the_wheel_offline_but_read_tasks_cannot_use_it(cluster, cli):

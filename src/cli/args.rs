@@ -320,14 +320,14 @@ pub(super) fn refuse(sub: &str, why: String) -> ! {
     }
 }
 
-/// Parse the command line. A flag that the subcommand does not take but another does
+/// Parse the command line (`args`: the program's name, then its arguments). A flag that the subcommand does not take but another does
 /// (`run --json`) is answered with the commands that take it, not with clap's tip to pass
 /// it as a value (`-- --json`).
-pub(super) fn parse() -> Cli {
+pub(super) fn parse(args: Vec<std::ffi::OsString>) -> Cli {
     use clap::CommandFactory;
     use clap::FromArgMatches;
     let mut cli = Cli::command();
-    let err = match cli.try_get_matches_from_mut(std::env::args_os()) {
+    let err = match cli.try_get_matches_from_mut(args.iter()) {
         Ok(m) => match Cli::from_arg_matches(&m) {
             Ok(c) => return c,
             Err(e) => e,
@@ -338,8 +338,7 @@ pub(super) fn parse() -> Cli {
         if let Some(clap::error::ContextValue::String(flag)) =
             err.get(clap::error::ContextKind::InvalidArg)
         {
-            // args_os: a path that is not UTF-8 is a valid argument (`args` would panic)
-            let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+            // OsString: a path that is not UTF-8 is a valid argument
             let sub = args
                 .iter()
                 .skip(1)

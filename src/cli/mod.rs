@@ -54,8 +54,12 @@ fn exit_code(e: &anyhow::Error) -> i32 {
     }
 }
 
-pub fn main() -> i32 {
-    let cli = parse();
+/// The `imgfeed` command with `args` (its name first, as `std::env::args_os` gives them):
+/// runs it and returns its exit code. Also the wheel's `imgfeed` (a console script into the
+/// Python module), so the command is this code in both.
+pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
+    quiet_on_closed_pipe();
+    let cli = parse(args.into_iter().collect());
     interrupt::install();
     let r: Result<i32> = match cli.command {
         Command::Check {
@@ -213,6 +217,18 @@ pub fn main() -> i32 {
             }
             exit_code(&e)
         }
+    }
+}
+
+/// A closed output (`imgfeed run ... | head -1`) ends the process quietly, as it ends `cat`
+/// or `seq`: the default action of SIGPIPE, which Rust's runtime (and Python's) otherwise
+/// ignores (so that the next `println!` would panic on the write's `EPIPE`).
+fn quiet_on_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: `signal` with SIG_DFL installs no handler; the command calls it before it
+    // starts any thread of its own.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
