@@ -142,8 +142,10 @@ impl Pipeline {
             })
             .max(1);
         let pool = Arc::new(Pool::new(shape, prefetch + e.queue.max(1) + 2));
+        let mut warnings = source.warnings();
+        warnings.extend(check::unit_warnings(&config.ops, &stages));
         Ok(Pipeline {
-            warnings: check::unit_warnings(&config.ops, &stages),
+            warnings,
             config,
             source,
             stages,
@@ -153,9 +155,10 @@ impl Pipeline {
         })
     }
 
-    /// What looks like a mistake but runs: a `normalize` given 0–1 mean and std (torchvision's
-    /// units) on 0–255 pixels, which would produce values around ±2000. Every command
-    /// prints these; nothing is changed.
+    /// What looks like a mistake but runs: the source's (an ImageFolder class folder without
+    /// samples, which still takes a label), and a `normalize` given 0–1 mean and std
+    /// (torchvision's units) on 0–255 pixels, which would produce values around ±2000.
+    /// Every command prints these; nothing is changed.
     pub fn warnings(&self) -> &[String] {
         &self.warnings
     }
