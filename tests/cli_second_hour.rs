@@ -117,3 +117,159 @@ fn an_empty_class_folder_is_named_loudly_and_keeps_its_label() {
     let o = imgfeed(&["validate", s(&fixtures().join("imagefolder"))]);
     assert!(!text(&o).1.contains("warning"), "{}", text(&o).1);
 }
+
+const EVAL: &str = "pipelines/resnet50_eval.toml";
+
+#[test]
+fn a_report_that_cannot_be_written_is_an_output_error() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let report = work.path().join("no-such-folder").join("bad.jsonl");
+    let out = work.path().join("out");
+    let tree = fixtures().join("imagefolder");
+    let report = s(&report);
+    for args in [
+        vec!["run", EVAL, "--batch-size", "4", "--report", report],
+        vec!["validate", s(&tree), "--report", report],
+        vec!["bench", EVAL, "--batch-size", "4", "--report", report],
+        vec!["convert", EVAL, "--out", s(&out), "--report", report],
+    ] {
+        let o = imgfeed(&args);
+        let (_, err) = text(&o);
+        assert_eq!(code(&o), 2, "{args:?}: {err}");
+        assert!(
+            err.contains("--report") && err.contains("bad.jsonl"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_contradictory_resume_position_is_refused() {
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", EVAL, "--batch-size", "4"];
+        args.extend_from_slice(extra);
+        imgfeed(&args)
+    };
+    // batch 2 starts at sample 8, or later after skipped samples: never at 0 or 5
+    for extra in [
+        &["--start-batch", "2", "--start-sample", "0"][..],
+        &[
+            "--start-batch",
+            "2",
+            "--start-sample",
+            "5",
+            "--on-error",
+            "skip",
+        ][..],
+        // without skip no sample moves: 9 contradicts too
+        &["--start-batch", "2", "--start-sample", "9"][..],
+    ] {
+        let o = run(extra);
+        let (_, err) = text(&o);
+        assert_eq!(code(&o), 2, "{extra:?}: {err}");
+        assert!(
+            err.contains("--start-sample") && err.contains("starts at sample 8"),
+            "{err}"
+        );
+    }
+    // later than 8 with skip: a position after skipped samples
+    let o = run(&[
+        "--start-batch",
+        "2",
+        "--start-sample",
+        "9",
+        "--on-error",
+        "skip",
+    ]);
+    assert_eq!(code(&o), 0, "{}", text(&o).1);
+    let o = run(&["--start-batch", "2", "--start-sample", "8"]);
+    assert_eq!(code(&o), 0, "{}", text(&o).1);
+}
+
+#[test]
+fn a_resume_that_may_shift_the_stream_is_said() {
+    // under skip the hint always names --start-sample ...
+    let o = imgfeed(&[
+        "run",
+        EVAL,
+        "--batch-size",
+        "4",
+        "--on-error",
+        "skip",
+        "--max-batches",
+        "1",
+    ]);
+    let (out, _) = text(&o);
+    assert!(
+        out.contains("resume with --start-epoch 0 --start-batch 1 --start-sample 4"),
+        "{out}"
+    );
+    // ... and a resume without it says what it assumes
+    let o = imgfeed(&[
+        "run",
+        EVAL,
+        "--batch-size",
+        "4",
+        "--on-error",
+        "skip",
+        "--start-batch",
+        "1",
+    ]);
+    let (_, err) = text(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    assert!(
+        err.contains("warning: --start-batch 1 without --start-sample"),
+        "{err}"
+    );
+    // not where nothing is skipped
+    let o = imgfeed(&["run", EVAL, "--batch-size", "4", "--start-batch", "1"]);
+    assert!(!text(&o).1.contains("warning"), "{}", text(&o).1);
+}
+
+#[test]
+fn impossible_counts_say_what_is_possible() {
+    let o = imgfeed(&["convert", EVAL, "--out", "/tmp/x", "--slice", "0/0"]);
+    let (_, err) = text(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(err.contains("at least 1"), "{err}");
+    assert!(!err.contains("0/0 .. 0/0"), "{err}");
+    let o = imgfeed(&["run", EVAL, "--max-batches", "0"]);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(err.contains("--max-batches must be at least 1"), "{err}");
+    assert!(!out.contains("resume"), "{out}");
+    // an epoch without a batch (12 samples, batches of 32 with drop_remainder): the shape
+    // of an empty batch, not [0, 0, 0, 0]
+    let o = imgfeed(&["run", EVAL]);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    assert!(
+        out.contains("0 batches, 0 samples; images float32 [0, 3, 224, 224]"),
+        "{out}"
+    );
+}
+
+#[test]
+fn npy_conversion_refuses_to_overwrite_as_shards_do() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let out = work.path().join("out");
+    let o = imgfeed(&["convert", EVAL, "--out", s(&out)]);
+    assert_eq!(code(&o), 0, "{}", text(&o).1);
+    let before = std::fs::read(out.join("images.npy")).expect("images.npy");
+    let o = imgfeed(&[
+        "convert",
+        EVAL,
+        "--out",
+        s(&out),
+        "--seed",
+        "3",
+        "--shuffle",
+    ]);
+    let (_, err) = text(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(err.contains("already exists"), "{err}");
+    assert_eq!(
+        std::fs::read(out.join("images.npy")).expect("images.npy"),
+        before
+    );
+}

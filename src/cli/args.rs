@@ -201,10 +201,15 @@ pub(super) fn parse_slice(s: &str) -> std::result::Result<(usize, usize), String
             .parse()
             .map_err(|_| format!("{k:?} is not a number"))?,
     );
-    if k == 0 || i >= k {
+    if k == 0 {
+        return Err(format!(
+            "{s}: K, the number of slices, must be at least 1 (e.g. 0/4 .. 3/4)"
+        ));
+    }
+    if i >= k {
         return Err(format!(
             "{s}: I must be below K (slices 0/{k} .. {}/{k})",
-            k.max(1) - 1
+            k - 1
         ));
     }
     Ok((i, k))

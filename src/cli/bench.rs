@@ -199,6 +199,9 @@ fn measure(
     }
     let p = Pipeline::new(cfg)?;
     super::warn(&p, false);
+    if let Some(w) = super::resume_warning(c, &p) {
+        eprintln!("warning: {w}");
+    }
     if let Some(w) = p.empty_epoch_warning() {
         let e = imgfeed::error::Invalid::NothingToMeasure(w);
         return Err(imgfeed::Error::from(e).into());

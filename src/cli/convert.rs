@@ -66,6 +66,9 @@ pub fn convert(
     cfg.engine.on_error = OnError::Skip;
     let p = Pipeline::new(cfg)?;
     super::warn(&p, false);
+    if let Some(w) = super::resume_warning(c, &p) {
+        eprintln!("warning: {w}");
+    }
     let (epoch, total) = match slice {
         Some((id, count)) => {
             let (first, end) = slice_range(p.samples_per_epoch(), id, count);

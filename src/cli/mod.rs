@@ -21,6 +21,7 @@ use anyhow::Result;
 use args::{parse, refuse, Command, Format};
 use common::Common;
 use imgfeed::{OnError, Pipeline};
+use span::resume_warning;
 use span::{epoch_label, epoch_range, open_epoch, progress, resume_flags, run_images};
 
 /// The pipeline's own warnings (e.g. normalize's units), and for `run` and `check`

@@ -7,6 +7,15 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
+/// A report file that cannot be created or written: an output error (exit code 2), not a
+/// bad sample.
+fn output_error(path: &Path, source: std::io::Error) -> Error {
+    Error::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
 /// One bad sample, kept for the end-of-run list.
 #[derive(Clone, Debug)]
 pub struct BadSample {
@@ -76,7 +85,9 @@ impl Reporter {
         let out = match path {
             Some(p) => Some((
                 BufWriter::new(
-                    File::create(p).with_context(|| format!("--report {}", p.display()))?,
+                    File::create(p)
+                        .map_err(|e| output_error(p, e))
+                        .with_context(|| format!("--report {}", p.display()))?,
                 ),
                 p.display().to_string(),
             )),
@@ -91,7 +102,9 @@ impl Reporter {
     pub fn add(&mut self, e: &Error) -> Result<()> {
         let b = BadSample::from_error(e);
         if let Some((w, name)) = &mut self.out {
-            writeln!(w, "{}", b.to_json()).with_context(|| format!("--report {name}"))?;
+            writeln!(w, "{}", b.to_json())
+                .map_err(|e| output_error(Path::new(name), e))
+                .with_context(|| format!("--report {name}"))?;
         }
         self.bad.push(b);
         Ok(())
@@ -100,7 +113,9 @@ impl Reporter {
     /// Flush the report file.
     pub fn finish(&mut self) -> Result<()> {
         if let Some((w, name)) = &mut self.out {
-            w.flush().with_context(|| format!("--report {name}"))?;
+            w.flush()
+                .map_err(|e| output_error(Path::new(name), e))
+                .with_context(|| format!("--report {name}"))?;
         }
         Ok(())
     }

@@ -9,6 +9,7 @@ use super::report::Reporter;
 use super::{epoch_label, epoch_range, interrupt, open_epoch, progress, run_images, Common};
 use anyhow::Result;
 use imgfeed::engine::fingerprint::{fingerprint, fold, OFFSET64};
+use imgfeed::error::Invalid;
 use imgfeed::Pipeline;
 use std::path::Path;
 use std::time::Instant;
@@ -19,10 +20,17 @@ pub fn run(
     max_batches: Option<usize>,
     report: Option<&Path>,
 ) -> Result<i32> {
+    if max_batches == Some(0) {
+        let setting = "--max-batches";
+        return Err(imgfeed::Error::from(Invalid::TooSmall { setting, min: 1 }).into());
+    }
     let mut cfg = c.config()?;
     cfg.engine.fingerprint = true;
     let p = Pipeline::new(cfg)?;
     super::warn(&p, true);
+    if let Some(w) = super::resume_warning(c, &p) {
+        eprintln!("warning: {w}");
+    }
     let mut bad = Reporter::new(report)?;
     println!("{}", p.source().describe());
     let mut left = max_batches.unwrap_or(usize::MAX);
@@ -85,11 +93,16 @@ pub fn run(
             eprintln!(
                 "interrupted in epoch {e} after {batches} batches ({samples} samples, {secs:.3} s): \
                  resume with {}",
-                super::resume_flags(s, p.config().batch.size)
+                super::resume_flags(s, &p)
             );
             return Ok(interrupt::EXIT);
         }
         let spec = p.output_spec();
+        if batches == 0 {
+            // no batch: the shape of one with no sample
+            let d = spec.dims();
+            shape = [0, d[0].unwrap_or(0), d[1].unwrap_or(0), d[2].unwrap_or(0)];
+        }
         // Class indices sum to a whole number; soft labels to about one per sample.
         let label_sum = match spec.label {
             imgfeed::LabelType::F32 => format!("{label_sum:.3}"),
@@ -113,7 +126,7 @@ pub fn run(
                 "stopped at epoch {} batch {}: resume with {}",
                 s.epoch,
                 s.batch,
-                super::resume_flags(s, p.config().batch.size)
+                super::resume_flags(s, &p)
             ));
             true
         } else if left == 0 && e < last {

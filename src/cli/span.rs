@@ -7,14 +7,37 @@ use imgfeed::error::Invalid;
 use imgfeed::{Pipeline, State};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-/// The flags that resume a run at `s`: `--start-sample` only where skipped samples moved
-/// the next batch's first sample off `batch × batch_size`.
-pub(super) fn resume_flags(s: State, batch_size: usize) -> String {
+/// The flags that resume a run of `p` at `s`: `--start-sample` where the run skips bad
+/// samples (`on_error = "skip"`: skipped samples move a batch's first sample off `batch ×
+/// batch_size`, and a resume without it warns, [`resume_warning`]).
+pub(super) fn resume_flags(s: State, p: &Pipeline) -> String {
     let mut flags = format!("--start-epoch {} --start-batch {}", s.epoch, s.batch);
-    if let Some(sample) = s.sample.filter(|&x| x != s.batch * batch_size) {
+    let first = s.batch * p.config().batch.size;
+    let sample = s.sample.unwrap_or(first);
+    if sample != first || (skipping(p) && s.batch > 0) {
         flags.push_str(&format!(" --start-sample {sample}"));
     }
     flags
+}
+
+fn skipping(p: &Pipeline) -> bool {
+    p.config().engine.on_error == imgfeed::OnError::Skip
+}
+
+/// A resume at `--start-batch` > 0 without `--start-sample` while bad samples are skipped:
+/// it starts at `batch × batch_size`, which is not where the stopped run's batch started if
+/// it skipped samples before it (the hint names `--start-sample` for that).
+pub(super) fn resume_warning(c: &Common, p: &Pipeline) -> Option<String> {
+    (skipping(p) && c.start_batch > 0 && c.start_sample.is_none()).then(|| {
+        format!(
+            "--start-batch {} without --start-sample, with bad samples skipped: this starts at \
+             sample {} (batch × batch size), but where the stopped run skipped samples before \
+             that batch, it started later and this gives another stream; pass the \
+             --start-sample of the stopped run's resume hint",
+            c.start_batch,
+            c.start_batch * p.config().batch.size
+        )
+    })
 }
 
 /// The epochs a run makes: from `--start-epoch` up to `--epochs` (or `source.num_epochs`).

@@ -240,6 +240,20 @@ impl Pipeline {
             }
             .into());
         }
+        let first = state.batch * bs;
+        let skipping = self.config.engine.on_error == OnError::Skip;
+        if let Some(sample) = state.sample {
+            if sample < first || (!skipping && sample != first) {
+                return Err(Invalid::ResumeContradicts {
+                    batch: state.batch,
+                    sample,
+                    epoch: state.epoch,
+                    first,
+                    skipping,
+                }
+                .into());
+            }
+        }
         let start = match state.sample {
             Some(s) if self.config.engine.on_error == OnError::Skip => s,
             _ => (state.batch * bs).min(order.len()),
