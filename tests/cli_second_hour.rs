@@ -273,3 +273,72 @@ fn npy_conversion_refuses_to_overwrite_as_shards_do() {
         before
     );
 }
+
+#[test]
+fn what_drop_remainder_drops_is_said() {
+    for cmd in ["check", "run"] {
+        let o = imgfeed(&[cmd, EVAL, "--batch-size", "5"]);
+        let (out, err) = text(&o);
+        assert_eq!(code(&o), 0, "{err}");
+        assert!(
+            out.contains("drop_remainder: the last 2 of each epoch's 12 samples are dropped"),
+            "{cmd}: {out}"
+        );
+        // nothing dropped: nothing said
+        let o = imgfeed(&[cmd, EVAL, "--batch-size", "4"]);
+        assert!(!text(&o).0.contains("dropped"), "{cmd}: {}", text(&o).0);
+    }
+}
+
+/// The fixture tree with one truncated JPEG added to `bird`.
+fn tree_with_a_bad_file() -> (tempfile::TempDir, PathBuf) {
+    let (work, tree) = tree_copy();
+    std::fs::copy(
+        fixtures().join("bad").join("truncated.jpg"),
+        tree.join("bird").join("bird_00_bad.jpg"),
+    )
+    .expect("copy");
+    (work, tree)
+}
+
+#[test]
+fn a_bad_sample_met_every_epoch_is_listed_once_and_counted() {
+    let (work, tree) = tree_with_a_bad_file();
+    let report = work.path().join("bad.jsonl");
+    for cmd in ["run", "bench"] {
+        let o = imgfeed(&[
+            cmd,
+            EVAL,
+            "--data",
+            s(&tree),
+            "--batch-size",
+            "4",
+            "--on-error",
+            "skip",
+            "--epochs",
+            "3",
+            "--report",
+            s(&report),
+        ]);
+        let (_, err) = text(&o);
+        assert_eq!(code(&o), 1, "{cmd}: {err}");
+        let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("skipped:")).collect();
+        assert_eq!(lines.len(), 1, "{cmd}: {err}");
+        assert!(lines[0].contains("bird_00_bad.jpg"), "{err}");
+        assert!(lines[0].ends_with("(3 times, in 3 epochs)"), "{err}");
+        // the report has every time, each with its epoch
+        let epochs: Vec<u64> = std::fs::read_to_string(&report)
+            .expect("report")
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
+                assert!(v["path"]
+                    .as_str()
+                    .expect("path")
+                    .ends_with("bird_00_bad.jpg"));
+                v["epoch"].as_u64().expect("an epoch")
+            })
+            .collect();
+        assert_eq!(epochs, [0, 1, 2], "{cmd}");
+    }
+}

@@ -231,7 +231,7 @@ fn measure(
             wait += w0.elapsed();
             let batch = batch?;
             for err in batch.skipped() {
-                bar.suspend(|| bad.add(err))?;
+                bar.suspend(|| bad.add(err, Some(e)))?;
             }
             images += batch.len();
             out_bytes += batch.image_bytes().len();
@@ -244,7 +244,7 @@ fn measure(
             }
         }
         for err in epoch.dropped_tail_errors() {
-            bar.suspend(|| bad.add(&err))?;
+            bar.suspend(|| bad.add(&err, Some(e)))?;
         }
         times.merge(&epoch.finish());
         if interrupt::requested() {

@@ -85,7 +85,7 @@ pub fn convert(
         interrupt::flag(),
         |n| bar.inc(n as u64),
         |e| {
-            if let Err(w) = bad.add(e) {
+            if let Err(w) = bad.add(e, Some(c.start_epoch)) {
                 report_err = Err(w);
             }
         },
@@ -157,7 +157,7 @@ pub fn convert_shards(
         |n| bar.set_length(n as u64),
         |n| bar.inc(n as u64),
         |e| {
-            if let Err(w) = bad.add(e) {
+            if let Err(w) = bad.add(e, None) {
                 report_err = Err(w);
             }
         },

@@ -35,6 +35,21 @@ fn warn(p: &Pipeline, batches: bool) {
     }
 }
 
+/// What `drop_remainder` leaves out of every epoch (barring skipped samples), in words, or
+/// `None` when it leaves out nothing.
+fn dropped_note(p: &Pipeline) -> Option<String> {
+    let bs = p.config().batch.size;
+    let samples = p.samples_per_epoch();
+    let dropped = samples.saturating_sub(p.batches_per_epoch() * bs);
+    (p.config().batch.drop_remainder && dropped > 0 && dropped < samples).then(|| {
+        format!(
+            "drop_remainder: the last {dropped} of each epoch's {samples} samples are dropped \
+             (they do not fill a batch of {bs}; drop_remainder = false keeps them in a short \
+             last batch)"
+        )
+    })
+}
+
 /// What `run` and `bench` call the bad samples they report.
 fn bad_verb(p: &Pipeline) -> &'static str {
     match p.config().engine.on_error {

@@ -33,6 +33,9 @@ pub fn run(
     }
     let mut bad = Reporter::new(report)?;
     println!("{}", p.source().describe());
+    if let Some(note) = super::dropped_note(&p) {
+        println!("{note}");
+    }
     let mut left = max_batches.unwrap_or(usize::MAX);
     let range = epoch_range(c, &p, epochs)?;
     let last = range.end - 1;
@@ -56,7 +59,7 @@ pub fn run(
             left -= 1;
             let batch = batch?;
             for err in batch.skipped() {
-                bar.suspend(|| bad.add(err))?;
+                bar.suspend(|| bad.add(err, Some(e)))?;
             }
             for &f in batch.fingerprints().unwrap_or_default() {
                 digest = fold(digest, f);
@@ -82,7 +85,7 @@ pub fn run(
             None
         };
         for err in epoch.dropped_tail_errors() {
-            bar.suspend(|| bad.add(&err))?;
+            bar.suspend(|| bad.add(&err, Some(e)))?;
         }
         let secs = t0.elapsed().as_secs_f64();
         if interrupt::requested() {

@@ -113,7 +113,7 @@ pub fn run(a: &ValidateArgs) -> Result<i32> {
     );
     bar.finish_and_clear();
     for e in &report.bad {
-        bad.add(e)?;
+        bad.add(e, None)?;
     }
     bad.finish()?;
     if a.json {
