@@ -236,7 +236,10 @@ fn impossible_counts_say_what_is_possible() {
     let o = imgfeed(&["run", EVAL, "--max-batches", "0"]);
     let (out, err) = text(&o);
     assert_eq!(code(&o), 2, "{err}");
-    assert!(err.contains("--max-batches must be at least 1"), "{err}");
+    assert!(
+        err.contains("'--max-batches <MAX_BATCHES>': must be at least 1"),
+        "{err}"
+    );
     assert!(!out.contains("resume"), "{out}");
     // an epoch without a batch (12 samples, batches of 32 with drop_remainder): the shape
     // of an empty batch, not [0, 0, 0, 0]
@@ -340,5 +343,94 @@ fn a_bad_sample_met_every_epoch_is_listed_once_and_counted() {
             })
             .collect();
         assert_eq!(epochs, [0, 1, 2], "{cmd}");
+    }
+}
+
+#[test]
+fn a_flags_error_names_the_flag() {
+    for (flag, value, says) in [
+        ("--batch-size", "0", "must be at least 1"),
+        ("--work-unit", "0", "must be at least 1"),
+        ("--num-shards", "0", "must be at least 1"),
+        ("--workers", "0", "must be at least 1"),
+        ("--workers", "100000", "must be between 1 and 1024"),
+        ("--seed", "-1", "seeds are whole numbers from 0 to"),
+    ] {
+        let o = imgfeed(&["run", EVAL, flag, value]);
+        let (_, err) = text(&o);
+        assert_eq!(code(&o), 2, "{flag} {value}: {err}");
+        assert!(err.contains(&format!("'{flag} <")), "{flag} {value}: {err}");
+        assert!(err.contains(says), "{flag} {value}: {err}");
+        assert!(
+            !err.contains("-- -1") && !err.contains("batch.size"),
+            "{err}"
+        );
+    }
+    // a seed still seeds
+    let o = imgfeed(&["run", EVAL, "--seed", "7", "--shuffle", "--batch-size", "4"]);
+    assert_eq!(code(&o), 0, "{}", text(&o).1);
+}
+
+#[test]
+fn validate_names_cifars_classes_from_its_names_file() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let dir = work.path().join("cifar-10-batches-bin");
+    std::fs::create_dir(&dir).expect("mkdir");
+    for f in std::fs::read_dir(fixtures().join("cifar10")).expect("read_dir") {
+        let f = f.expect("entry").path();
+        std::fs::copy(&f, dir.join(f.file_name().expect("name"))).expect("copy");
+    }
+    let names = [
+        "airplane",
+        "automobile",
+        "bird",
+        "cat",
+        "deer",
+        "dog",
+        "frog",
+        "horse",
+        "ship",
+        "truck",
+    ];
+    std::fs::write(dir.join("batches.meta.txt"), names.join("\n") + "\n\n").expect("write");
+    let o = imgfeed(&["validate", s(&dir), "--usage", "test"]);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    for (label, name) in names.iter().enumerate() {
+        assert!(
+            out.lines().any(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                w.len() > 2 && w[0] == label.to_string() && w[1] == *name
+            }),
+            "{name}: {out}"
+        );
+    }
+}
+
+#[test]
+fn a_pipeline_file_without_a_root_takes_data() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let text_of = std::fs::read_to_string(common::repo().join(EVAL)).expect("read");
+    let no_root: String = text_of
+        .lines()
+        .filter(|l| !l.starts_with("root ="))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(!no_root.contains("root ="));
+    let file = work.path().join("no_root.toml");
+    std::fs::write(&file, no_root).expect("write");
+    let tree = fixtures().join("imagefolder");
+    for cmd in ["check", "run", "validate"] {
+        let o = imgfeed(&[cmd, s(&file), "--data", s(&tree)]);
+        assert_eq!(code(&o), 0, "{cmd}: {}", text(&o).1);
+        assert!(text(&o).0.contains("12 samples"), "{cmd}: {}", text(&o).0);
+        // without --data: the missing root is named, with both ways to give it
+        let o = imgfeed(&[cmd, s(&file)]);
+        let (_, err) = text(&o);
+        assert_eq!(code(&o), 2, "{cmd}: {err}");
+        assert!(
+            err.contains("no dataset root") && err.contains("--data"),
+            "{cmd}: {err}"
+        );
     }
 }

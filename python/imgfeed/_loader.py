@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
-from . import _imgfeed
+from . import _imgfeed, _torch_names
 from ._pipeline import Pipeline, PathLike
 
 __all__ = ["Loader"]
@@ -64,7 +64,9 @@ class Loader:
         on_error: Optional[str] = None,
         usage: Optional[str] = None,
         as_torch: bool = False,
+        **unknown: Any,
     ) -> None:
+        _torch_names.refuse("Loader()", unknown)
         p = pipeline if isinstance(pipeline, Pipeline) else Pipeline.from_file(pipeline)
         p = p.replace(
             data=data,

@@ -6,10 +6,9 @@ from __future__ import annotations
 import copy
 import json
 import os
-import warnings
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import _imgfeed
+from . import _imgfeed, _warn
 
 __all__ = ["Pipeline"]
 
@@ -17,9 +16,10 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 
 def warn_about(native: "_imgfeed.Pipeline") -> "_imgfeed.Pipeline":
-    """Issue the pipeline's warnings as ``UserWarning`` s; returns it."""
+    """Issue the pipeline's warnings as ``UserWarning`` s (``imgfeed:``, at the user's line);
+    returns it."""
     for w in native.warnings():
-        warnings.warn(w, UserWarning, stacklevel=3)
+        _warn.warn(w)
     return native
 
 

@@ -34,12 +34,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A `UserWarning` with `message`, attributed to the Python line that asked for the batch.
+/// A `UserWarning` with `message` (`imgfeed: ...`), attributed to the user's line that asked
+/// for the batch, not to imgfeed's own (`imgfeed._warn.warn`).
 fn warn(py: Python<'_>, message: &str) -> PyResult<()> {
-    let text = std::ffi::CString::new(message.replace('\0', " "))
-        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-    let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
-    PyErr::warn(py, category.as_any(), &text, 1)
+    py.import("imgfeed._warn")?
+        .call_method1("warn", (message,))?;
+    Ok(())
 }
 
 fn parse_json<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> PyResult<T> {

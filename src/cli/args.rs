@@ -79,7 +79,7 @@ pub(super) enum Command {
         #[arg(long)]
         epochs: Option<u64>,
         /// Stop after this many batches and print the state to resume from.
-        #[arg(long)]
+        #[arg(long, value_parser = at_least_one)]
         max_batches: Option<usize>,
         /// Write every bad (skipped or replaced) sample to FILE as JSON lines.
         #[arg(long)]
@@ -215,6 +215,37 @@ pub(super) fn parse_slice(s: &str) -> std::result::Result<(usize, usize), String
     Ok((i, k))
 }
 
+/// A count of at least 1 (`--batch-size 0` is refused naming the flag, before the pipeline
+/// is read).
+pub(super) fn at_least_one(s: &str) -> std::result::Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{s:?} is not a whole number")),
+    }
+}
+
+/// A worker count: 1 to [`imgfeed::pipeline::check::MAX_WORKERS`].
+pub(super) fn worker_count(s: &str) -> std::result::Result<usize, String> {
+    let max = imgfeed::pipeline::check::MAX_WORKERS;
+    match at_least_one(s)? {
+        n if n > max => Err(format!("must be between 1 and {max}")),
+        n => Ok(n),
+    }
+}
+
+/// A seed: a whole number from 0 to 2^64 - 1 (`--seed -1` is read as a value, and refused
+/// in those words, not answered with clap's tip to write `-- -1`).
+pub(super) fn seed(s: &str) -> std::result::Result<u64, String> {
+    s.trim().parse::<u64>().map_err(|_| {
+        format!(
+            "seeds are whole numbers from 0 to {} (2^64 - 1), as source.seed and Python's \
+             seed=",
+            u64::MAX
+        )
+    })
+}
+
 /// The pipeline file and where its data is.
 #[derive(Args, Debug)]
 pub(super) struct Input {
@@ -247,14 +278,14 @@ pub(super) struct Input {
 #[derive(Args, Debug)]
 pub(super) struct EngineFlags {
     /// Worker threads, overriding `engine.workers` (default: one per core).
-    #[arg(long)]
+    #[arg(long, value_parser = worker_count)]
     pub(super) workers: Option<usize>,
     /// Batch size, overriding `batch.size`.
-    #[arg(long)]
+    #[arg(long, value_parser = at_least_one)]
     pub(super) batch_size: Option<usize>,
     /// Samples a worker claims at once, at least 1, overriding `engine.work_unit`
     /// (default: 1 for image files, 64 for CIFAR records).
-    #[arg(long)]
+    #[arg(long, value_parser = at_least_one)]
     pub(super) work_unit: Option<usize>,
 }
 
@@ -262,7 +293,7 @@ pub(super) struct EngineFlags {
 #[derive(Args, Debug)]
 pub(super) struct SamplingFlags {
     /// Seed of the shuffle and the random ops, overriding `source.seed` (default 0).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = seed)]
     pub(super) seed: Option<u64>,
     /// Shuffle every epoch, overriding `source.shuffle` (default false: the file's order,
     /// as `shuffle = false`; the Python dataset API shuffles by default, as MindSpore).
@@ -273,7 +304,7 @@ pub(super) struct SamplingFlags {
     pub(super) no_shuffle: bool,
     /// Data-parallel ranks sharing each epoch, overriding `source.num_shards` (default 1;
     /// and `shard = "env"`): this process sees rank --shard-id's samples.
-    #[arg(long)]
+    #[arg(long, value_parser = at_least_one)]
     pub(super) num_shards: Option<usize>,
     /// This process's rank, below --num-shards, overriding `source.shard_id` (default 0).
     #[arg(long)]

@@ -9,7 +9,6 @@ use super::report::Reporter;
 use super::{epoch_label, epoch_range, interrupt, open_epoch, progress, run_images, Common};
 use anyhow::Result;
 use imgfeed::engine::fingerprint::{fingerprint, fold, OFFSET64};
-use imgfeed::error::Invalid;
 use imgfeed::Pipeline;
 use std::path::Path;
 use std::time::Instant;
@@ -20,10 +19,6 @@ pub fn run(
     max_batches: Option<usize>,
     report: Option<&Path>,
 ) -> Result<i32> {
-    if max_batches == Some(0) {
-        let setting = "--max-batches";
-        return Err(imgfeed::Error::from(Invalid::TooSmall { setting, min: 1 }).into());
-    }
     let mut cfg = c.config()?;
     cfg.engine.fingerprint = true;
     let p = Pipeline::new(cfg)?;

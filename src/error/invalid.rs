@@ -141,6 +141,11 @@ pub enum Invalid {
         /// Whether bad samples are skipped (which moves a batch's first sample later).
         skipping: bool,
     },
+    /// A `[source]` without `root`, and no `--data` (or `data=`) to give it.
+    #[error(
+        "source: no dataset root: set `root` in [source], or pass --data DIR (data= in Python)"
+    )]
+    NoRoot,
     /// A run's first epoch not below its last.
     #[error("--start-epoch {start} is not below the {end} epochs of the run")]
     StartEpoch {

@@ -127,6 +127,9 @@ impl SourceConfig {
 
     /// Open the dataset (lists or maps files; reads no sample).
     pub fn open(&self) -> Result<Arc<dyn Source>> {
+        if self.root().as_os_str().is_empty() {
+            return Err(Invalid::NoRoot.into());
+        }
         if crate::remote::is_remote(self.root()) {
             if let Dataset::ImageFolder(c) = &self.dataset {
                 let (exts, classes) = (c.extensions.as_deref(), c.class_indexing.as_ref());

@@ -30,6 +30,7 @@ pub enum SourceKind {
 #[non_exhaustive]
 pub struct ImageFolderConfig {
     /// Dataset root (relative paths in a file are relative to the file's folder).
+    #[serde(default)]
     pub root: PathBuf,
     /// Extensions to read (default jpg, jpeg, png, bmp, webp).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -82,6 +83,7 @@ impl ImageFolderConfig {
 pub struct CifarConfig {
     /// The folder holding `data_batch_1.bin` … `test_batch.bin` (binary layout) or
     /// `data_batch_1` … `test_batch` (torchvision's `cifar-10-batches-py`).
+    #[serde(default)]
     pub root: PathBuf,
     /// train, test or all (default train).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -111,6 +113,7 @@ impl CifarConfig {
 pub struct Cifar100Config {
     /// The folder holding `train.bin` and `test.bin` (binary layout) or `train` and `test`
     /// (torchvision's `cifar-100-python`).
+    #[serde(default)]
     pub root: PathBuf,
     /// train, test or all (default train).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -149,6 +152,7 @@ impl Cifar100Config {
 #[non_exhaustive]
 pub struct ShardsConfig {
     /// The folder holding `manifest.json`.
+    #[serde(default)]
     pub root: PathBuf,
 }
 
