@@ -63,8 +63,10 @@ mod setters;
 mod value_name;
 
 // The `imgfeed` command (clap, progress bars, anyhow at its edge): library code so that the
-// binary (src/main.rs) and the Python wheel's `imgfeed` run the same thing.
-#[allow(unreachable_pub)]
+// binary (src/main.rs) and the Python wheel's `imgfeed` run the same thing. It builds the
+// library's `#[non_exhaustive]` configs as any outside caller must (a default, then fields
+// set), which clippy would have written as a struct literal inside the crate.
+#[allow(unreachable_pub, clippy::field_reassign_with_default)]
 mod cli;
 
 pub mod batch_ops;
