@@ -434,3 +434,27 @@ fn a_pipeline_file_without_a_root_takes_data() {
         );
     }
 }
+
+#[test]
+fn an_epochs_own_end_state_still_resumes() {
+    // 12 samples in batches of 5 kept whole: the state after the short last batch is
+    // batch 3 at sample 12 (the order's end), below 3 × 5: no contradiction
+    for on_error in [imgfeed::OnError::Skip, imgfeed::OnError::Error] {
+        let mut cfg =
+            imgfeed::PipelineConfig::from_file(common::repo().join(EVAL)).expect("pipeline");
+        cfg.batch.size = 5;
+        cfg.batch.drop_remainder = false;
+        cfg.engine.on_error = on_error;
+        let p = imgfeed::Pipeline::new(cfg).expect("pipeline");
+        let mut epoch = p.epoch(0);
+        let mut n = 0;
+        for b in epoch.by_ref() {
+            n += b.expect("batch").len();
+        }
+        assert_eq!(n, 12);
+        let end = epoch.state();
+        assert_eq!(end.batch, 3);
+        let rest = p.resume(end).expect("the end state resumes");
+        assert_eq!(rest.count(), 0, "{on_error:?}");
+    }
+}

@@ -243,7 +243,9 @@ impl Pipeline {
         let first = state.batch * bs;
         let skipping = self.config.engine.on_error == OnError::Skip;
         if let Some(sample) = state.sample {
-            if sample < first || (!skipping && sample != first) {
+            // (positions past the order's end are its end: the state after a short last batch)
+            let (at, least) = (sample.min(order.len()), first.min(order.len()));
+            if at < least || (!skipping && at != least) {
                 return Err(Invalid::ResumeContradicts {
                     batch: state.batch,
                     sample,
@@ -254,9 +256,11 @@ impl Pipeline {
                 .into());
             }
         }
+        // `batch × batch_size` is where the batch starts when nothing was skipped; past the
+        // order's end it is the end (the state after a short last batch)
         let start = match state.sample {
-            Some(s) if self.config.engine.on_error == OnError::Skip => s,
-            _ => (state.batch * bs).min(order.len()),
+            Some(s) if skipping && s != first => s,
+            _ => first.min(order.len()),
         };
         if start > order.len() {
             return Err(Invalid::ResumeSample {
