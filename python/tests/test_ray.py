@@ -542,7 +542,7 @@ def test_convert_runs_the_wheels_command_without_binary(cluster, cli, tmp_path, 
 
 
 def test_runtime_env_pip_installs_the_wheel_offline_but_read_tasks_cannot_use_it(cluster, cli):
-    # What README's "Installing on the cluster's workers" says, measured: Ray (2.60) pip-installs
+    # What docs/ray.md's "Installing on the cluster's workers" says, measured: Ray (2.60) pip-installs
     # the wheel offline into a virtualenv per runtime_env, but that virtualenv sees the base
     # interpreter's site-packages, not the node's environment: Ray Data's dependencies (pyarrow,
     # numpy, protobuf) are missing or at other versions there, so imgfeed.ray.read's tasks fail; the nodes need the wheel installed
