@@ -58,3 +58,12 @@ def test_warnings_say_imgfeed_and_point_at_the_users_line():
     said = _ours(caught)
     assert len(said) == 1 and str(said[0].message).startswith("imgfeed: epoch 0"), said
     assert said[0].filename == __file__, (said[0].filename, said[0].lineno)
+
+
+def test_a_pipeline_file_without_a_root_takes_data(tmp_path):
+    text = (PIPELINES / "resnet50_eval.toml").read_text()
+    no_root = tmp_path / "no_root.toml"
+    no_root.write_text("".join(line + "\n" for line in text.splitlines() if not line.startswith("root =")))
+    assert len(imgfeed.Loader(str(no_root), data=str(TREE), batch_size=4, workers=1)) == 3
+    with pytest.raises(ValueError, match=r"no dataset root.*data="):
+        imgfeed.Loader(str(no_root), batch_size=4)
