@@ -13,7 +13,7 @@ contender in a fresh process:
                  of imgfeed's batches, what sink mode needs), read the same way
 * `mindspore` -- MindSpore's own `mindspore.dataset` pipeline with the same ops
                  (`vision.Resize` is OpenCV's bilinear there, Pillow's antialiased bilinear in
-                 imgfeed: see README's note on `Inter.LINEAR`)
+                 imgfeed: see docs/mindspore.md's note on `Inter.LINEAR`)
 
 `--loop iterate` (default) touches one value of every batch; `--loop model` runs a tiny
 network's `Model.train(1, ..., dataset_sink_mode=False)` (mean of each channel -> Dense) over

@@ -4,7 +4,9 @@
   (glibc's libraries, libgcc_s, the dynamic loader) or a library the wheel itself carries —
   not the system libjpeg (``libjpeg.so.62``) a training node may lack;
 * no shared object in it carries debug info (``.debug_*`` sections: the release profile's
-  ``debug = 1`` is for profiling builds, not for the wheel).
+  ``debug = 1`` is for profiling builds, not for the wheel);
+* it installs the ``imgfeed`` command (``console_scripts``: ``imgfeed = imgfeed._cli:main``);
+* its size is the figure docs/getting-started.md gives ("the wheel is N MB"), within 0.5 MB.
 
     python3 python/check_wheel.py WHEEL
 
@@ -19,6 +21,7 @@ build fell back to zune-jpeg). python/test.sh runs it with the system libjpeg hi
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tempfile
@@ -72,8 +75,18 @@ def main(wheel: str) -> int:
             debug = debug_sections(so)
             if debug:
                 problems.append(f"{rel} carries debug info ({', '.join(debug)})")
+        scripts = list(Path(tmp).glob("*.dist-info/entry_points.txt"))
+        entry = scripts[0].read_text().replace(" ", "") if scripts else ""
+        if "[console_scripts]" not in entry or "imgfeed=imgfeed._cli:main" not in entry.splitlines():
+            problems.append("the wheel installs no `imgfeed` command (console_scripts imgfeed = imgfeed._cli:main)")
     size = Path(wheel).stat().st_size
     print(f"check_wheel: {Path(wheel).name}: {size / 1e6:.1f} MB")
+    guide = Path(__file__).resolve().parents[1] / "docs" / "getting-started.md"
+    said = re.search(r"the wheel is ([0-9.]+) MB", guide.read_text())
+    if not said:
+        problems.append(f"{guide} gives no wheel size (\"the wheel is N MB\")")
+    elif abs(float(said.group(1)) * 1e6 - size) > 0.5e6:
+        problems.append(f"{guide} says the wheel is {said.group(1)} MB; it is {size / 1e6:.1f} MB")
     for p in problems:
         print(f"check_wheel: {p}", file=sys.stderr)
     return 1 if problems else 0

@@ -55,9 +55,19 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(unreachable_pub)]
 
+// The command line (src/cli) names the library as its users do (`imgfeed::...`).
+extern crate self as imgfeed;
+
 #[macro_use]
 mod setters;
 mod value_name;
+
+// The `imgfeed` command (clap, progress bars, anyhow at its edge): library code so that the
+// binary (src/main.rs) and the Python wheel's `imgfeed` run the same thing. It builds the
+// library's `#[non_exhaustive]` configs as any outside caller must (a default, then fields
+// set), which clippy would have written as a struct literal inside the crate.
+#[allow(unreachable_pub, clippy::field_reassign_with_default)]
+mod cli;
 
 pub mod batch_ops;
 pub mod codec;
@@ -78,6 +88,7 @@ pub mod spec;
 pub mod store;
 pub mod validate;
 
+pub use cli::main_with_args;
 pub use engine::{Batch, Epoch, Labels, StageTimes, State, TimedOut, WrongType};
 pub use error::{Error, Fault, OnError, Place, Result, SampleErrorKind};
 /// The 16-bit float types of [`Batch::images_f16`] and [`Batch::images_bf16`].

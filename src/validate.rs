@@ -301,11 +301,20 @@ pub fn validate(
         checked,
         interrupted,
         bad: total.bad.into_iter().map(|(_, e)| e).collect(),
-        classes: total
-            .labels
-            .iter()
-            .map(|(l, (n, b))| (*l, names.get(l).map(|s| s.to_string()), *n, *b))
-            .collect(),
+        classes: {
+            // A named class without samples (an empty class folder still takes its label)
+            // is listed too, with 0.
+            let mut counts = total.labels;
+            if !interrupted {
+                for l in names.keys() {
+                    counts.entry(*l).or_default();
+                }
+            }
+            counts
+                .iter()
+                .map(|(l, (n, b))| (*l, names.get(l).map(|s| s.to_string()), *n, *b))
+                .collect()
+        },
         width: spread(total.sizes.iter().map(|s| s.0).collect()),
         height: spread(total.sizes.iter().map(|s| s.1).collect()),
         shorter_side,

@@ -128,3 +128,6 @@ def settings() -> List[Dict[str, Any]]:
 
 def check_overrides(overrides_json: str) -> None:
     """Check the rules between settings that need no pipeline (``num_shards`` with ``shard_id``)."""
+
+def cli_main(args: List[str]) -> int:
+    """The ``imgfeed`` command with ``args`` (the program's name first); its exit code."""

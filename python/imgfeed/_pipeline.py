@@ -6,10 +6,9 @@ from __future__ import annotations
 import copy
 import json
 import os
-import warnings
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import _imgfeed
+from . import _imgfeed, _torch_names, _warn
 
 __all__ = ["Pipeline", "settings"]
 
@@ -17,9 +16,10 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 
 def warn_about(native: "_imgfeed.Pipeline") -> "_imgfeed.Pipeline":
-    """Issue the pipeline's warnings as ``UserWarning`` s; returns it."""
+    """Issue the pipeline's warnings as ``UserWarning`` s (``imgfeed:``, at the user's line);
+    returns it."""
     for w in native.warnings():
-        warnings.warn(w, UserWarning, stacklevel=3)
+        _warn.warn(w)
     return native
 
 
@@ -71,6 +71,8 @@ def overrides_json(given: Mapping[str, Any], call: str) -> str:
     for name, value in given.items():
         setting = _BY_NAME.get(name)
         if setting is None:
+            if name in _torch_names.TORCH:  # a DataLoader keyword: imgfeed's answer
+                _torch_names.refuse(f"{call}()", {name: value})
             known = ", ".join(sorted(_BY_NAME))
             raise TypeError(f"{call}() got an unexpected keyword argument {name!r} (settings: {known})")
         if value is None:

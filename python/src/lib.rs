@@ -35,12 +35,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A `UserWarning` with `message`, attributed to the Python line that asked for the batch.
+/// A `UserWarning` with `message` (`imgfeed: ...`), attributed to the user's line that asked
+/// for the batch, not to imgfeed's own (`imgfeed._warn.warn`).
 fn warn(py: Python<'_>, message: &str) -> PyResult<()> {
-    let text = std::ffi::CString::new(message.replace('\0', " "))
-        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-    let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
-    PyErr::warn(py, category.as_any(), &text, 1)
+    py.import("imgfeed._warn")?
+        .call_method1("warn", (message,))?;
+    Ok(())
 }
 
 /// A job state from its JSON (`ValueError` saying why not).
@@ -645,6 +645,14 @@ fn source_kinds() -> Vec<&'static str> {
     imgfeed::SourceKind::NAMES.to_vec()
 }
 
+/// The `imgfeed` command (`imgfeed._cli`, the wheel's console script): `args` is the
+/// command line, the program's name first; returns the exit code. The command is the
+/// crate's own ([`imgfeed::main_with_args`], what the binary runs), with the GIL released.
+#[pyfunction]
+fn cli_main(py: Python<'_>, args: Vec<std::ffi::OsString>) -> i32 {
+    py.detach(|| imgfeed::main_with_args(args))
+}
+
 /// The native module.
 #[pymodule]
 fn _imgfeed(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -660,6 +668,7 @@ fn _imgfeed(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_overrides, m)?)?;
     m.add_function(wrap_pyfunction!(batch_op_names, m)?)?;
     m.add_function(wrap_pyfunction!(source_kinds, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add("OFFSET64", fp::OFFSET64)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -527,15 +527,22 @@ def test_convert_a_killed_slice_task_is_retried_without_duplicates(cluster, cli,
         assert (out / name).read_bytes() == (local / name).read_bytes(), name
 
 
-def test_convert_names_the_missing_binary(cluster, tmp_path, monkeypatch):
+def test_convert_runs_the_wheels_command_without_binary(cluster, cli, tmp_path, monkeypatch):
+    # No binary=, no IMGFEED_BIN, no imgfeed on the PATH: each task runs the command the
+    # installed wheel carries (python -m imgfeed), the same as the crate's binary.
     monkeypatch.delenv("IMGFEED_BIN", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(FileNotFoundError, match="runs the imgfeed command"):
-        iray.convert(PIPELINES / "resnet50_eval.toml", TREE, tmp_path / "out", slices=2)
+    local = tmp_path / "local"
+    cli("convert", str(PIPELINES / "resnet50_eval.toml"), "--data", str(TREE), "--out", str(local))
+    out = tmp_path / "ray"
+    result = iray.convert(PIPELINES / "resnet50_eval.toml", TREE, out, slices=2, timeout_s=180)
+    assert [s["returncode"] for s in result["slices"]] == [0, 0]
+    for name in NPY_FILES:
+        assert (out / name).read_bytes() == (local / name).read_bytes(), name
 
 
 def test_runtime_env_pip_installs_the_wheel_offline_but_read_tasks_cannot_use_it(cluster, cli):
-    # What README's "Installing on the cluster's workers" says, measured: Ray (2.60) pip-installs
+    # What docs/ray.md's "Installing on the cluster's workers" says, measured: Ray (2.60) pip-installs
     # the wheel offline into a virtualenv per runtime_env, but that virtualenv sees the base
     # interpreter's site-packages, not the node's environment: Ray Data's dependencies (pyarrow,
     # numpy, protobuf) are missing or at other versions there, so imgfeed.ray.read's tasks fail; the nodes need the wheel installed

@@ -80,7 +80,7 @@ pub(super) enum Command {
         #[arg(long)]
         epochs: Option<u64>,
         /// Stop after this many batches and print the state to resume from.
-        #[arg(long)]
+        #[arg(long, value_parser = at_least_one)]
         max_batches: Option<usize>,
         /// Write every bad (skipped or replaced) sample to FILE as JSON lines.
         #[arg(long)]
@@ -212,13 +212,62 @@ pub(super) fn parse_slice(s: &str) -> std::result::Result<(usize, usize), String
             .parse()
             .map_err(|_| format!("{k:?} is not a number"))?,
     );
-    if k == 0 || i >= k {
+    if k == 0 {
+        return Err(format!(
+            "{s}: K, the number of slices, must be at least 1 (e.g. 0/4 .. 3/4)"
+        ));
+    }
+    if i >= k {
         return Err(format!(
             "{s}: I must be below K (slices 0/{k} .. {}/{k})",
-            k.max(1) - 1
+            k - 1
         ));
     }
     Ok((i, k))
+}
+
+/// A count of at least 1 (`--batch-size 0` is refused naming the flag, before the pipeline
+/// is read).
+pub(super) fn at_least_one(s: &str) -> std::result::Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{s:?} is not a whole number")),
+    }
+}
+
+/// A worker count: 1 to [`imgfeed::pipeline::check::MAX_WORKERS`].
+pub(super) fn worker_count(s: &str) -> std::result::Result<usize, String> {
+    let max = imgfeed::pipeline::check::MAX_WORKERS;
+    match at_least_one(s)? {
+        n if n > max => Err(format!("must be between 1 and {max}")),
+        n => Ok(n),
+    }
+}
+
+/// A seed: a whole number from 0 to 2^64 - 1 (`--seed -1` is read as a value, and refused
+/// in those words, not answered with clap's tip to write `-- -1`).
+pub(super) fn seed(s: &str) -> std::result::Result<u64, String> {
+    s.trim().parse::<u64>().map_err(|_| {
+        format!(
+            "seeds are whole numbers from 0 to {} (2^64 - 1), as source.seed and Python's \
+             seed=",
+            u64::MAX
+        )
+    })
+}
+
+/// A setting's flag whose values the command line refuses itself, naming the flag
+/// (`--batch-size 0`, `--workers 0`, `--seed -1`), instead of the pipeline key the library's
+/// check would name; the values it lets through are the table's type, so reading them back
+/// is unchanged.
+fn named_refusals(arg: clap::Arg) -> clap::Arg {
+    match arg.get_id().as_str() {
+        "batch_size" | "work_unit" | "num_shards" => arg.value_parser(at_least_one),
+        "workers" => arg.value_parser(worker_count),
+        "seed" => arg.value_parser(seed).allow_negative_numbers(true),
+        _ => arg,
+    }
 }
 
 /// The pipeline file and where its data is.
@@ -281,7 +330,8 @@ impl<G: Group> Args for Settings<G> {
             SETTINGS
                 .iter()
                 .filter(|r| Self::ours(r))
-                .flat_map(Setting::args),
+                .flat_map(Setting::args)
+                .map(named_refusals),
         )
     }
 
@@ -353,14 +403,14 @@ pub(super) fn refuse(sub: &str, why: String) -> ! {
     }
 }
 
-/// Parse the command line. A flag that the subcommand does not take but another does
+/// Parse the command line (`args`: the program's name, then its arguments). A flag that the subcommand does not take but another does
 /// (`run --json`) is answered with the commands that take it, not with clap's tip to pass
 /// it as a value (`-- --json`).
-pub(super) fn parse() -> Cli {
+pub(super) fn parse(args: Vec<std::ffi::OsString>) -> Cli {
     use clap::CommandFactory;
     use clap::FromArgMatches;
     let mut cli = Cli::command();
-    let err = match cli.try_get_matches_from_mut(std::env::args_os()) {
+    let err = match cli.try_get_matches_from_mut(args.iter()) {
         Ok(m) => match Cli::from_arg_matches(&m) {
             Ok(c) => return c,
             Err(e) => e,
@@ -371,8 +421,7 @@ pub(super) fn parse() -> Cli {
         if let Some(clap::error::ContextValue::String(flag)) =
             err.get(clap::error::ContextKind::InvalidArg)
         {
-            // args_os: a path that is not UTF-8 is a valid argument (`args` would panic)
-            let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+            // OsString: a path that is not UTF-8 is a valid argument
             let sub = args
                 .iter()
                 .skip(1)

@@ -55,6 +55,8 @@ struct Measured {
     step: f64,
     /// Ctrl-C stopped the run: the figures cover the part that ran.
     interrupted: bool,
+    /// The data is a converted (shards) dataset: advice to convert it does not apply.
+    converted: bool,
 }
 
 impl Measured {
@@ -126,16 +128,43 @@ fn verdict(m: &Measured, cores: usize) -> Verdict {
                 busy,
                 m.workers
             ),
-            advice: "read less and more sequentially: `imgfeed convert --format shards` \
-                     (one memory-mapped file per GB; `--store jpeg` with \
-                     pipelines/convert_jpeg256.toml stores a third of the bytes), or move the \
-                     data to a faster disk; more workers overlap more reads"
-                .into(),
+            advice: if m.converted {
+                "read less: these shards are read already; `--store jpeg` with \
+                 pipelines/convert_jpeg256.toml stores a third of raw's bytes, or move the \
+                 data to a faster disk; more workers overlap more reads"
+                    .into()
+            } else {
+                "read less and more sequentially: `imgfeed convert --format shards` \
+                 (one memory-mapped file per GB; `--store jpeg` with \
+                 pipelines/convert_jpeg256.toml stores a third of the bytes), or move the \
+                 data to a faster disk; more workers overlap more reads"
+                    .into()
+            },
         };
     }
     let more = m.workers < cores;
+    // The workers could use min(workers, cores) cores; far fewer busy means something else
+    // had them (another process) or the run was too short to fill them: "every core is
+    // busy" would contradict the figure beside it.
+    let usable = m.workers.min(cores) as f64;
+    let starved = !more && busy < 0.75 * usable;
+    let starved_advice = || {
+        format!(
+            "the {} workers kept only {busy:.1} of this machine's {cores} cores busy: other \
+             processes had the rest, or the run was too short to fill them; measure on an \
+             idle machine (and a longer run: --epochs) before changing the pipeline",
+            m.workers
+        )
+    };
     if decode >= 0.4 {
-        let advice = if more {
+        let advice = if starved {
+            starved_advice()
+        } else if m.converted {
+            "every core decodes: these shards store encoded images; converting with \
+             `--store raw` (no decode when read) or from images resized to 256 \
+             (pipelines/convert_jpeg256.toml) decodes less"
+                .into()
+        } else if more {
             format!(
                 "more workers: this machine has {cores} cores and the run used {}; each \
                  worker adds about {per_worker:.0} images/s until the cores are busy \
@@ -176,6 +205,14 @@ fn verdict(m: &Measured, cores: usize) -> Verdict {
                 "more workers: this machine has {cores} cores and the run used {}",
                 m.workers
             )
+        } else if starved {
+            starved_advice()
+        } else if m.converted {
+            format!(
+                "every core is busy: make {stage} cheaper (the data is converted already: \
+                 {stage} is per-epoch work; a conversion whose pipeline does it, e.g. resizing \
+                 as pipelines/convert_raw256.toml, leaves less of it)"
+            )
         } else {
             format!("every core is busy: make {stage} cheaper (or store its result: convert)")
         },
@@ -199,6 +236,9 @@ fn measure(
     }
     let p = Pipeline::new(cfg)?;
     super::warn(&p, false);
+    if let Some(w) = super::resume_warning(c, &p) {
+        eprintln!("warning: {w}");
+    }
     if let Some(w) = p.empty_epoch_warning() {
         let e = imgfeed::error::Invalid::NothingToMeasure(w);
         return Err(imgfeed::Error::from(e).into());
@@ -228,7 +268,7 @@ fn measure(
             wait += w0.elapsed();
             let batch = batch?;
             for err in batch.skipped() {
-                bar.suspend(|| bad.add(err))?;
+                bar.suspend(|| bad.add(err, Some(e)))?;
             }
             images += batch.len();
             out_bytes += batch.image_bytes().len();
@@ -241,7 +281,7 @@ fn measure(
             }
         }
         for err in epoch.dropped_tail_errors() {
-            bar.suspend(|| bad.add(&err))?;
+            bar.suspend(|| bad.add(&err, Some(e)))?;
         }
         times.merge(&epoch.finish());
         if interrupt::requested() {
@@ -284,6 +324,7 @@ fn measure(
         wait: wait.as_secs_f64(),
         step: stepped.as_secs_f64(),
         interrupted,
+        converted: p.source().describe().starts_with("shards "),
     };
     Ok((p, Some(m)))
 }
@@ -544,7 +585,51 @@ mod tests {
             wait,
             step,
             interrupted: false,
+            converted: false,
         }
+    }
+
+    #[test]
+    fn a_verdict_does_not_contradict_its_figures() {
+        // 2 workers on 2 cores, but only 0.8 cores busy (another process had the rest)
+        let mut decode = run(
+            &[("read", 0.05), ("decode", 0.7), ("write", 0.25)],
+            2,
+            0.9,
+            0.0,
+        );
+        decode.cpu = 0.8;
+        let v = verdict(&decode, 2);
+        assert_eq!(v.bound, "decode");
+        assert!(!v.advice.contains("every core"), "{v:?}");
+        assert!(
+            v.advice.contains("only 0.8 of this machine's 2 cores busy"),
+            "{v:?}"
+        );
+        let mut resize = run(
+            &[("decode", 0.1), ("resize", 0.7), ("write", 0.2)],
+            2,
+            0.9,
+            0.0,
+        );
+        resize.cpu = 0.8;
+        let v = verdict(&resize, 2);
+        assert!(!v.advice.contains("every core"), "{v:?}");
+        // data converted already: no advice to convert it
+        let mut raw = run(
+            &[("decode", 0.0), ("resize", 0.7), ("write", 0.3)],
+            2,
+            0.9,
+            0.0,
+        );
+        raw.converted = true;
+        let v = verdict(&raw, 2);
+        assert!(v.advice.contains("every core is busy"), "{v:?}");
+        assert!(!v.advice.contains("store its result: convert"), "{v:?}");
+        raw.split = vec![("read".into(), 0.6), ("write".into(), 0.4)];
+        let v = verdict(&raw, 2);
+        assert_eq!(v.bound, "io");
+        assert!(!v.advice.contains("convert --format shards"), "{v:?}");
     }
 
     #[test]

@@ -40,6 +40,9 @@ pub fn check(c: &Common, print_config: bool) -> Result<i32> {
     for f in p.fusions() {
         println!("fused: {f}");
     }
+    if let Some(note) = super::dropped_note(&p) {
+        println!("{note}");
+    }
     let src = &cfg.source;
     println!(
         "epoch: {} samples in {} batches, {} workers; shard {} of {} (uneven {}); shuffle {}, seed {}; {} epoch(s); on_error {}",

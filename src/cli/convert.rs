@@ -11,7 +11,48 @@ use imgfeed::shards::slice_range;
 use imgfeed::sink::convert_to_shards_until;
 use imgfeed::sink::write_npy_dir;
 use imgfeed::{OnError, Pipeline};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// `path` absolute with its links resolved, for a path that may not exist yet: its nearest
+/// existing ancestor resolved, the rest appended; `None` where nothing of it resolves.
+fn resolved(path: &Path) -> Option<PathBuf> {
+    let mut rest = Vec::new();
+    let mut at = path;
+    loop {
+        if let Ok(found) = at.canonicalize() {
+            return Some(rest.iter().rev().fold(found, |p, c| p.join(c)));
+        }
+        rest.push(at.file_name()?.to_owned());
+        at = match at.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+    }
+}
+
+/// An output folder inside the dataset it converts would become part of that dataset: an
+/// ImageFolder tree would read it as one more class (an empty one, taking a label and
+/// moving every label after it), so `--out` inside `--data` is refused.
+fn refuse_out_inside_data(c: &Common, out: &Path) -> Result<()> {
+    let cfg = c.config()?;
+    let data = cfg.source.root();
+    // a URL root (s3://...) is no local folder: nothing resolves
+    if let (Ok(data_abs), Some(out_abs)) = (data.canonicalize(), resolved(out)) {
+        if out_abs.starts_with(&data_abs) {
+            super::args::refuse(
+                "convert",
+                format!(
+                    "--out {} is inside the dataset {}: the next read would take it for part \
+                     of the dataset (an ImageFolder tree for one more class, moving every label \
+                     after it); write the output outside the dataset's folder",
+                    out.display(),
+                    data.display()
+                ),
+            );
+        }
+    }
+    Ok(())
+}
 
 pub fn convert(
     c: &Common,
@@ -19,12 +60,16 @@ pub fn convert(
     slice: Option<(usize, usize)>,
     report: Option<&Path>,
 ) -> Result<i32> {
+    refuse_out_inside_data(c, out)?;
     let mut bad = Reporter::new(report)?;
     let mut cfg = c.config()?;
     cfg.batch.drop_remainder = false;
     cfg.engine.on_error = OnError::Skip;
     let p = Pipeline::new(cfg)?;
     super::warn(&p, false);
+    if let Some(w) = super::resume_warning(c, &p) {
+        eprintln!("warning: {w}");
+    }
     let (epoch, total) = match slice {
         Some((id, count)) => {
             let (first, end) = slice_range(p.samples_per_epoch(), id, count);
@@ -41,7 +86,7 @@ pub fn convert(
         interrupt::flag(),
         |n| bar.inc(n as u64),
         |e| {
-            if let Err(w) = bad.add(e) {
+            if let Err(w) = bad.add(e, Some(c.start_epoch)) {
                 report_err = Err(w);
             }
         },
@@ -93,6 +138,7 @@ pub fn convert_shards(
     (shard_size, store, slice): StoreFlags,
     report: Option<&Path>,
 ) -> Result<i32> {
+    refuse_out_inside_data(c, out)?;
     let cfg = c.config()?;
     let mut st = cfg.store.clone().unwrap_or_default();
     if let Some(s) = shard_size {
@@ -112,7 +158,7 @@ pub fn convert_shards(
         |n| bar.set_length(n as u64),
         |n| bar.inc(n as u64),
         |e| {
-            if let Err(w) = bad.add(e) {
+            if let Err(w) = bad.add(e, None) {
                 report_err = Err(w);
             }
         },

@@ -22,7 +22,7 @@ use anyhow::Result;
 use args::{parse, refuse, Command, Format};
 use common::Common;
 use imgfeed::{OnError, Pipeline};
-use span::{epoch_label, epoch_range, open_epoch, progress, run_images};
+use span::{epoch_label, epoch_range, open_epoch, progress, resume_warning, run_images};
 use start::resume_flags;
 
 /// The pipeline's own warnings (e.g. normalize's units), and for `run` and `check`
@@ -34,6 +34,21 @@ fn warn(p: &Pipeline, batches: bool) {
     if let Some(w) = p.empty_epoch_warning().filter(|_| batches) {
         eprintln!("warning: {w}");
     }
+}
+
+/// What `drop_remainder` leaves out of every epoch (barring skipped samples), in words, or
+/// `None` when it leaves out nothing.
+fn dropped_note(p: &Pipeline) -> Option<String> {
+    let bs = p.config().batch.size;
+    let samples = p.samples_per_epoch();
+    let dropped = samples.saturating_sub(p.batches_per_epoch() * bs);
+    (p.config().batch.drop_remainder && dropped > 0 && dropped < samples).then(|| {
+        format!(
+            "drop_remainder: the last {dropped} of each epoch's {samples} samples are dropped \
+             (they do not fill a batch of {bs}; drop_remainder = false keeps them in a short \
+             last batch)"
+        )
+    })
 }
 
 /// What `run` and `bench` call the bad samples they report.
@@ -56,8 +71,12 @@ fn exit_code(e: &anyhow::Error) -> i32 {
     }
 }
 
-pub fn main() -> i32 {
-    let cli = parse();
+/// The `imgfeed` command with `args` (its name first, as `std::env::args_os` gives them):
+/// runs it and returns its exit code. Also the wheel's `imgfeed` (a console script into the
+/// Python module), so the command is this code in both.
+pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
+    quiet_on_closed_pipe();
+    let cli = parse(args.into_iter().collect());
     interrupt::install();
     let r: Result<i32> = match cli.command {
         Command::Check {
@@ -216,6 +235,18 @@ pub fn main() -> i32 {
             }
             exit_code(&e)
         }
+    }
+}
+
+/// A closed output (`imgfeed run ... | head -1`) ends the process quietly, as it ends `cat`
+/// or `seq`: the default action of SIGPIPE, which Rust's runtime (and Python's) otherwise
+/// ignores (so that the next `println!` would panic on the write's `EPIPE`).
+fn quiet_on_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: `signal` with SIG_DFL installs no handler; the command calls it before it
+    // starts any thread of its own.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

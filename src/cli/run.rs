@@ -23,8 +23,14 @@ pub fn run(
     cfg.engine.fingerprint = true;
     let p = Pipeline::new(cfg)?;
     super::warn(&p, true);
+    if let Some(w) = super::resume_warning(c, &p) {
+        eprintln!("warning: {w}");
+    }
     let mut bad = Reporter::new(report)?;
     println!("{}", p.source().describe());
+    if let Some(note) = super::dropped_note(&p) {
+        println!("{note}");
+    }
     let mut left = max_batches.unwrap_or(usize::MAX);
     let range = epoch_range(c, &p, epochs)?;
     let last = range.end - 1;
@@ -48,7 +54,7 @@ pub fn run(
             left -= 1;
             let batch = batch?;
             for err in batch.skipped() {
-                bar.suspend(|| bad.add(err))?;
+                bar.suspend(|| bad.add(err, Some(e)))?;
             }
             for &f in batch.fingerprints().unwrap_or_default() {
                 digest = fold(digest, f);
@@ -74,7 +80,7 @@ pub fn run(
             None
         };
         for err in epoch.dropped_tail_errors() {
-            bar.suspend(|| bad.add(&err))?;
+            bar.suspend(|| bad.add(&err, Some(e)))?;
         }
         let secs = t0.elapsed().as_secs_f64();
         if interrupt::requested() {
@@ -90,6 +96,11 @@ pub fn run(
             return Ok(interrupt::EXIT);
         }
         let spec = p.output_spec();
+        if batches == 0 {
+            // no batch: the shape of one with no sample
+            let d = spec.dims();
+            shape = [0, d[0].unwrap_or(0), d[1].unwrap_or(0), d[2].unwrap_or(0)];
+        }
         // Class indices sum to a whole number; soft labels to about one per sample.
         let label_sum = match spec.label {
             imgfeed::LabelType::F32 => format!("{label_sum:.3}"),

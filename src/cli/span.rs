@@ -7,6 +7,26 @@ use imgfeed::error::Invalid;
 use imgfeed::Pipeline;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+pub(super) fn skipping(p: &Pipeline) -> bool {
+    p.config().engine.on_error == imgfeed::OnError::Skip
+}
+
+/// A resume at `--start-batch` > 0 without `--start-sample` while bad samples are skipped:
+/// it starts at `batch × batch_size`, which is not where the stopped run's batch started if
+/// it skipped samples before it (the hint names `--start-sample` for that).
+pub(super) fn resume_warning(c: &Common, p: &Pipeline) -> Option<String> {
+    (skipping(p) && c.start_batch > 0 && c.start_sample.is_none()).then(|| {
+        format!(
+            "--start-batch {} without --start-sample, with bad samples skipped: this starts at \
+             sample {} (batch × batch size), but where the stopped run skipped samples before \
+             that batch, it started later and this gives another stream; pass the \
+             --start-sample of the stopped run's resume hint",
+            c.start_batch,
+            c.start_batch * p.config().batch.size
+        )
+    })
+}
+
 /// The epochs a run makes: from `--start-epoch` up to `--epochs` (or `source.num_epochs`).
 pub(super) fn epoch_range(
     c: &Common,

@@ -97,7 +97,10 @@ pub(super) fn resume_flags(p: &Pipeline, s: State, worlds: &[World]) -> String {
     let plain = job
         .world()
         .map_or(0, |w| s.batch.saturating_sub(w.batch) * w.batch_size);
-    if let Some(sample) = job.sample.filter(|&x| x != plain) {
+    // Under `on_error = "skip"` the hint always names it (a resume without it warns:
+    // `span::resume_warning`), so the stream cannot shift silently.
+    let skipping = super::span::skipping(p) && s.batch > 0;
+    if let Some(sample) = job.sample.filter(|&x| x != plain || skipping) {
         flags.push_str(&format!(" --start-sample {sample}"));
     }
     let list: Vec<String> = job

@@ -77,6 +77,10 @@ pub fn run(a: &ValidateArgs) -> Result<i32> {
         .map_err(|e| imgfeed::Error::from(Invalid::Decode(e)))?;
     let jpeg = decode.decoder.describe();
     let opened = source.open()?;
+    let warnings = opened.warnings();
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
     let mut bad = Reporter::new(a.report.as_deref())?;
     let bar = progress(opened.len() as u64, "samples");
     let report = validate(
@@ -87,12 +91,13 @@ pub fn run(a: &ValidateArgs) -> Result<i32> {
     );
     bar.finish_and_clear();
     for e in &report.bad {
-        bad.add(e)?;
+        bad.add(e, None)?;
     }
     bad.finish()?;
     if a.json {
         let mut v = to_json(&report, &bad);
         v["jpeg_decoder"] = serde_json::json!(jpeg);
+        v["warnings"] = serde_json::json!(warnings);
         println!("{v}");
     } else {
         print_text(&report, &bad);

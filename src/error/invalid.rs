@@ -124,6 +124,31 @@ pub enum Invalid {
         /// The shard's samples in that epoch.
         samples: usize,
     },
+    /// A resume position whose sample contradicts its batch: a batch starts at `batch ×
+    /// batch_size`, or later where `on_error = "skip"` left samples out before it.
+    #[error(
+        "cannot start batch {batch} of epoch {epoch} at sample {sample} (--start-sample): \
+         batch {batch} starts at sample {first} (batch × batch size){}",
+        if *skipping { ", or later where samples before it were skipped, never earlier" }
+        else { ", as no sample is left out unless on_error = \"skip\"" }
+    )]
+    ResumeContradicts {
+        /// The batch asked for.
+        batch: usize,
+        /// The position asked for.
+        sample: usize,
+        /// The epoch.
+        epoch: u64,
+        /// `batch × batch_size`.
+        first: usize,
+        /// Whether bad samples are skipped (which moves a batch's first sample later).
+        skipping: bool,
+    },
+    /// A `[source]` without `root`, and no `--data` (or `data=`) to give it.
+    #[error(
+        "source: no dataset root: set `root` in [source], or pass --data DIR (data= in Python)"
+    )]
+    NoRoot,
     /// A run's first epoch not below its last.
     #[error("--start-epoch {start} is not below the {end} epochs of the run")]
     StartEpoch {

@@ -224,7 +224,9 @@ impl PipelineConfig {
             });
         }
         let root = cfg.source.dataset.root_mut();
-        if root.is_relative() && !crate::store::url::is_remote(root) {
+        // no root (`--data` gives it): left empty, for `open` to ask for it
+        if root.is_relative() && !root.as_os_str().is_empty() && !crate::store::url::is_remote(root)
+        {
             if let Some(dir) = path.parent() {
                 *root = dir.join(&*root);
             }

@@ -166,8 +166,10 @@ impl Pipeline {
             })
             .max(1);
         let pool = Arc::new(Pool::new(shape, prefetch + e.queue.max(1) + 2));
+        let mut warnings = source.warnings();
+        warnings.extend(check::unit_warnings(&config.ops, &stages));
         Ok(Pipeline {
-            warnings: check::unit_warnings(&config.ops, &stages),
+            warnings,
             config,
             source,
             stages,
@@ -178,9 +180,10 @@ impl Pipeline {
         })
     }
 
-    /// What looks like a mistake but runs: a `normalize` given 0–1 mean and std (torchvision's
-    /// units) on 0–255 pixels, which would produce values around ±2000. Every command
-    /// prints these; nothing is changed.
+    /// What looks like a mistake but runs: the source's (an ImageFolder class folder without
+    /// samples, which still takes a label), and a `normalize` given 0–1 mean and std
+    /// (torchvision's units) on 0–255 pixels, which would produce values around ±2000.
+    /// Every command prints these; nothing is changed.
     pub fn warnings(&self) -> &[String] {
         &self.warnings
     }
@@ -297,9 +300,27 @@ impl Pipeline {
             }
             .into());
         }
+        let first = state.batch * bs;
+        let skipping = self.config.engine.on_error == OnError::Skip;
+        if let Some(sample) = state.sample {
+            // (positions past the order's end are its end: the state after a short last batch)
+            let (at, least) = (sample.min(order.len()), first.min(order.len()));
+            if at < least || (!skipping && at != least) {
+                return Err(Invalid::ResumeContradicts {
+                    batch: state.batch,
+                    sample,
+                    epoch: state.epoch,
+                    first,
+                    skipping,
+                }
+                .into());
+            }
+        }
+        // `batch × batch_size` is where the batch starts when nothing was skipped; past the
+        // order's end it is the end (the state after a short last batch)
         let start = match state.sample {
-            Some(s) if self.config.engine.on_error == OnError::Skip => s,
-            _ => (state.batch * bs).min(order.len()),
+            Some(s) if skipping && s != first => s,
+            _ => first.min(order.len()),
         };
         if start > order.len() {
             return Err(Invalid::ResumeSample {

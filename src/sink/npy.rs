@@ -139,6 +139,15 @@ pub fn write_npy_dir(
         .into());
     }
     crate::sink::create_out_dir(dir)?;
+    // as a shards conversion refuses a folder holding one (ShardWriter::create)
+    if let Some(there) = OUTPUTS.iter().map(|n| dir.join(n)).find(|p| p.exists()) {
+        return Err(Error::Dataset {
+            path: there,
+            reason: "already exists: this folder holds a conversion (remove it or choose \
+                     another --out)"
+                .into(),
+        });
+    }
     let partial = |name: &str| dir.join(format!("{name}{PARTIAL}"));
     let r = write_partial(epoch, pipeline, dir, stop, on_batch, on_skip);
     let done = matches!(&r, Ok(report) if !report.interrupted);

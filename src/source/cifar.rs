@@ -267,6 +267,29 @@ pub struct Cifar {
     layout: Layout,
     files: Vec<RecordFile>,
     len: usize,
+    /// `(class name, label)` from the names file beside the records, where there is one.
+    classes: Vec<(String, u32)>,
+}
+
+/// The class names the binary distributions ship beside the records (one per line, in
+/// label order): `batches.meta.txt` (CIFAR-10), `fine_label_names.txt` and
+/// `coarse_label_names.txt` (CIFAR-100, for the label kept in column 0). Names are
+/// optional: none where the file is absent or unreadable.
+fn class_names(root: &Path, kind: CifarKind, label: CifarLabel) -> Vec<(String, u32)> {
+    let file = match (kind, label) {
+        (CifarKind::Cifar10, _) => "batches.meta.txt",
+        (CifarKind::Cifar100, CifarLabel::Fine) => "fine_label_names.txt",
+        (CifarKind::Cifar100, _) => "coarse_label_names.txt",
+    };
+    let Ok(text) = std::fs::read_to_string(root.join(file)) else {
+        return Vec::new();
+    };
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .zip(0u32..)
+        .map(|(name, label)| (name.to_string(), label))
+        .collect()
 }
 
 impl std::fmt::Debug for Cifar {
@@ -397,6 +420,7 @@ impl Cifar {
             layout,
             files,
             len,
+            classes: class_names(root, kind, label),
         })
     }
 
@@ -451,6 +475,10 @@ impl Source for Cifar {
             },
             ..Spec::encoded()
         }
+    }
+
+    fn classes(&self) -> &[(String, u32)] {
+        &self.classes
     }
 
     fn sample_name(&self, index: usize) -> String {

@@ -17,6 +17,7 @@ use std::sync::Arc;
 pub struct CifarConfig {
     /// The folder holding `data_batch_1.bin` … `test_batch.bin` (binary layout) or
     /// `data_batch_1` … `test_batch` (torchvision's `cifar-10-batches-py`).
+    #[serde(default)]
     pub root: PathBuf,
     /// train, test or all (default train).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -18,6 +18,7 @@ use std::sync::Arc;
 pub struct Cifar100Config {
     /// The folder holding `train.bin` and `test.bin` (binary layout) or `train` and `test`
     /// (torchvision's `cifar-100-python`).
+    #[serde(default)]
     pub root: PathBuf,
     /// train, test or all (default train).
     #[serde(default, skip_serializing_if = "Option::is_none")]

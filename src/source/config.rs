@@ -125,6 +125,9 @@ impl SourceConfig {
     /// as shards whatever the kind, when its listing options are the ones it was converted
     /// with; any other opens as its kind says.
     pub fn open(&self) -> Result<Arc<dyn Source>> {
+        if self.root().as_os_str().is_empty() {
+            return Err(Invalid::NoRoot.into());
+        }
         let def = self.dataset.def();
         match DatasetRoot::parse(self.root(), &self.remote)? {
             DatasetRoot::Local(root) => {

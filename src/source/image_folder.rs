@@ -37,6 +37,7 @@ use std::sync::Arc;
 #[non_exhaustive]
 pub struct ImageFolderConfig {
     /// Dataset root (relative paths in a file are relative to the file's folder).
+    #[serde(default)]
     pub root: PathBuf,
     /// Extensions to read (default jpg, jpeg, png, bmp, webp).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -189,6 +190,8 @@ impl Ignored {
 pub struct ImageFolder {
     root: PathBuf,
     classes: Vec<(String, u32)>,
+    /// The classes whose folder holds no sample (they keep their label).
+    empty: Vec<(String, u32)>,
     samples: Vec<(PathBuf, u32)>,
     ignored: Vec<(PathBuf, Ignored)>,
     max_file_bytes: u64,
@@ -364,9 +367,13 @@ impl ImageFolder {
             }
         };
         let mut samples = Vec::new();
+        let mut empty = Vec::new();
         for (name, label) in &classes {
             let mut files = Vec::new();
             collect(name, &mut files, &mut ignored)?;
+            if files.is_empty() {
+                empty.push((name.clone(), *label));
+            }
             files.sort();
             samples.extend(files.into_iter().map(|p| (p, *label)));
         }
@@ -384,6 +391,7 @@ impl ImageFolder {
         Ok(ImageFolder {
             root: root.to_path_buf(),
             classes,
+            empty,
             samples,
             ignored,
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
@@ -481,6 +489,22 @@ impl Source for ImageFolder {
     }
 
     /// Entries under the root that are not samples, with why (root-relative, sorted).
+    /// A class folder without samples still takes a label (as in MindSpore's
+    /// `ImageFolderDataset`): every class after it is labelled one higher than without it.
+    fn warnings(&self) -> Vec<String> {
+        self.empty
+            .iter()
+            .map(|(name, label)| {
+                format!(
+                    "class folder {} holds no samples but takes label {label} (as MindSpore \
+                     labels it): the classes after it are labelled one higher than without it; \
+                     remove the folder, or name the classes to read in class_indexing",
+                    self.root.join(name).display()
+                )
+            })
+            .collect()
+    }
+
     fn ignored(&self) -> &[(PathBuf, Ignored)] {
         &self.ignored
     }

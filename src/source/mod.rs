@@ -227,6 +227,12 @@ pub trait Source: Send + Sync {
     fn ignored(&self) -> &[(std::path::PathBuf, Ignored)] {
         &[]
     }
+    /// What about the dataset looks like a mistake but is read as it is (an ImageFolder
+    /// class folder without samples, which still takes a label), one line each; every
+    /// command prints them.
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// An epoch starts: it reads the samples `order` (indices in the order workers claim
     /// them; a resumed epoch's from where it resumes). A hint for sources that fetch ahead
     /// (object storage); the default ignores it.

@@ -23,6 +23,7 @@ use std::sync::Arc;
 #[non_exhaustive]
 pub struct ShardsConfig {
     /// The folder holding `manifest.json`.
+    #[serde(default)]
     pub root: PathBuf,
 }
 

@@ -361,6 +361,10 @@ impl Source for RemoteTree {
         self.listing.ignored()
     }
 
+    fn warnings(&self) -> Vec<String> {
+        self.listing.warnings()
+    }
+
     fn sample_name(&self, index: usize) -> String {
         self.listing.sample_name(index)
     }

@@ -426,6 +426,13 @@ class Dataset:
     #: What MindSpore's device queue (dataset sink mode on Ascend/GPU) reads or calls.
     _SINK_METHODS = frozenset("device_que to_device send input_indexs".split())
 
+    def __add__(self, other: Any) -> Any:
+        # MindSpore's `ds1 + ds2` is Dataset.concat
+        raise NotImplementedError(
+            "Dataset + Dataset is MindSpore's Dataset.concat, which imgfeed's engine does not support "
+            "(one pipeline reads one dataset: put the images in one tree, or convert each and read them in turn)"
+        )
+
     def __getattr__(self, name: str) -> Any:
         if name in Dataset._MINDSPORE_METHODS:
             raise NotImplementedError(f"Dataset.{name} is not supported by imgfeed's engine")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional
@@ -18,14 +19,17 @@ from .._pipeline import PathLike, Pipeline
 _SLICES = ".imgfeed-slices"
 
 
-def _binary(binary: Optional[PathLike]) -> str:
-    found = os.fspath(binary) if binary is not None else (os.environ.get("IMGFEED_BIN") or shutil.which("imgfeed"))
-    if not found:
-        raise FileNotFoundError(
-            "imgfeed.ray.convert runs the imgfeed command (the wheel holds only the Python module): "
-            "pass binary=PATH, set IMGFEED_BIN, or put imgfeed on the PATH (cargo install --path .) on every node"
-        )
-    return found
+def _binary(binary: Optional[PathLike]) -> Optional[str]:
+    """The ``imgfeed`` command given: ``binary``, else ``IMGFEED_BIN``; None for the one the
+    installed wheel carries (:func:`_command`)."""
+    return os.fspath(binary) if binary is not None else os.environ.get("IMGFEED_BIN") or None
+
+
+def _command(binary: Optional[str]) -> List[str]:
+    """The command line of ``imgfeed`` on this node: ``binary``, else this package's own
+    command (``python -m imgfeed`` with the interpreter running the task, the wheel's
+    command line: a node needs nothing beyond the wheel)."""
+    return [binary] if binary else [sys.executable, "-m", "imgfeed"]
 
 
 def _die_with_parent() -> None:
@@ -40,7 +44,7 @@ def _die_with_parent() -> None:
         pass
 
 
-def _convert_slice(binary: str, cmd: List[str], out: str, i: int, k: int) -> Dict[str, Any]:
+def _convert_slice(binary: Optional[str], cmd: List[str], out: str, i: int, k: int) -> Dict[str, Any]:
     """A Ray task: ``imgfeed convert ... --slice i/k`` into a folder of its own
     (``OUT/.imgfeed-slices/I.attempt-UUID``), renamed to ``OUT/.imgfeed-slices/I`` once the
     command has succeeded: only a complete slice counts, and a retried task never adds to
@@ -52,7 +56,7 @@ def _convert_slice(binary: str, cmd: List[str], out: str, i: int, k: int) -> Dic
         return {"slice": i, "node_id": node, "returncode": 0, "stdout": "(done by an earlier attempt)", "stderr": ""}
     attempt = slices / f"{i:05d}.attempt-{uuid.uuid4().hex}"
     run = subprocess.run(
-        [binary, *cmd, "--slice", f"{i}/{k}", "--out", str(attempt)],
+        [*_command(binary), *cmd, "--slice", f"{i}/{k}", "--out", str(attempt)],
         capture_output=True, text=True, preexec_fn=_die_with_parent,
     )
     if run.returncode not in (0, 1):  # 1: bad samples skipped, the rest written (as the CLI)
@@ -87,8 +91,8 @@ def convert(
     machine's conversion). ``args``: more ``imgfeed convert`` flags (``--store raw``,
     ``--shard-size 256MB``, ``--workers 4``, sampling flags for npy, ...).
 
-    Every node runs the ``imgfeed`` command (``binary``, else ``IMGFEED_BIN``, else the
-    ``PATH``'s) and sees ``pipeline``, ``data`` and ``out`` at the same paths. A task writes
+    Every node runs the ``imgfeed`` command (``binary``, else ``IMGFEED_BIN``, else the one
+    the installed wheel carries, ``python -m imgfeed``) and sees ``pipeline``, ``data`` and ``out`` at the same paths. A task writes
     into a folder of its own that counts once the command succeeded, so a task Ray retries
     (its worker died) never duplicates records. Returns ``{"slices": [each task's slice,
     node_id, returncode, stdout, stderr], "merge": merge-index's or merge-npy's output}``; raises
@@ -130,13 +134,13 @@ def convert(
         for part in parts:
             for f in sorted(part.iterdir()):
                 os.replace(f, out_dir / f.name)
-        run = subprocess.run([exe, "merge-index", str(out_dir)], capture_output=True, text=True)
+        run = subprocess.run([*_command(exe), "merge-index", str(out_dir)], capture_output=True, text=True)
         if run.returncode != 0:
             raise RuntimeError(f"imgfeed merge-index {out_dir} exited {run.returncode}: {run.stderr.strip()}")
         merge = run.stdout
     else:
         # The sink's own join (it knows the files' layout): images.npy last, as one conversion.
-        run = subprocess.run([exe, "merge-npy", str(out_dir), *map(str, parts)], capture_output=True, text=True)
+        run = subprocess.run([*_command(exe), "merge-npy", str(out_dir), *map(str, parts)], capture_output=True, text=True)
         if run.returncode != 0:
             raise RuntimeError(f"imgfeed merge-npy {out_dir} exited {run.returncode}: {run.stderr.strip()}")
         merge = run.stdout
