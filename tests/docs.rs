@@ -154,6 +154,7 @@ fn every_imgfeed_command_line_in_the_docs_uses_flags_its_command_takes() {
         "run",
         "convert",
         "merge-index",
+        "merge-npy",
         "bench",
         "validate",
     ];
