@@ -772,6 +772,7 @@ fn without_credentials_and_metadata_the_stores_say_what_they_looked_for() {
     for (url, says) in [
         ("gs://data/ds", "GOOGLE_APPLICATION_CREDENTIALS"),
         ("az://data/ds", "AZURE_STORAGE_ACCOUNT_KEY"),
+        ("s3://data/ds", "AWS_ACCESS_KEY_ID"),
     ] {
         let o = run(
             EVAL,

@@ -5,7 +5,7 @@
 use super::error::SetupError;
 use super::kind::{client_options, metadata_disabled, named, no_retries, writable, Stores};
 use super::{StoreKind, StoreUrl};
-use object_store::aws::AmazonS3Builder;
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 
 /// Amazon S3 (see the module).
 #[derive(Debug)]
@@ -48,6 +48,16 @@ impl StoreKind for S3 {
             }
         }
         if metadata_disabled(Some("AWS_EC2_METADATA_DISABLED")) {
+            if !credentials_given(&builder) {
+                // Nothing to sign with and no metadata server to ask: say so before any
+                // request (the client would otherwise retry a closed port for seconds).
+                return Err(SetupError::NoCredentials(
+                    "no credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, \
+                     AWS_WEB_IDENTITY_TOKEN_FILE, AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or \
+                     _FULL_URI, or AWS_SKIP_SIGNATURE=true), and the instance-metadata server \
+                     is not asked (IMGFEED_NO_METADATA or AWS_EC2_METADATA_DISABLED)",
+                ));
+            }
             // No instance-metadata lookup: point it at a closed loopback port.
             builder = builder.with_metadata_endpoint("http://127.0.0.1:9");
         }
@@ -58,4 +68,18 @@ impl StoreKind for S3 {
                 .build(),
         )
     }
+}
+
+/// Whether the environment gives the client something to sign with (or says not to sign)
+/// other than the instance-metadata server.
+fn credentials_given(builder: &AmazonS3Builder) -> bool {
+    let set = |k: AmazonS3ConfigKey| builder.get_config_value(&k).is_some_and(|v| !v.is_empty());
+    let keys = set(AmazonS3ConfigKey::AccessKeyId) && set(AmazonS3ConfigKey::SecretAccessKey);
+    let unsigned = builder
+        .get_config_value(&AmazonS3ConfigKey::SkipSignature)
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    keys || unsigned
+        || set(AmazonS3ConfigKey::WebIdentityTokenFile)
+        || set(AmazonS3ConfigKey::ContainerCredentialsRelativeUri)
+        || set(AmazonS3ConfigKey::ContainerCredentialsFullUri)
 }
