@@ -25,7 +25,7 @@ pub struct Traffic {
     pub downloads: u64,
     /// Files found complete in the cache (no request).
     pub cache_hits: u64,
-    /// Nanoseconds that reads spent waiting for shard files (all workers together): the
+    /// Nanoseconds that reads spent waiting for objects (all workers together): the
     /// time the store held the pipeline up.
     pub waited_ns: u64,
     /// Body bytes sent (uploads).
@@ -60,7 +60,7 @@ impl std::fmt::Display for Traffic {
         write!(
             f,
             "object store: {} requests, {:.1} MB received, {} retries, {} files downloaded, {} \
-             from the cache, reads waited {:.3} s for shard files",
+             from the cache, reads waited {:.3} s for objects",
             self.requests,
             self.bytes as f64 / 1e6,
             self.retries,
