@@ -32,6 +32,7 @@ mod job_state;
 pub mod overrides;
 mod places;
 mod runtime;
+mod setting;
 
 pub use crate::source::{Dataset, SourceConfig, SourceKind};
 pub use check::spec_chain;
