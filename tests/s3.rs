@@ -763,6 +763,15 @@ fn missing_truncated_and_forbidden_objects_fail_naming_the_object() {
             text(&o.stdout)
         );
     }
+    // A bucket that does not exist: said in words, not the store's XML (an image tree's
+    // listing and a shards dataset's manifest alike).
+    let o = run_remote(EVAL, "s3://no-such-bucket/ds", cache.path(), &env);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("s3://no-such-bucket: no such bucket in S3") && !err.contains("<?xml"),
+        "{err}"
+    );
     // A shards pipeline on a prefix without a manifest: say what to do.
     let pipeline = local.path().join("shards_eval.toml");
     let toml = std::fs::read_to_string(common::repo().join("pipelines/resnet50_eval.toml"))

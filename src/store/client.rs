@@ -168,6 +168,12 @@ impl StoreClient {
 
     pub(super) fn classify(&self, file: &str, e: object_store::Error) -> Failure {
         let object = self.url.object(file);
+        if names_missing_bucket(&e.to_string()) {
+            return Failure::Fatal(StoreError::NoBucket {
+                bucket: format!("{}://{}", self.url.scheme, self.url.bucket),
+                store: self.url.store(),
+            });
+        }
         match e {
             object_store::Error::NotFound { .. } => Failure::Fatal(StoreError::NotFound {
                 object,
@@ -374,6 +380,14 @@ fn status_of(text: &str) -> Option<u16> {
     text.get(at..at + 3)?.parse().ok()
 }
 
+/// Whether a store's answer says the bucket (container) itself does not exist: S3's
+/// `NoSuchBucket`, Azure's `ContainerNotFound`, GCS's "bucket does not exist".
+fn names_missing_bucket(text: &str) -> bool {
+    ["NoSuchBucket", "ContainerNotFound", "bucket does not exist"]
+        .iter()
+        .any(|code| text.contains(code))
+}
+
 /// The first line of a store's message, at most 300 characters.
 fn short(text: &str) -> String {
     let line = text.lines().next().unwrap_or("");
@@ -383,6 +397,17 @@ fn short(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_bucket_is_recognised_in_each_stores_words() {
+        assert!(names_missing_bucket("Server returned non-2xx status code: 404 Not Found: <?xml version=\"1.0\"?><Error><Code>NoSuchBucket</Code>"));
+        assert!(names_missing_bucket(
+            "404 The specified container does not exist. ContainerNotFound"
+        ));
+        assert!(!names_missing_bucket(
+            "404 Not Found: <Error><Code>NoSuchKey</Code>"
+        ));
+    }
 
     #[test]
     fn status_codes_are_found_in_store_messages() {

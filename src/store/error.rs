@@ -69,6 +69,14 @@ pub enum StoreError {
         /// More help, from the reader that asked.
         hint: String,
     },
+    /// The bucket (container) does not exist: every object under it is missing.
+    #[error("{bucket}: no such bucket in {} (check the name, the endpoint and the region)", store.name())]
+    NoBucket {
+        /// `s3://bucket`.
+        bucket: String,
+        /// The store that said so.
+        store: &'static dyn StoreKind,
+    },
     /// The credentials were refused or do not allow reading the object (401/403).
     #[error(
         "{object}: access denied by {} ({reason}); check {}",
@@ -135,6 +143,7 @@ impl StoreError {
     pub fn subject(&self) -> PathBuf {
         match self {
             StoreError::Url { url, .. } | StoreError::Setup { url, .. } => url.into(),
+            StoreError::NoBucket { bucket, .. } => bucket.into(),
             StoreError::NotFound { object, .. }
             | StoreError::Denied { object, .. }
             | StoreError::Request { object, .. }
