@@ -80,6 +80,25 @@ fn fake_gcs_bin() -> Option<PathBuf> {
 
 /// Why this machine cannot run the tests of `server`, or `None` when it can.
 fn unavailable(server: Server) -> Option<String> {
+    if let Some(why) = not_isolated() {
+        return Some(why);
+    }
+    match server {
+        Server::Azurite if azurite_bin().is_none() => Some(
+            "Azurite is not installed: bash python/envs.sh azurite (or IMGFEED_AZURITE)".into(),
+        ),
+        Server::FakeGcs if fake_gcs_bin().is_none() => Some(
+            "fake-gcs-server is not installed: bash python/envs.sh gcs (or \
+             IMGFEED_FAKE_GCS_SERVER)"
+                .into(),
+        ),
+        _ => None,
+    }
+}
+
+/// Why this process may reach more than loopback (`None`: a namespace holding only
+/// loopback, up).
+fn not_isolated() -> Option<String> {
     let dev = std::fs::read_to_string("/proc/net/dev").unwrap_or_default();
     let ifaces: Vec<&str> = dev
         .lines()
@@ -95,17 +114,7 @@ fn unavailable(server: Server) -> Option<String> {
     if TcpListener::bind("127.0.0.1:0").is_err() {
         return Some("loopback is down (ip link set lo up)".into());
     }
-    match server {
-        Server::Azurite if azurite_bin().is_none() => Some(
-            "Azurite is not installed: bash python/envs.sh azurite (or IMGFEED_AZURITE)".into(),
-        ),
-        Server::FakeGcs if fake_gcs_bin().is_none() => Some(
-            "fake-gcs-server is not installed: bash python/envs.sh gcs (or \
-             IMGFEED_FAKE_GCS_SERVER)"
-                .into(),
-        ),
-        _ => None,
-    }
+    None
 }
 
 /// True when the test may run; otherwise prints why (and fails when they are required).
@@ -791,6 +800,49 @@ fn without_credentials_and_metadata_the_stores_say_what_they_looked_for() {
             "{url}: {err}"
         );
     }
+}
+
+/// No credentials, metadata lookups allowed, and no metadata server (not a cloud node): the
+/// first request's failure says so at once, naming the variables (it retried for 16 s, then
+/// printed the token request's failure). Only in the loopback namespace: the client asks
+/// 169.254.169.254, which must not leave the machine.
+#[test]
+fn without_credentials_or_a_metadata_server_s3_says_so_at_once() {
+    if let Some(why) = not_isolated() {
+        assert!(
+            std::env::var("IMGFEED_STORE_TESTS").as_deref() != Ok("required"),
+            "IMGFEED_STORE_TESTS=required, but {why}"
+        );
+        let _ = writeln!(std::io::stderr(), "SKIPPED: {why}");
+        return;
+    }
+    let cache = tempfile::tempdir().expect("tempdir");
+    let cache_dir = cache.path().to_str().expect("utf-8");
+    let started = std::time::Instant::now();
+    let o = remote::imgfeed_with_env(
+        &[
+            "run",
+            EVAL[1],
+            "--data",
+            "s3://data/ds",
+            "--cache-dir",
+            cache_dir,
+        ],
+        &[("HOME", cache_dir)],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("s3://data/ds/manifest.json")
+            && err.contains("no credentials")
+            && err.contains("AWS_ACCESS_KEY_ID"),
+        "{err}"
+    );
+    assert!(
+        started.elapsed().as_secs() < 5,
+        "took {:?}",
+        started.elapsed()
+    );
 }
 
 /// `convert --out gs://` unsigned (`GOOGLE_SKIP_SIGNATURE`) asks no instance-metadata

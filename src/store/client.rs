@@ -168,6 +168,12 @@ impl StoreClient {
 
     pub(super) fn classify(&self, file: &str, e: object_store::Error) -> Failure {
         let object = self.url.object(file);
+        if asked_no_metadata_server(&e.to_string()) {
+            return Failure::Fatal(StoreError::NoCredentials {
+                object,
+                store: self.url.store(),
+            });
+        }
         if names_missing_bucket(&e.to_string()) {
             return Failure::Fatal(StoreError::NoBucket {
                 bucket: format!("{}://{}", self.url.scheme, self.url.bucket),
@@ -380,6 +386,14 @@ fn status_of(text: &str) -> Option<u16> {
     text.get(at..at + 3)?.parse().ok()
 }
 
+/// Whether a request failed because the client, finding no credentials in the
+/// environment, asked the instance-metadata server (169.254.169.254) and nothing answered
+/// there: not a cloud node, so retrying cannot help (a server that answers with an error is
+/// retried as any other).
+fn asked_no_metadata_server(text: &str) -> bool {
+    text.contains("169.254.169.254") && text.contains("error sending request")
+}
+
 /// Whether a store's answer says the bucket (container) itself does not exist: S3's
 /// `NoSuchBucket`, Azure's `ContainerNotFound`, GCS's "bucket does not exist".
 fn names_missing_bucket(text: &str) -> bool {
@@ -397,6 +411,14 @@ fn short(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_absent_metadata_server_is_recognised() {
+        assert!(asked_no_metadata_server("Generic S3 error: Error performing PUT http://169.254.169.254/latest/api/token in 1.9ms - HTTP error: error sending request"));
+        assert!(!asked_no_metadata_server(
+            "Error performing GET http://127.0.0.1:9000/b/k - HTTP error: error sending request"
+        ));
+    }
 
     #[test]
     fn a_missing_bucket_is_recognised_in_each_stores_words() {

@@ -69,6 +69,19 @@ pub enum StoreError {
         /// More help, from the reader that asked.
         hint: String,
     },
+    /// No credentials in the environment, and no instance-metadata server to give them.
+    #[error(
+        "{object}: no credentials in the environment, and no instance-metadata server \
+         answered (not a cloud node): check {}; with IMGFEED_NO_METADATA=true this is said \
+         before any request",
+        store.credentials_hint()
+    )]
+    NoCredentials {
+        /// `s3://bucket/key`.
+        object: String,
+        /// The store whose client looked.
+        store: &'static dyn StoreKind,
+    },
     /// The bucket (container) does not exist: every object under it is missing.
     #[error("{bucket}: no such bucket in {} (check the name, the endpoint and the region)", store.name())]
     NoBucket {
@@ -146,6 +159,7 @@ impl StoreError {
             StoreError::NoBucket { bucket, .. } => bucket.into(),
             StoreError::NotFound { object, .. }
             | StoreError::Denied { object, .. }
+            | StoreError::NoCredentials { object, .. }
             | StoreError::Request { object, .. }
             | StoreError::GaveUp { object, .. }
             | StoreError::Changed { object, .. } => object.into(),
