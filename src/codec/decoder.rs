@@ -130,6 +130,7 @@ impl JpegHeader {
     /// rectangle decoded for `rect` ([`JpegHeader::mcu_aligned`]), with `out` grown to hold
     /// it at `channels` bytes a pixel — grown only, never zeroed: the decode writes every
     /// byte of the rectangle (zeroing per image was a measured 2% of the instructions).
+    #[cfg(any(imgfeed_libjpeg, feature = "turbojpeg"))]
     pub(crate) fn region_out(&self, rect: Rect, channels: usize, out: &mut Vec<u8>) -> Rect {
         let aligned = self.mcu_aligned(rect);
         let need = aligned.height * aligned.width * channels;
