@@ -1186,6 +1186,30 @@ fn an_image_tree_in_the_store_reads_like_the_local_tree() {
         let epochs = digests(&o).len() as u64;
         assert!(traffic(&o, "requests") >= 12 * epochs + 2, "{out}");
     }
+    // validate reads the tree in the store as it reads the local one (was: "pipeline file
+    // s3://data/tree: No such file or directory", and --endpoint refused).
+    let cache = tempfile::tempdir().expect("tempdir");
+    let cache_dir = cache.path().to_str().expect("utf-8");
+    let json = |o: &Output| -> serde_json::Value {
+        serde_json::from_str(&text(&o.stdout)).expect("validate --json prints JSON")
+    };
+    let from_store = imgfeed(
+        &["validate", "s3://data/tree", "--json", "--endpoint", &ep],
+        &["--cache-dir", cache_dir],
+        &[],
+    );
+    let here = imgfeed(&["validate", local, "--json"], &[], &[]);
+    assert_eq!(
+        from_store.status.code(),
+        here.status.code(),
+        "{}",
+        text(&from_store.stderr)
+    );
+    let (a, b) = (json(&from_store), json(&here));
+    for key in ["samples", "classes", "bad"] {
+        assert_eq!(a.get(key), b.get(key), "{key}: {a} against {b}");
+    }
+    assert!(a.get("samples").is_some(), "{a}");
     // A conversion of the tree in the store to shards: the local conversion's files.
     let from_store = tempfile::tempdir().expect("tempdir");
     let ds = from_store.path().join("ds");

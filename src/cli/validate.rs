@@ -1,6 +1,7 @@
 //! `imgfeed validate TARGET`: the dataset doctor. TARGET is a pipeline file (its source and
-//! its `decode` settings are used) or a dataset folder (CIFAR binary or pickle files are
-//! recognised by their names, anything else is read as an ImageFolder tree). Every sample
+//! its `decode` settings are used), a dataset folder (CIFAR binary or pickle files are
+//! recognised by their names, anything else is read as an ImageFolder tree) or a dataset in
+//! object storage (shards when a manifest is there, else an image tree). Every sample
 //! is read and decoded once; the output is a table of bad files by error kind and a
 //! summary. Exit code 1 when a sample is bad, 130 when interrupted.
 
@@ -17,8 +18,17 @@ use std::path::{Path, PathBuf};
 /// Options of `imgfeed validate`.
 #[derive(clap::Args, Debug)]
 pub struct ValidateArgs {
-    /// A pipeline file, or a dataset folder (ImageFolder tree, CIFAR binary or pickle files).
+    /// A pipeline file, a dataset folder (ImageFolder tree, CIFAR binary or pickle files,
+    /// shards), or a dataset in object storage (s3://bucket/prefix, gs://, az://: an image
+    /// tree or shards).
     target: PathBuf,
+    /// Where the store of a URL is reached (an S3-compatible server, the GCS base URL,
+    /// the Azure blob service URL), overriding `source.endpoint`.
+    #[arg(long)]
+    endpoint: Option<String>,
+    /// Cache root for a URL, overriding `source.cache_dir`.
+    #[arg(long)]
+    cache_dir: Option<PathBuf>,
     /// Dataset root, overriding the pipeline's `source.root`.
     #[arg(long)]
     data: Option<PathBuf>,
@@ -46,7 +56,9 @@ fn folder_source(dir: &Path) -> Result<SourceConfig> {
 }
 
 pub fn run(a: &ValidateArgs) -> Result<i32> {
-    let (mut source, decode) = if a.target.is_dir() {
+    let (mut source, decode) = if imgfeed::store::url::is_remote(&a.target) {
+        (Dataset::in_store(&a.target).into(), Decode::default())
+    } else if a.target.is_dir() {
         (folder_source(&a.target)?, Decode::default())
     } else {
         let cfg = PipelineConfig::from_file(&a.target)?;
@@ -62,6 +74,12 @@ pub fn run(a: &ValidateArgs) -> Result<i32> {
     };
     if let Some(d) = &a.data {
         *source.dataset.root_mut() = d.clone();
+    }
+    if let Some(e) = &a.endpoint {
+        source.remote.endpoint = Some(e.clone());
+    }
+    if let Some(c) = &a.cache_dir {
+        source.remote.cache_dir = Some(c.clone());
     }
     if let Some(u) = a.usage {
         source.set_usage(u)?;

@@ -123,6 +123,13 @@ sources! {
 }
 
 impl Dataset {
+    /// A dataset in object storage named by its root alone (`imgfeed validate s3://…`):
+    /// opened, a shards manifest there is read as shards, anything else as the kind that
+    /// lists a store's objects (an image tree).
+    pub fn in_store(root: impl Into<PathBuf>) -> Dataset {
+        Dataset::new(SourceKind::ImageFolder, root)
+    }
+
     /// Its root.
     pub fn root(&self) -> &Path {
         self.def().root()
