@@ -138,15 +138,8 @@ fn settings_print_in_the_pipeline_files_words() {
 
 #[test]
 fn help_has_no_rustdoc_syntax_and_only_the_exit_codes_that_apply() {
-    for cmd in [
-        "check",
-        "run",
-        "convert",
-        "merge-index",
-        "merge-npy",
-        "bench",
-        "validate",
-    ] {
+    for cmd in common::subcommands() {
+        let cmd = cmd.as_str();
         let o = imgfeed(&[cmd, "--help"]);
         let (out, _) = text(&o);
         assert_eq!(code(&o), 0);

@@ -149,16 +149,9 @@ fn flags_of(sub: &str) -> BTreeSet<String> {
 
 #[test]
 fn every_imgfeed_command_line_in_the_docs_uses_flags_its_command_takes() {
-    let subs = [
-        "check",
-        "run",
-        "convert",
-        "merge-index",
-        "merge-npy",
-        "bench",
-        "validate",
-    ];
-    let known: BTreeMap<&str, BTreeSet<String>> = subs.iter().map(|s| (*s, flags_of(s))).collect();
+    let subs = common::subcommands();
+    let known: BTreeMap<&str, BTreeSet<String>> =
+        subs.iter().map(|s| (s.as_str(), flags_of(s))).collect();
     // what `convert --format shards` refuses although `convert` takes it
     let not_for_shards = [
         "--seed",

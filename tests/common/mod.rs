@@ -281,6 +281,28 @@ pub fn imgfeed(args: &[&str]) -> Output {
         .expect("run the imgfeed binary")
 }
 
+/// The subcommands `imgfeed --help` lists (`help` left out): the tests that go over every
+/// subcommand take them from here, so a new one is never forgotten.
+pub fn subcommands() -> Vec<String> {
+    let o = imgfeed(&["--help"]);
+    assert!(o.status.success(), "imgfeed --help");
+    let help = String::from_utf8_lossy(&o.stdout).into_owned();
+    let names: Vec<String> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_string)
+        .collect();
+    assert!(
+        names.len() >= 5,
+        "no command list in imgfeed --help:\n{help}"
+    );
+    names
+}
+
 pub fn text(o: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&o.stdout).into_owned(),
