@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import faulthandler
 import os
+import shutil
 import signal
 import socket
 import threading
@@ -56,16 +57,26 @@ def cluster():
         )
     from ray.cluster_utils import Cluster
 
+    import ray._private.worker as ray_worker
+
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    session = None
     try:
         c.add_node(num_cpus=1)
         ray.init(address=c.address, logging_level="ERROR", log_to_driver=False)
         c.wait_for_nodes(timeout=60)
         ray.data.DataContext.get_current().enable_progress_bars = False
+        session = Path(ray_worker._global_node.get_session_dir_path())
         yield c
     finally:
         ray.shutdown()
         c.shutdown()
+        # The pip runtime_env's virtualenvs (test_runtime_env_pip_...: a copy of this
+        # environment, torch included, ~6 GB) outlive the cluster in /tmp/ray and filled CI's
+        # disk: the session's runtime resources go with it.
+        if session is not None:
+            shutil.rmtree(session / "runtime_resources", ignore_errors=True)
+            assert not (session / "runtime_resources").exists()
 
 
 def node_ids() -> set:
@@ -558,32 +569,15 @@ def test_runtime_env_pip_installs_the_wheel_offline_but_read_tasks_cannot_use_it
 
         return imgfeed.__file__
 
-    try:
-        path = ray.get(where.remote(), timeout=180)
-        assert "runtime_resources/pip" in path and path != imgfeed.__file__
-        ds = iray.read(PIPELINES / "resnet50_train.toml", data=TREE, epoch=1, batch_size=4, parallelism=2,
-                       ray_remote_args={"runtime_env": env})
-        # Which import fails depends on the base interpreter: a dependency it lacks
-        # (ModuleNotFoundError) or one it holds at a version Ray's own modules cannot use (seen on
-        # the CI machine: an older google.protobuf, "cannot import name 'struct_pb2'").
-        with pytest.raises(Exception, match=r"ModuleNotFoundError: No module named|ImportError|cannot import name"):
-            read_batches(ds)
-    finally:
-        _remove_runtime_env_clones(wheel)
-
-
-def _remove_runtime_env_clones(wheel: str) -> None:
-    """Ray makes the pip runtime_env's virtualenv by copying the environment it runs in (the
-    ray environment holds torch: about 6 GB) under the session folder, and removes it only
-    with the session's resources: remove the copies made for ``wheel`` now."""
-    import shutil
-
-    from ray._private.worker import _global_node
-
-    session = Path(_global_node.get_session_dir_path())
-    for reqs in session.glob("**/runtime_resources/pip/*/ray_runtime_env_internal_pip_requirements.txt"):
-        if wheel in reqs.read_text():
-            shutil.rmtree(reqs.parent, ignore_errors=True)
+    path = ray.get(where.remote(), timeout=180)
+    assert "runtime_resources/pip" in path and path != imgfeed.__file__
+    ds = iray.read(PIPELINES / "resnet50_train.toml", data=TREE, epoch=1, batch_size=4, parallelism=2,
+                   ray_remote_args={"runtime_env": env})
+    # Which import fails depends on the base interpreter: a dependency it lacks
+    # (ModuleNotFoundError) or one it holds at a version Ray's own modules cannot use (seen on
+    # the CI machine: an older google.protobuf, "cannot import name 'struct_pb2'").
+    with pytest.raises(Exception, match=r"ModuleNotFoundError: No module named|ImportError|cannot import name"):
+        read_batches(ds)
 
 
 def test_two_consumers_stopped_midway_resume_on_one(cluster):
