@@ -101,6 +101,7 @@ impl Program {
             fuse_center_crops(&mut items, &mut fusions);
             fuse_regions(&mut items, &mut fusions);
         }
+        kernel_notes(&items, &mut fusions);
         let phys = if input.encoded { Layout::Hwc } else { stored };
         Ok(fold_pointwise(items, phys, input.layout, out, fusions))
     }
@@ -133,10 +134,12 @@ fn fuse_center_crops(items: &mut Vec<Item>, fusions: &mut Vec<String>) {
     }
 }
 
-/// A decode followed by a kernel that reads a rectangle decodes only that.
+/// A decode followed by a kernel that reads a rectangle decodes only that (and one that
+/// resizes, at a DCT scale where the decode's `draft` asks for it): the decode says whether
+/// it serves the kernel after it.
 fn fuse_regions(items: &mut [Item], fusions: &mut Vec<String>) {
     for i in 0..items.len().saturating_sub(1) {
-        let Some(next) = kernel(&items[i + 1]).filter(|k| k.region_note().is_some()) else {
+        let Some(next) = kernel(&items[i + 1]) else {
             continue;
         };
         let Some(dec) = kernel(&items[i]) else {
@@ -148,6 +151,13 @@ fn fuse_regions(items: &mut [Item], fusions: &mut Vec<String>) {
             }
             items[i].lowered = Lowered::Kernel(fused);
         }
+    }
+}
+
+/// What the kernels say of themselves (a decode's opt-in settings), for `imgfeed check`.
+fn kernel_notes(items: &[Item], fusions: &mut Vec<String>) {
+    for item in items {
+        fusions.extend(kernel(item).map(|k| k.notes()).unwrap_or_default());
     }
 }
 

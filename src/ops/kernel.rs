@@ -91,6 +91,18 @@ pub(crate) trait Kernel: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// What this kernel resizes an `h × w` image to, where it is a resize (`Some` for
+    /// every size then): right after a decode with `draft`, the decode may decode at a DCT
+    /// scale down towards it.
+    fn resize_target(&self, _h: usize, _w: usize) -> Option<(usize, usize)> {
+        None
+    }
+
+    /// What this kernel does that `imgfeed check` should say (a decode's opt-in settings).
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Right after a decode, whether this kernel reads only a rectangle of the image
     /// ([`Kernel::region`]); the text says which, for `imgfeed check`.
     fn region_note(&self) -> Option<&'static str> {
