@@ -128,6 +128,7 @@ impl OpDef for Decode {
         Lowered::Kernel(Arc::new(DecodeKernel {
             cfg: self.clone(),
             serves: None,
+            region: false,
         }))
     }
 
@@ -163,6 +164,8 @@ pub fn draft_scale((h, w): (usize, usize), (th, tw): (usize, usize)) -> usize {
 struct DecodeKernel {
     cfg: Decode,
     serves: Option<Arc<dyn Kernel>>,
+    /// Decode only the rectangle `serves` reads (else `serves` is there for `draft`).
+    region: bool,
 }
 
 impl Kernel for DecodeKernel {
@@ -195,7 +198,8 @@ impl Kernel for DecodeKernel {
         // A turned or mirrored image decodes whole: the next kernel reads it (and draws
         // its box) in the orientation shown.
         let want = |h: usize, w: usize| {
-            let (rect, b) = serves.filter(|_| orientation.is_normal())?.region(h, w, rng);
+            let region = self.region && orientation.is_normal();
+            let (rect, b) = serves.filter(|_| region)?.region(h, w, rng);
             drawn = b;
             rect
         };
@@ -226,19 +230,22 @@ impl Kernel for DecodeKernel {
         true
     }
 
-    /// Serves a kernel that reads a rectangle, and with `draft` one that resizes.
-    fn with_region_of(&self, next: Arc<dyn Kernel>) -> Option<Arc<dyn Kernel>> {
-        let resizes = next.resize_target(1, 1).is_some();
-        (next.region_note().is_some() || self.cfg.draft && resizes).then(|| {
+    /// Serves a kernel that reads a rectangle (with `region`), and with `draft` one that
+    /// resizes.
+    fn with_region_of(&self, next: Arc<dyn Kernel>, region: bool) -> Option<Arc<dyn Kernel>> {
+        let region = region && next.region_note().is_some();
+        let draft = self.cfg.draft && next.resize_target(1, 1).is_some();
+        (region || draft).then(|| {
             Arc::new(DecodeKernel {
                 cfg: self.cfg.clone(),
                 serves: Some(next),
+                region,
             }) as Arc<dyn Kernel>
         })
     }
 
     fn decodes_regions(&self) -> bool {
-        self.cfg.decodes_regions() && self.serves.as_ref().is_some_and(|k| k.region_note().is_some())
+        self.cfg.decodes_regions() && self.region
     }
 
     fn notes(&self) -> Vec<String> {

@@ -80,9 +80,10 @@ pub(crate) trait Kernel: Send + Sync + std::fmt::Debug {
         None
     }
 
-    /// A decode that decodes only what `next` reads ([`Kernel::region`]), as one kernel
-    /// (`None`: this kernel is no decode).
-    fn with_region_of(&self, _next: Arc<dyn Kernel>) -> Option<Arc<dyn Kernel>> {
+    /// A decode that decodes only what `next` reads ([`Kernel::region`]; with `region`
+    /// false, only what changes its pixels on purpose, such as a decode's `draft` before a
+    /// resize), as one kernel (`None`: this kernel is no decode, or nothing to serve).
+    fn with_region_of(&self, _next: Arc<dyn Kernel>, _region: bool) -> Option<Arc<dyn Kernel>> {
         None
     }
 
