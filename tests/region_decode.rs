@@ -142,6 +142,9 @@ fn image_bytes(p: &Pipeline) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// A change to a pipeline's ops.
+type Edit = dyn Fn(&mut Vec<Op>);
+
 /// Every evaluation pipeline of `pipelines/`, and a small resize that leaves the crop
 /// window a small part of large images, region-decoded and whole.
 fn assert_region_decode_is_exact(root: &Path) {
@@ -149,7 +152,7 @@ fn assert_region_decode_is_exact(root: &Path) {
         ops[1] = resize_short(72, Filter::Bilinear);
         ops[2] = center_crop(40, 64);
     };
-    let cases: [(&str, &dyn Fn(&mut Vec<Op>)); 3] = [
+    let cases: [(&str, &Edit); 3] = [
         ("resnet50_eval.toml", &|_| {}),
         ("resnet50_eval_tv2.toml", &|_| {}),
         ("resnet50_eval.toml", &small),
