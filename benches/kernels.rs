@@ -50,6 +50,7 @@ fn kernels(c: &mut Criterion) {
                 b.iter(|| {
                     d.decode_region(
                         black_box(&jpeg),
+                        |_, _| 1,
                         |h, w| resize.source_rect(h, w, (224, 224)),
                         false,
                         &mut out,

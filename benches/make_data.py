@@ -21,6 +21,12 @@ Needs Pillow and numpy only (pip install pillow numpy). Two data sets:
       encoding="latin1") gives str keys and encoding="bytes" gives bytes keys).
       Labels are balanced (5000 per class in training, 1000 in test), shuffled.
 
+  python3 benches/make_data.py large --out DIR [--num 40]
+      DIR/large/large_<index>.jpg: 12-megapixel camera-like JPEGs (4000 x 3000, one in
+      four 3000 x 4000), each a mosaic of 12 tiles cut from random photos (random crop,
+      scale and flip, the same colour jitter and grain as imagefolder), quality 92,
+      4:2:0: the set for `decode`'s `draft` and for large-photo figures.
+
   python3 benches/make_data.py stats --out DIR      # sizes of an imagefolder tree
 
 Every image is drawn from its own random stream, numpy's SeedSequence of (--seed, data
@@ -49,6 +55,7 @@ SEED = 16_0009  # issue 16, item 9
 STREAM_IMAGEFOLDER = 1
 STREAM_CIFAR = 2
 STREAM_CIFAR_LABELS = 3
+STREAM_LARGE = 4
 
 # ImageNet's shapes (width:height), weighted roughly as in its training set: mostly
 # 4:3 and 3:2 landscapes, then squares and portraits, a few wide ones.
@@ -154,6 +161,50 @@ def make_jpeg(job):
     return os.path.getsize(path), w, h
 
 
+# ----------------------------------------------------------- large
+LARGE = (4000, 3000)
+LARGE_GRID = (4, 3)  # tiles across, down (landscape)
+
+
+def make_large(job):
+    """Writes one 12 MP mosaic JPEG; returns (bytes, width, height)."""
+    seed, index, path = job
+    rng = stream(seed, STREAM_LARGE, index)
+    portrait = rng.random() < 0.25
+    (w, h), (gx, gy) = (LARGE, LARGE_GRID) if not portrait else (LARGE[::-1], LARGE_GRID[::-1])
+    tw, th = w // gx, h // gy
+    canvas = Image.new("RGB", (w, h))
+    for ty in range(gy):
+        for tx in range(gx):
+            _, photo = _photos[rng.integers(len(_photos))]
+            box = crop_box(rng, photo.width, photo.height, tw / th, 0.4)
+            tile = photo.resize((tw, th), Image.Resampling.LANCZOS, box=box)
+            if rng.random() < 0.5:
+                tile = tile.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+            tile = tile.filter(ImageFilter.UnsharpMask(radius=float(rng.uniform(0.8, 1.6)),
+                                                       percent=int(rng.integers(40, 141)), threshold=2))
+            canvas.paste(tile, (tx * tw, ty * th))
+    a = colour_jitter(rng, np.asarray(canvas, dtype=np.float32))
+    sigma = np.float32(rng.uniform(*GRAIN))
+    a += rng.standard_normal((h, w, 1), dtype=np.float32) * sigma
+    a += rng.standard_normal((h, w, 3), dtype=np.float32) * (sigma * np.float32(0.25))
+    a = np.clip(a + 0.5, 0, 255).astype(np.uint8)
+    Image.fromarray(a).save(path, "JPEG", quality=92, subsampling="4:2:0")
+    return os.path.getsize(path), w, h
+
+
+def cmd_large(a):
+    num = a.num if a.num is not None else 40
+    folder = os.path.join(a.out, "large")
+    os.makedirs(folder, exist_ok=True)
+    jobs = [(a.seed, i, os.path.join(folder, f"large_{i:04d}.jpg")) for i in range(num)]
+    t0 = time.perf_counter()
+    res = run_jobs(a, make_large, jobs, chunk=1)
+    print(f"wrote {len(res)} 12 MP JPEGs under {folder} "
+          f"({time.perf_counter() - t0:.1f} s, {a.jobs} processes)")
+    report(res)
+
+
 def wnids(n):
     # WordNet-id-like folder names, sorted in class order
     return [f"n{1440764 + 1000 * k:08d}" for k in range(n)]
@@ -163,9 +214,10 @@ def cmd_imagefolder(a):
     classes = wnids(a.classes)
     for c in classes:
         os.makedirs(os.path.join(a.out, c), exist_ok=True)
+    num = a.num if a.num is not None else 4000
     jobs = [(a.seed, i, os.path.join(a.out, classes[i % a.classes],
                                      f"{classes[i % a.classes]}_{i:06d}.JPEG"))
-            for i in range(a.num)]
+            for i in range(num)]
     t0 = time.perf_counter()
     res = run_jobs(a, make_jpeg, jobs, chunk=8)
     print(f"wrote {len(res)} JPEGs in {len(classes)} classes under {a.out} "
@@ -349,22 +401,23 @@ def run_jobs(a, fn, jobs, chunk):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["imagefolder", "cifar", "stats"])
+    ap.add_argument("what", choices=["imagefolder", "cifar", "large", "stats"])
     ap.add_argument("--out", required=True, help="output folder (created)")
     ap.add_argument("--photos", default=PHOTOS, help="source photos (default: %(default)s)")
     ap.add_argument("--seed", type=int, default=SEED, help="default: %(default)s")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                     help="worker processes (the output does not depend on it; default: %(default)s)")
-    ap.add_argument("--num", type=int, default=4000, help="imagefolder: images (default: %(default)s)")
+    ap.add_argument("--num", type=int, default=None,
+                    help="imagefolder: images (default: 4000); large: images (default: 40)")
     ap.add_argument("--classes", type=int, default=20, help="imagefolder: classes (default: %(default)s)")
     ap.add_argument("--per-file", type=int, default=10_000,
                     help="cifar: records per batch file (default: %(default)s, as CIFAR-10)")
     a = ap.parse_args()
-    if a.num < 1 or a.classes < 1 or a.per_file < 1:
+    if (a.num is not None and a.num < 1) or a.classes < 1 or a.per_file < 1:
         ap.error("--num, --classes and --per-file must be positive")
     if a.what != "stats":
         photo_names(a.photos)  # fail early, before starting workers
-    {"imagefolder": cmd_imagefolder, "cifar": cmd_cifar, "stats": cmd_stats}[a.what](a)
+    {"imagefolder": cmd_imagefolder, "cifar": cmd_cifar, "large": cmd_large, "stats": cmd_stats}[a.what](a)
 
 
 if __name__ == "__main__":

@@ -143,12 +143,16 @@ static void ifj_reset(struct ifj *d) {
 }
 
 /* Read the header of data[0..len) and start decompressing to out_color_space with
- * Pillow's settings (accurate integer IDCT, fancy upsampling). Call it inside the caller's
- * setjmp: libjpeg's errors longjmp to that frame. */
-static void ifj_start(struct ifj *d, const unsigned char *data, size_t len, J_COLOR_SPACE out_color_space) {
+ * Pillow's settings (accurate integer IDCT, fancy upsampling), at 1/scale_denom of the
+ * size (1, 2, 4 or 8: DCT scaling, Pillow's draft). Call it inside the caller's setjmp:
+ * libjpeg's errors longjmp to that frame. */
+static void ifj_start(struct ifj *d, const unsigned char *data, size_t len, J_COLOR_SPACE out_color_space,
+                      int scale_denom) {
   jpeg_mem_src(&d->cinfo, data, (unsigned long)len);
   jpeg_read_header(&d->cinfo, TRUE);
   d->cinfo.out_color_space = out_color_space;
+  d->cinfo.scale_num = 1;
+  d->cinfo.scale_denom = (unsigned int)scale_denom;
   d->cinfo.dct_method = JDCT_ISLOW;
   d->cinfo.do_fancy_upsampling = TRUE;
   jpeg_start_decompress(&d->cinfo);
@@ -194,14 +198,15 @@ struct ifj_rect {
 
 /*
  * Decode the rectangle *rect (rows [top, top + height), columns [left, left + width)) of
- * data[0..len) into out (pitch width * channels, channels 3 for RGB or 4 for RGBX),
+ * data[0..len), decoded at 1/scale_denom of its size (1, 2, 4 or 8; the rectangle is in
+ * the scaled image), into out (pitch width * channels, channels 3 for RGB or 4 for RGBX),
  * reading the rest of the file so that damage anywhere is found. left must be a multiple
  * of the header's mcu_width (libjpeg-turbo decodes whole iMCUs across); the whole image is
  * top = left = 0, height x width = the image's size. rect is read at the start, no pointer
  * to it kept. 0 on success, -1 with ifj_message.
  */
-int ifj_decode(struct ifj *d, const unsigned char *data, size_t len, const struct ifj_rect *rect, int channels,
-               unsigned char *out, size_t out_len) {
+int ifj_decode(struct ifj *d, const unsigned char *data, size_t len, const struct ifj_rect *rect, int scale_denom,
+               int channels, unsigned char *out, size_t out_len) {
   JDIMENSION x, w, row;
   unsigned int top, left, height, width;
   size_t pitch;
@@ -218,11 +223,15 @@ int ifj_decode(struct ifj *d, const unsigned char *data, size_t len, const struc
     snprintf(d->err.message, sizeof d->err.message, "imgfeed: %d channels asked for", channels);
     return -1;
   }
+  if (scale_denom != 1 && scale_denom != 2 && scale_denom != 4 && scale_denom != 8) {
+    snprintf(d->err.message, sizeof d->err.message, "imgfeed: scale 1/%d asked for", scale_denom);
+    return -1;
+  }
   if (setjmp(d->err.jump)) {
     jpeg_abort_decompress(&d->cinfo);
     return -1;
   }
-  ifj_start(d, data, len, channels == 4 ? JCS_EXT_RGBX : JCS_EXT_RGB);
+  ifj_start(d, data, len, channels == 4 ? JCS_EXT_RGBX : JCS_EXT_RGB, scale_denom);
   if ((size_t)top + height > d->cinfo.output_height || (size_t)left + width > d->cinfo.output_width ||
       height == 0 || width == 0) {
     snprintf(d->err.message, sizeof d->err.message, "imgfeed: region %ux%u at (%u, %u) outside the %ux%u image",
@@ -276,7 +285,7 @@ int ifj_decode_cmyk(struct ifj *d, const unsigned char *data, size_t len, unsign
     return -1;
   }
   /* libjpeg converts YCCK to CMYK; any other colour space is an error here. */
-  ifj_start(d, data, len, JCS_CMYK);
+  ifj_start(d, data, len, JCS_CMYK, 1);
   pitch = (size_t)d->cinfo.output_width * 4;
   if (d->cinfo.output_components != 4 || pitch * d->cinfo.output_height > out_len) {
     snprintf(d->err.message, sizeof d->err.message, "imgfeed: output buffer too small");

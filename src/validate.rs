@@ -11,6 +11,7 @@
 //! size statistics.
 
 use crate::codec::decoder::Decoder;
+use crate::codec::exif::orientation;
 use crate::codec::inspect::{format_name, inspect, ColorModel};
 use crate::engine::ordered::{Ended, Ordered};
 use crate::error::{Error, SampleErrorKind};
@@ -45,6 +46,9 @@ pub struct ColorCounts {
     pub sixteen_bit: usize,
     /// Progressive JPEGs.
     pub progressive: usize,
+    /// JPEGs and PNGs whose EXIF orientation is not 1: stored turned or mirrored, shown
+    /// upright only with `decode`'s `exif_transpose = true`.
+    pub exif_oriented: usize,
 }
 
 /// `min`, `median`, `max` of one dimension.
@@ -153,6 +157,7 @@ impl Tally {
         c.palette += d.palette;
         c.sixteen_bit += d.sixteen_bit;
         c.progressive += d.progressive;
+        c.exif_oriented += d.exif_oriented;
         if let Some(e) = s.bad {
             self.bad.push((index, e));
         }
@@ -210,6 +215,7 @@ impl Checker {
                     c.sixteen_bit =
                         usize::from(i.bits == 16 && i.format != crate::codec::decoder::Format::Bmp);
                     c.progressive = usize::from(i.progressive);
+                    c.exif_oriented = usize::from(!orientation(bytes).is_normal());
                 }
                 match self.decoder.decode(bytes, &mut self.out) {
                     Ok((h, w)) => seen.size = Some((w as u32, h as u32)),

@@ -187,3 +187,35 @@ print("ok")
     let line = json_images(&script("cifar_numpy.py", &[arg(&bin), "--json"]));
     assert!(line.contains("\"images\": 256"), "{line}");
 }
+
+/// `make_data.py large`: 12-megapixel JPEGs (4000 x 3000 or 3000 x 4000) in a class folder
+/// the engine reads.
+#[test]
+fn a_large_photo_set_is_12_megapixels() {
+    if !python_has_numpy_and_pillow() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let args = [
+        "large",
+        "--out",
+        arg(dir.path()),
+        "--num",
+        "1",
+        "--jobs",
+        "1",
+    ];
+    script("make_data.py", &args);
+    let files = tree(dir.path());
+    assert_eq!(files.len(), 1);
+    assert!(files[0].0.ends_with(".jpg"), "{}", files[0].0);
+    let o = imgfeed(&["validate", arg(dir.path()), "--json"]);
+    let (so, se) = text(&o);
+    assert_eq!(code(&o), 0, "{so}{se}");
+    let v: serde_json::Value = serde_json::from_str(&so).expect("json");
+    let (w, h) = (&v["width"]["max"], &v["height"]["max"]);
+    assert!(
+        (w == 4000 && h == 3000) || (w == 3000 && h == 4000),
+        "{w} x {h}"
+    );
+}

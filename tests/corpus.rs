@@ -433,7 +433,7 @@ fn cmyk_converts_as_pillow_does() {
     assert!(out == want, "max difference from Pillow {max:?}");
     // And as RGBX for the fused paths: the same colours, 4 bytes a pixel.
     let rgbx = d
-        .decode_region(&bytes, |_, _| None, true, &mut out)
+        .decode_region(&bytes, |_, _| 1, |_, _| None, true, &mut out)
         .expect("decodes");
     assert_eq!(rgbx.channels, 4);
     let packed: Vec<u8> = out[..h * w * 4]

@@ -180,6 +180,7 @@ fn to_json(r: &ValidateReport, bad: &Reporter) -> serde_json::Value {
         "colors": {
             "gray": c.gray, "cmyk": c.cmyk, "alpha": c.alpha, "palette": c.palette,
             "sixteen_bit": c.sixteen_bit, "progressive": c.progressive,
+            "exif_oriented": c.exif_oriented,
         },
         "ignored_by_reason": ignored_by,
         "ignored": r.ignored.iter().map(|(p, why)| json!({
@@ -235,6 +236,13 @@ fn print_text(r: &ValidateReport, bad: &Reporter) {
         "colour: gray {}, cmyk {}, alpha {}, palette {}, 16-bit {}, progressive {}",
         c.gray, c.cmyk, c.alpha, c.palette, c.sixteen_bit, c.progressive
     );
+    if c.exif_oriented > 0 {
+        println!(
+            "EXIF orientation: {} images stored turned or mirrored (decode's exif_transpose = \
+             true shows them upright, as Pillow's ImageOps.exif_transpose)",
+            c.exif_oriented
+        );
+    }
     if !r.ignored.is_empty() {
         let by: Vec<String> = r
             .ignored_by_reason()

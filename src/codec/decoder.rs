@@ -115,6 +115,20 @@ pub fn sniff(bytes: &[u8]) -> Option<Format> {
 }
 
 impl JpegHeader {
+    /// The header of the image decoded at `1 / denom` of its size (libjpeg's DCT scaling):
+    /// sides `ceil(side / denom)` and iMCUs `denom` times narrower. `denom` is 1, 2, 4 or 8
+    /// on a full-size header.
+    pub fn scaled(self, denom: usize) -> JpegHeader {
+        let d = denom.max(1);
+        JpegHeader {
+            width: self.width.div_ceil(d),
+            height: self.height.div_ceil(d),
+            mcu_width: self.mcu_width.map(|m| (m / d).max(1)),
+            scale: self.scale * d,
+            ..self
+        }
+    }
+
     /// `rect` with its left edge moved down to an iMCU boundary (libjpeg-turbo decodes
     /// whole iMCUs across), widened to keep its right edge.
     pub fn mcu_aligned(&self, r: Rect) -> Rect {
@@ -155,6 +169,9 @@ pub struct JpegHeader {
     pub mcu_width: Option<usize>,
     /// Progressive coding.
     pub progressive: bool,
+    /// The DCT scale the decode is asked for (1, 2, 4 or 8): the sizes above are then
+    /// already the scaled ones ([`JpegHeader::scaled`]).
+    pub scale: usize,
 }
 
 /// What a decode produced: the whole image, or a rectangle of it.
@@ -166,6 +183,8 @@ pub struct Decoded {
     pub region: Rect,
     /// Bytes per pixel: 3 (RGB) or 4 (RGBX, when asked for and the decoder can).
     pub channels: usize,
+    /// The DCT scale decoded at: 1 (full size), 2, 4 or 8 (`full` is then the scaled size).
+    pub scale: usize,
 }
 
 /// A decoder with its reusable state; one per worker.
@@ -192,17 +211,23 @@ impl Decoder {
 
     /// Decode `bytes` into `out` (resized to `h × w × 3`); returns `(height, width)`.
     pub fn decode(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> Result<(usize, usize), Fault> {
-        self.decode_region(bytes, |_, _| None, false, out)
+        self.decode_region(bytes, |_, _| 1, |_, _| None, false, out)
             .map(|d| d.region.size())
     }
 
-    /// Decode `bytes` into `out`; `want(height, width)` may name the only rectangle the
+    /// Decode `bytes` into `out`. `scale(height, width)` may ask for the image at 1/2, 1/4
+    /// or 1/8 of its size (DCT scaling, Pillow's `draft`), which a decoder that can
+    /// (libjpeg-turbo, not on CMYK) does: the result's `full` is then the scaled size
+    /// (`ceil(side / scale)`) and `scale` the denominator; any other answer is 1.
+    /// `want(height, width)`, given the (scaled) size, may name the only rectangle the
     /// caller needs, which a decoder that can is free to decode alone (it may decode more:
     /// the result says what it did). With `rgbx`, a decoder that can writes 4 bytes a
-    /// pixel (`Decoded::channels` says which it did).
+    /// pixel (`Decoded::channels` says which it did). A decoder that cannot scale or decode
+    /// a region calls neither.
     pub fn decode_region(
         &mut self,
         bytes: &[u8],
+        mut scale: impl FnMut(usize, usize) -> usize,
         mut want: impl FnMut(usize, usize) -> Option<Rect>,
         rgbx: bool,
         out: &mut Vec<u8>,
@@ -214,16 +239,17 @@ impl Decoder {
             full: (h, w),
             region: Rect::whole(h, w),
             channels: 3,
+            scale: 1,
         };
         match sniff(bytes) {
             Some(Format::Jpeg) => {
                 #[cfg(imgfeed_turbo)]
                 if self.cfg.backend != JpegBackend::Zune {
-                    if let Some(r) = self.decode_turbo(bytes, &mut want, rgbx, out) {
+                    if let Some(r) = self.decode_turbo(bytes, &mut scale, &mut want, rgbx, out) {
                         return r;
                     }
                 }
-                let _ = (&mut want, rgbx);
+                let _ = (&mut scale, &mut want, rgbx);
                 decode_zune(bytes, self.cfg.max_pixels, out).map(whole)
             }
             Some(f) => decode_with_image(bytes, f, self.cfg.max_pixels, out).map(whole),
@@ -240,6 +266,7 @@ impl Decoder {
     fn decode_turbo(
         &mut self,
         bytes: &[u8],
+        scale: &mut dyn FnMut(usize, usize) -> usize,
         want: &mut dyn FnMut(usize, usize) -> Option<Rect>,
         rgbx: bool,
         out: &mut Vec<u8>,
@@ -266,6 +293,13 @@ impl Decoder {
         if let Err(e) = check_pixels(w, h, self.cfg.max_pixels) {
             return Some(Err(e));
         }
+        // CMYK decodes whole at full size (its conversion is Pillow's, on full rows).
+        let denom = match scale(h, w) {
+            d @ (2 | 4 | 8) if !header.cmyk => d,
+            _ => 1,
+        };
+        let header = header.scaled(denom);
+        let (h, w) = (header.height, header.width);
         let whole = Rect::whole(h, w);
         let rect = want(h, w)
             .filter(|r| r.fits(h, w))
@@ -300,12 +334,13 @@ impl Decoder {
             let t = self.turbo.insert(fresh);
             r = t
                 .header(bytes)
-                .and_then(|hd| t.decode(bytes, &hd, whole, channels, out));
+                .and_then(|hd| t.decode(bytes, &hd.scaled(denom), whole, channels, out));
         }
         let r = r.map(|region| Decoded {
             full: (h, w),
             region,
             channels,
+            scale: denom,
         });
         if r.is_err() {
             // A decompressor that failed mid-image can misread the next header: start over.
@@ -528,7 +563,7 @@ mod tests {
             })
         };
         let p = d
-            .decode_region(&edge("progressive.jpg"), want, false, &mut out)
+            .decode_region(&edge("progressive.jpg"), |_, _| 1, want, false, &mut out)
             .expect("decodes");
         let region = |top, left, height, width| Rect {
             top,
@@ -538,7 +573,7 @@ mod tests {
         };
         assert_eq!((p.full, p.region), ((43, 61), region(0, 0, 43, 57)));
         let b = d
-            .decode_region(&edge("sampling_420.jpg"), want, false, &mut out)
+            .decode_region(&edge("sampling_420.jpg"), |_, _| 1, want, false, &mut out)
             .expect("decodes");
         assert_eq!((b.full, b.region), ((43, 61), region(20, 16, 8, 9)));
     }

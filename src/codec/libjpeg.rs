@@ -74,6 +74,7 @@ extern "C" {
         data: *const u8,
         len: usize,
         rect: *const RawRect,
+        scale_denom: c_int,
         channels: c_int,
         out: *mut u8,
         out_len: usize,
@@ -145,10 +146,12 @@ impl Libjpeg {
             cmyk: h.color == 2,
             mcu_width: Some(h.mcu_width as usize).filter(|&m| m > 0),
             progressive: h.progressive != 0,
+            scale: 1,
         })
     }
 
-    /// Decode `rect` (after `header` on the same bytes) into `out` as RGB (`channels` 3) or
+    /// Decode `rect` (after `header` on the same bytes, [`Header::scaled`] for a DCT-scaled
+    /// decode: `rect` is then in the scaled image) into `out` as RGB (`channels` 3) or
     /// RGBX (4, the X byte unspecified); the rectangle's left edge is moved down to an iMCU
     /// boundary first. Returns the rectangle decoded.
     pub(crate) fn decode(
@@ -170,6 +173,7 @@ impl Libjpeg {
                 bytes.as_ptr(),
                 bytes.len(),
                 &raw,
+                h.scale as c_int,
                 channels as c_int,
                 out.as_mut_ptr(),
                 out.len(),

@@ -6,12 +6,14 @@
 //!   system libjpeg-turbo through the C shim, libjpeg-turbo built from source, or
 //!   zune-jpeg), PNG/BMP/WebP through `image`, size limits before any allocation.
 //! * [`inspect`] — what a file's header says (size, colour type, progressive, ...).
+//! * [`exif`] — the EXIF orientation tag, read as Pillow reads it.
 //! * `libjpeg` — the shim over the system libjpeg-turbo (`csrc/jpeg_shim.c`).
 //! * `turbo` — libjpeg-turbo built from source (the `turbojpeg` feature).
 //! * `pickle` — a restricted pickle reader (never executes anything): the format parser
 //!   under the torchvision CIFAR files (`source::cifar_pickle` reads their dicts).
 
 pub mod decoder;
+pub mod exif;
 pub mod inspect;
 #[cfg(imgfeed_libjpeg)]
 pub(crate) mod libjpeg;

@@ -111,12 +111,14 @@ impl Turbo {
             cmyk: cs == tj::TJCS_TJCS_CMYK as i32 || cs == tj::TJCS_TJCS_YCCK as i32,
             mcu_width,
             progressive: self.get(tj::TJPARAM_TJPARAM_PROGRESSIVE) == 1,
+            scale: 1,
         })
     }
 
     // The bindings' enum constants are c_int on some targets and c_uint on others.
     #[allow(clippy::unnecessary_cast)]
-    /// Decode `rect` (after `header` on the same bytes) into `out` as RGB (`channels` 3) or
+    /// Decode `rect` (after `header` on the same bytes, [`Header::scaled`] for a DCT-scaled
+    /// decode: `rect` is then in the scaled image) into `out` as RGB (`channels` 3) or
     /// RGBX (4, the X byte unspecified); the rectangle's
     /// left edge is moved down to an iMCU boundary first. Returns the rectangle decoded.
     pub(crate) fn decode(
@@ -146,8 +148,17 @@ impl Turbo {
                 h: rh as i32,
             }
         };
-        // SAFETY: valid handle; the region lies inside the image (checked by the caller
-        // and by the library, which returns an error otherwise).
+        let factor = tj::tjscalingfactor {
+            num: 1,
+            denom: h.scale as i32,
+        };
+        // SAFETY: valid handle; 1/1, 1/2, 1/4 and 1/8 are scaling factors libjpeg-turbo
+        // supports (it returns an error otherwise).
+        if unsafe { tj::tj3SetScalingFactor(self.handle, factor) } != 0 {
+            return Err(libjpeg_fault(format!("libjpeg-turbo: {}", self.error())));
+        }
+        // SAFETY: valid handle; the region lies inside the (scaled) image (checked by the
+        // caller and by the library, which returns an error otherwise).
         if unsafe { tj::tj3SetCroppingRegion(self.handle, region) } != 0 {
             return Err(libjpeg_fault(format!("libjpeg-turbo: {}", self.error())));
         }

@@ -99,8 +99,11 @@ impl Program {
         }
         if fuse {
             fuse_center_crops(&mut items, &mut fusions);
-            fuse_regions(&mut items, &mut fusions);
         }
+        // Without `fuse` a decode still serves a resize for its `draft` (which changes the
+        // pixels on purpose), but decodes no region.
+        serve_after_decode(&mut items, &mut fusions, fuse);
+        kernel_notes(&items, &mut fusions);
         let phys = if input.encoded { Layout::Hwc } else { stored };
         Ok(fold_pointwise(items, phys, input.layout, out, fusions))
     }
@@ -133,21 +136,30 @@ fn fuse_center_crops(items: &mut Vec<Item>, fusions: &mut Vec<String>) {
     }
 }
 
-/// A decode followed by a kernel that reads a rectangle decodes only that.
-fn fuse_regions(items: &mut [Item], fusions: &mut Vec<String>) {
+/// A decode followed by a kernel that reads a rectangle decodes only that (with `region`),
+/// and before one that resizes at a DCT scale where the decode's `draft` asks for it: the
+/// decode says whether it serves the kernel after it.
+fn serve_after_decode(items: &mut [Item], fusions: &mut Vec<String>, region: bool) {
     for i in 0..items.len().saturating_sub(1) {
-        let Some(next) = kernel(&items[i + 1]).filter(|k| k.region_note().is_some()) else {
+        let Some(next) = kernel(&items[i + 1]) else {
             continue;
         };
         let Some(dec) = kernel(&items[i]) else {
             continue;
         };
-        if let Some(fused) = dec.with_region_of(Arc::clone(next)) {
+        if let Some(fused) = dec.with_region_of(Arc::clone(next), region) {
             if fused.decodes_regions() {
                 fusions.extend(next.region_note().map(String::from));
             }
             items[i].lowered = Lowered::Kernel(fused);
         }
+    }
+}
+
+/// What the kernels say of themselves (a decode's opt-in settings), for `imgfeed check`.
+fn kernel_notes(items: &[Item], fusions: &mut Vec<String>) {
+    for item in items {
+        fusions.extend(kernel(item).map(|k| k.notes()).unwrap_or_default());
     }
 }
 

@@ -6,6 +6,7 @@
 //! * [`resizer`] — the worker's resizer (fast_image_resize and Pillow's bilinear).
 //! * `pillow_bilinear` — Pillow's fixed-point antialiased bilinear, bit for bit.
 //! * [`geometry`] — [`Rect`], windows copied with padding, flips, [`ColumnOrder`].
+//! * [`orient`] — the eight EXIF orientations (Pillow's `exif_transpose`).
 //! * [`affine`] — the per-channel map `rescale` and `normalize` fold into.
 //! * [`view`] — the buffers the writers read and write.
 //! * [`mod@write`] — the general write (any layout pair, u8 or f32, RGBX).
@@ -26,6 +27,7 @@ pub mod augment;
 pub mod fingerprint;
 pub mod geometry;
 pub mod half_float;
+pub mod orient;
 pub(crate) mod pil;
 pub(crate) mod pil_lut;
 pub mod pil_transform;

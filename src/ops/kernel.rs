@@ -80,15 +80,28 @@ pub(crate) trait Kernel: Send + Sync + std::fmt::Debug {
         None
     }
 
-    /// A decode that decodes only what `next` reads ([`Kernel::region`]), as one kernel
-    /// (`None`: this kernel is no decode).
-    fn with_region_of(&self, _next: Arc<dyn Kernel>) -> Option<Arc<dyn Kernel>> {
+    /// A decode that decodes only what `next` reads ([`Kernel::region`]; with `region`
+    /// false, only what changes its pixels on purpose, such as a decode's `draft` before a
+    /// resize), as one kernel (`None`: this kernel is no decode, or nothing to serve).
+    fn with_region_of(&self, _next: Arc<dyn Kernel>, _region: bool) -> Option<Arc<dyn Kernel>> {
         None
     }
 
     /// A decode whose decoder decodes regions (libjpeg-turbo), for `imgfeed check`.
     fn decodes_regions(&self) -> bool {
         false
+    }
+
+    /// What this kernel resizes an `h × w` image to, where it is a resize (`Some` for
+    /// every size then): right after a decode with `draft`, the decode may decode at a DCT
+    /// scale down towards it.
+    fn resize_target(&self, _h: usize, _w: usize) -> Option<(usize, usize)> {
+        None
+    }
+
+    /// What this kernel does that `imgfeed check` should say (a decode's opt-in settings).
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
     }
 
     /// Right after a decode, whether this kernel reads only a rectangle of the image

@@ -178,6 +178,10 @@ impl Kernel for ResizeKernel {
         self.crop.map(|_| "decode: JPEGs decode only the rectangle resize + center_crop read (libjpeg-turbo region decode)")
     }
 
+    fn resize_target(&self, h: usize, w: usize) -> Option<(usize, usize)> {
+        Some(self.op.target(h, w))
+    }
+
     fn region(&self, h: usize, w: usize, _: &mut SplitMix64) -> (Option<Rect>, Option<Rect>) {
         let rect = self.crop.and_then(|c| self.op.source_rect(h, w, c));
         (rect, None)
