@@ -10,7 +10,7 @@ secs="${1:-20}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(decode decode_jpeg decode_png cifar_record cifar_pickle pipeline_file)
+  targets=(decode decode_jpeg decode_png cifar_record cifar_pickle pipeline_file tfrecord mindrecord)
 fi
 fx=../fixtures
 seed() { # seed TARGET FILE...
@@ -30,6 +30,8 @@ for t in "${targets[@]}"; do
     cifar_pickle) seed "$t" $fx/cifar10_py/test_batch $fx/cifar100_py/test \
       $fx/cifar_py_variants/*/*/test* ;;
     pipeline_file) seed "$t" ../pipelines/*.toml ;;
+    tfrecord) seed "$t" $fx/records/small.tfrecord ;;
+    mindrecord) seed "$t" $fx/records/small.mindrecord0 $fx/records/multi_blob.mindrecord ;;
     *) echo "unknown target $t" >&2; exit 2 ;;
   esac
 done
