@@ -12,6 +12,7 @@
 pub mod crc32c;
 pub mod mindrecord;
 pub mod protobuf;
+pub mod sqlite;
 pub mod tfrecord;
 
 use crate::spec::MAX_LABELS;

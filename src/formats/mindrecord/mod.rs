@@ -24,6 +24,7 @@
 
 pub mod header;
 pub mod msgpack;
+pub mod writer;
 
 use super::RecordEntry;
 use crate::spec::MAX_LABELS;
