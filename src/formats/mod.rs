@@ -51,10 +51,17 @@ pub trait RecordFormat: Send + Sync {
     /// entry lies inside `bytes`.
     fn index(&self, bytes: &[u8]) -> Result<Vec<RecordEntry>, Self::Error>;
 
-    /// For a file stored compressed (a gzip'd TFRecord): its bytes unpacked, which are then
-    /// kept (in the cache) and indexed in its place. `None`: the file is read as it is.
-    fn unpack(&self, name: &str, bytes: &[u8]) -> Option<Result<Vec<u8>, Self::Error>> {
+    /// Whether the file `name` with these bytes is stored compressed (a gzip'd TFRecord):
+    /// it is then unpacked once ([`RecordFormat::unpack`]) into the cache, and that copy is
+    /// indexed and read in its place.
+    fn is_packed(&self, name: &str, bytes: &[u8]) -> bool {
         let _ = (name, bytes);
-        None
+        false
+    }
+
+    /// Write the unpacked bytes of a packed file to `out` (streamed: memory stays bounded).
+    fn unpack(&self, bytes: &[u8], out: &mut dyn std::io::Write) -> Result<(), Self::Error> {
+        let _ = (bytes, out);
+        Ok(())
     }
 }

@@ -151,6 +151,14 @@ fn index_local<F: RecordFormat>(
         // defend against (its index is checked against its size and mtime when opened).
         Some(unsafe { Mmap::map(&file) }.map_err(|e| bad(path, e.to_string()))?)
     };
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let map = match map {
+        Some(m) if format.is_packed(name, &m) => unpacked(path, &key.stamp, &m, format)?,
+        m => m,
+    };
     let bytes: &[u8] = map.as_deref().unwrap_or_default();
     let beside = record_index::beside(path);
     let cached = cache_root().map(|c| {
@@ -177,6 +185,60 @@ fn index_local<F: RecordFormat>(
         }
     }
     Ok((map, entries))
+}
+
+/// The unpacked copy of the packed file `path` (whose bytes are `packed`, its stamp
+/// `stamp`), mapped: made once in the cache (`CACHE/unpacked/`), under a name that holds
+/// the file's path and stamp, so a changed file is unpacked again.
+fn unpacked<F: RecordFormat>(
+    path: &Path,
+    stamp: &str,
+    packed: &[u8],
+    format: &F,
+) -> Result<Option<Mmap>> {
+    let cache = cache_root().ok_or_else(|| {
+        bad(
+            path,
+            "a compressed file is unpacked into the cache, and there is none: set \
+             XDG_CACHE_HOME or HOME",
+        )
+    })?;
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let id = format!("{}|{stamp}", abs.display());
+    let base = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let copy = cache
+        .join("unpacked")
+        .join(format!("{:08x}-{base}", crc32fast::hash(id.as_bytes())));
+    if !copy.is_file() {
+        let io = |e: std::io::Error| bad(&copy, e.to_string());
+        if let Some(dir) = copy.parent() {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        let tmp = copy.with_extension(format!("tmp.{}", std::process::id()));
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp).map_err(io)?);
+        let written = format
+            .unpack(packed, &mut out)
+            .map_err(|e| bad(path, e.to_string()))
+            .and_then(|()| out.into_inner().map_err(|e| io(e.into_error())).map(drop))
+            .and_then(|()| std::fs::rename(&tmp, &copy).map_err(io));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+    }
+    let file = std::fs::File::open(&copy).map_err(|e| bad(&copy, e.to_string()))?;
+    if file
+        .metadata()
+        .map_err(|e| bad(&copy, e.to_string()))?
+        .len()
+        == 0
+    {
+        return Ok(None);
+    }
+    // SAFETY: read-only, a file only this module writes (whole, by a rename).
+    Ok(Some(
+        unsafe { Mmap::map(&file) }.map_err(|e| bad(&copy, e.to_string()))?,
+    ))
 }
 
 /// The cache root indexes of read-only folders go to.
