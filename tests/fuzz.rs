@@ -1,6 +1,6 @@
 //! Deterministic mutation fuzzing of every parser of untrusted bytes: the image decoders
-//! (JPEG, PNG, BMP, WebP), CIFAR records, CIFAR pickles (torchvision's layout) and pipeline
-//! files. Each mutant must give `Ok` or a typed error — never a panic, a hang or an
+//! (JPEG, PNG, BMP, WebP), CIFAR records, CIFAR pickles (torchvision's layout), WebDataset
+//! tar indexes and pipeline files. Each mutant must give `Ok` or a typed error — never a panic, a hang or an
 //! unbounded allocation. (Coverage-guided fuzzing of the same entry points: `fuzz/`, with
 //! cargo-fuzz on a nightly toolchain.)
 
@@ -205,4 +205,41 @@ fn mutated_pipeline_files_give_config_errors_not_panics() {
         }
     }
     assert!(errors > 50, "only {errors} mutants were rejected");
+}
+
+#[test]
+fn mutated_tars_index_inside_the_file_or_fail_typed() {
+    use imgfeed::formats::tar::WebDataset;
+    use imgfeed::formats::RecordFormat;
+    let mut g = SplitMix64::new(17);
+    let (mut ok, mut errors) = (0, 0);
+    for f in ["webdataset/pax.tar", "webdataset/gnu.tar"] {
+        let seed = std::fs::read(fixtures().join(f)).expect("fixture");
+        assert_eq!(
+            WebDataset::default().index(&seed).map(|e| e.len()),
+            Ok(2),
+            "{f}"
+        );
+        for _ in 0..2000 {
+            let m = mutate(&seed, &mut g);
+            match WebDataset::default().index(&m) {
+                Ok(entries) => {
+                    ok += 1;
+                    for e in entries {
+                        assert!(
+                            e.offset
+                                .checked_add(e.len)
+                                .is_some_and(|end| end <= m.len() as u64),
+                            "{f}: {e:?}"
+                        );
+                    }
+                }
+                Err(e) => {
+                    errors += 1;
+                    assert!(!e.to_string().is_empty());
+                }
+            }
+        }
+    }
+    assert!(ok > 0 && errors > 0, "{ok} indexed, {errors} errors");
 }
