@@ -8,15 +8,15 @@ use std::path::Path;
 
 fuzz_target!(|data: &[u8]| {
     let file = Path::new("d/fuzz.mindrecord");
-    if let Ok(h) = read_header(data, file) {
+    if let Ok(h) = read_header(data) {
         let _ = group(&h, file);
     }
-    match index(data, file, &MindRecordOptions::default()) {
+    match index(data, &MindRecordOptions::default()) {
         Ok(entries) => {
             for e in entries {
                 assert!(e.offset + e.len <= data.len() as u64);
             }
         }
-        Err(e) => assert!(e.to_string().contains("fuzz.mindrecord")),
+        Err(e) => assert!(!e.to_string().is_empty()),
     }
 });

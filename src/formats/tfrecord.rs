@@ -23,7 +23,6 @@ use super::protobuf::{varint, Fields, Value, WireError};
 use super::RecordEntry;
 use crate::spec::MAX_LABELS;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
 
 /// The feature names a TFRecord of ImageNet-style examples uses.
 pub const DEFAULT_IMAGE_FEATURE: &str = "image/encoded";
@@ -52,13 +51,11 @@ impl Default for TfRecordOptions {
     }
 }
 
-/// A TFRecord file that cannot be indexed: the file, the record (its number and where it
-/// starts) and why.
+/// A TFRecord file that cannot be indexed: the record (its number and where it starts)
+/// and why (the source names the file).
 #[derive(Debug, thiserror::Error)]
-#[error("{}: record {record} (at byte {offset}): {fault}", file.display())]
+#[error("record {record} (at byte {offset}): {fault}")]
 pub struct TfRecordError {
-    /// The file.
-    pub file: PathBuf,
     /// The record's number in the file (0-based).
     pub record: u64,
     /// Where the record starts in the file.
@@ -103,6 +100,9 @@ pub enum TfRecordFault {
         /// How many it holds.
         count: usize,
     },
+    /// A gzip'd file that does not decompress.
+    #[error("not a whole gzip stream")]
+    Gzip(#[source] std::io::Error),
     /// The label plus the offset is not a class number.
     #[error("label {value} (with label_offset {offset}) is not in 0..2^32")]
     Label {
@@ -123,6 +123,49 @@ pub fn is_gzip(bytes: &[u8]) -> bool {
 pub fn gunzip(input: impl Read, mut out: impl Write) -> std::io::Result<u64> {
     let mut d = flate2::read::MultiGzDecoder::new(input);
     std::io::copy(&mut d, &mut out)
+}
+
+/// The TFRecord format of the `tfrecord` source kind (see the module).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TfRecord {
+    /// Which features hold the image and the label.
+    pub options: TfRecordOptions,
+}
+
+impl super::RecordFormat for TfRecord {
+    type Error = TfRecordError;
+
+    fn name(&self) -> &'static str {
+        "tfrecord"
+    }
+
+    fn extensions(&self) -> &'static [&'static str] {
+        &[".tfrecord", ".tfrecords", ".tfrecord.gz", ".tfrecords.gz"]
+    }
+
+    fn options(&self) -> String {
+        let o = &self.options;
+        format!(
+            "image={:?} label={:?} label_offset={}",
+            o.image_feature, o.label_feature, o.label_offset
+        )
+    }
+
+    fn index(&self, bytes: &[u8]) -> Result<Vec<RecordEntry>, TfRecordError> {
+        index(bytes, &self.options)
+    }
+
+    fn is_packed(&self, _name: &str, bytes: &[u8]) -> bool {
+        is_gzip(bytes)
+    }
+
+    fn unpack(&self, bytes: &[u8], out: &mut dyn Write) -> Result<(), TfRecordError> {
+        gunzip(bytes, out).map(drop).map_err(|e| TfRecordError {
+            record: 0,
+            offset: 0,
+            fault: TfRecordFault::Gzip(e),
+        })
+    }
 }
 
 /// Where one record's data lies in the file.
@@ -334,15 +377,10 @@ fn one_int64(feature: &[u8], name: &str) -> Result<i64, TfRecordFault> {
 }
 
 /// The index of a TFRecord file: every record CRC-checked and its example parsed; the
-/// entries locate each image's bytes in the file. `file` names the file in errors.
-pub fn index(
-    bytes: &[u8],
-    file: &Path,
-    opts: &TfRecordOptions,
-) -> Result<Vec<RecordEntry>, TfRecordError> {
+/// entries locate each image's bytes in the file.
+pub fn index(bytes: &[u8], opts: &TfRecordOptions) -> Result<Vec<RecordEntry>, TfRecordError> {
     let mut out = Vec::new();
     let err = |record: u64, offset: u64, fault| TfRecordError {
-        file: file.to_path_buf(),
         record,
         offset,
         fault,
@@ -368,6 +406,8 @@ pub fn index(
 mod tests {
     use super::*;
 
+    use std::path::{Path, PathBuf};
+
     fn fixture(name: &str) -> (PathBuf, Vec<u8>) {
         let p = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("fixtures")
@@ -386,12 +426,12 @@ mod tests {
 
     #[test]
     fn indexes_the_tfrecord_package_output() {
-        let (p, b) = fixture("records/small.tfrecord");
+        let (_, b) = fixture("records/small.tfrecord");
         let opts = TfRecordOptions {
             label_offset: -1,
             ..TfRecordOptions::default()
         };
-        let idx = index(&b, &p, &opts).unwrap();
+        let idx = index(&b, &opts).unwrap();
         let images = written();
         assert_eq!(idx.len(), images.len());
         for (i, (e, img)) in idx.iter().zip(&images).enumerate() {
@@ -400,7 +440,7 @@ mod tests {
             assert_eq!(e.key, i.to_string());
         }
         // Without the offset the labels are TensorFlow's.
-        let idx = index(&b, &p, &TfRecordOptions::default()).unwrap();
+        let idx = index(&b, &TfRecordOptions::default()).unwrap();
         assert_eq!(
             idx.iter().map(|e| e.labels[0]).collect::<Vec<_>>(),
             [1, 2, 3]
@@ -419,30 +459,30 @@ mod tests {
 
     #[test]
     fn damage_is_a_typed_error_naming_file_and_record() {
-        let (p, b) = fixture("records/small.tfrecord");
+        let (_, b) = fixture("records/small.tfrecord");
         let opts = TfRecordOptions::default();
-        let idx = index(&b, &p, &opts).unwrap();
+        let idx = index(&b, &opts).unwrap();
         // A flipped byte in the second record's image: its data CRC.
         let mut bad = b.clone();
         bad[idx[1].offset as usize + 3] ^= 0x40;
-        let e = index(&bad, &p, &opts).unwrap_err();
+        let e = index(&bad, &opts).unwrap_err();
         assert!(matches!(e.fault, TfRecordFault::DataCrc));
         assert_eq!(e.record, 1);
         let msg = e.to_string();
         assert!(
-            msg.contains("small.tfrecord") && msg.contains("record 1") && msg.contains("bad CRC"),
+            msg.starts_with("record 1 (at byte ") && msg.contains("bad CRC"),
             "{msg}"
         );
         // A flipped length byte: the length's CRC.
         let mut bad = b.clone();
         bad[0] ^= 1;
-        let e = index(&bad, &p, &opts).unwrap_err();
+        let e = index(&bad, &opts).unwrap_err();
         assert!(
             matches!(e.fault, TfRecordFault::LengthCrc) && e.record == 0,
             "{e}"
         );
         // Truncated inside the last record.
-        let e = index(&b[..b.len() - 10], &p, &opts).unwrap_err();
+        let e = index(&b[..b.len() - 10], &opts).unwrap_err();
         assert!(
             matches!(e.fault, TfRecordFault::Truncated(10)) && e.record == 2,
             "{e}"
@@ -450,7 +490,6 @@ mod tests {
         // Features that are not there, or of the wrong kind.
         let e = index(
             &b,
-            &p,
             &TfRecordOptions {
                 image_feature: "jpeg".into(),
                 ..opts.clone()
@@ -460,7 +499,6 @@ mod tests {
         assert!(e.to_string().contains("no feature \"jpeg\""), "{e}");
         let e = index(
             &b,
-            &p,
             &TfRecordOptions {
                 label_feature: "image/extra".into(),
                 ..opts.clone()
@@ -470,7 +508,6 @@ mod tests {
         assert!(e.to_string().contains("not a int64 list"), "{e}");
         let e = index(
             &b,
-            &p,
             &TfRecordOptions {
                 label_offset: -2,
                 ..opts
@@ -496,7 +533,7 @@ mod tests {
         let mut b = len.to_vec();
         b.extend_from_slice(&masked(&len).to_le_bytes());
         b.extend_from_slice(&[0; 8]);
-        let e = index(&b, Path::new("x.tfrecord"), &TfRecordOptions::default()).unwrap_err();
+        let e = index(&b, &TfRecordOptions::default()).unwrap_err();
         assert!(matches!(e.fault, TfRecordFault::Truncated(_)), "{e}");
     }
 }

@@ -138,7 +138,7 @@ settings! {
     flag: flag("data", "DATA", FlagGroup::Input),
     default: None,
     apply: |d, c| {
-        d.clone_into(c.source.dataset.root_mut());
+        c.source.dataset.set_data(d);
     }
 
     /// CIFAR split (train, test, all); refused for a source without splits.

@@ -39,13 +39,14 @@ from . import vision as vision
 from ._dataset import Dataset
 from ._iterators import DictIterator, TupleIterator
 from ._mindspore_names import NAMES as _MINDSPORE_NAMES
-from ._sources import Cifar10Dataset, Cifar100Dataset, ImageFolderDataset
+from ._sources import Cifar10Dataset, Cifar100Dataset, ImageFolderDataset, WebDataset
 
 __all__ = [
     "Dataset",
     "ImageFolderDataset",
     "Cifar10Dataset",
     "Cifar100Dataset",
+    "WebDataset",
     "TupleIterator",
     "DictIterator",
     "config",

@@ -1,5 +1,6 @@
 """The datasets a pipeline starts from: ``ImageFolderDataset``, ``Cifar10Dataset`` and
-``Cifar100Dataset`` (MindSpore's arguments, the engine's ``[source]`` table)."""
+``Cifar100Dataset`` (MindSpore's arguments, the engine's ``[source]`` table), and imgfeed's
+own ``WebDataset`` (tars read in place, with the same sampling arguments)."""
 
 from __future__ import annotations
 
@@ -120,10 +121,66 @@ class Cifar100Dataset(_Cifar):
     _classes = 100
 
 
+class WebDataset(Dataset):
+    """WebDataset tars (``KEY.jpg`` + ``KEY.cls`` per sample, as the ``webdataset`` package
+    writes them), read in place: ``urls`` is one ``.tar`` file, a folder of them, a brace
+    pattern (``"train-{0000..0146}.tar"``) or a list of these; an index of each tar is built
+    once and kept beside it (or in the cache). Columns ``image`` (the encoded member,
+    ``uint8``; decoded when ``decode=True``) and ``label`` (``uint32``, the integer in the
+    label member). ``image``: the image member's extensions, ``;``-separated, in order of
+    preference (default ``"jpg;jpeg;png;webp"``); ``label``: the label member's extension
+    (default ``"cls"``). Sampling as ``ImageFolderDataset``'s: a global shuffle (the default),
+    MindSpore's sharding, ``num_samples`` per shard.
+    """
+
+    _kind = "webdataset"
+
+    def __init__(
+        self,
+        urls: Any,
+        image: Optional[str] = None,
+        label: Optional[str] = None,
+        num_samples: Optional[int] = None,
+        num_parallel_workers: Optional[int] = None,
+        shuffle: Optional[bool] = None,
+        decode: bool = False,
+        num_shards: Optional[int] = None,
+        shard_id: Optional[int] = None,
+    ) -> None:
+        call = "WebDataset"
+        _sampling_args(call, None, None, num_samples)
+        n, i = _shards(call, num_shards, shard_id)
+        given = [urls] if isinstance(urls, (str, os.PathLike)) else list(urls)
+        parts = [q for p in given for q in os.fspath(p).split("::") if q]
+        if not parts:
+            raise ValueError(f"{call}: urls names no files")
+        source: Dict[str, Any] = {
+            "kind": self._kind,
+            "root": "::".join(_local_or_url(p) for p in parts),
+            "shuffle": True if shuffle is None else bool(shuffle),
+            "num_shards": n,
+            "shard_id": i,
+        }
+        if image is not None:
+            source["image"] = str(image)
+        if label is not None:
+            source["label"] = str(label)
+        if num_samples is not None:
+            source["num_samples"] = num_samples
+        self._init(call, source, num_parallel_workers, ["image", "label"])
+        if decode:
+            self._ops.append({"op": "decode"})
+
+
+def _local_or_url(p: Any) -> str:
+    text = os.fspath(p)
+    return text if "://" in text else os.path.abspath(text)
+
+
 #: The class of every source kind of the native engine (``_imgfeed.source_kinds()``), by the
 #: kind's name in pipeline files; a kind without a class is in ``NOT_EXPOSED`` with the
 #: reason. ``tests/test_dataset.py`` fails when the engine has a kind in neither.
-KINDS = {c._kind: c for c in (ImageFolderDataset, Cifar10Dataset, Cifar100Dataset)}
+KINDS = {c._kind: c for c in (ImageFolderDataset, Cifar10Dataset, Cifar100Dataset, WebDataset)}
 
 NOT_EXPOSED = {
     "shards": "a converted dataset is read through the class of what it was converted from: "

@@ -62,21 +62,10 @@ impl Default for MindRecordOptions {
     }
 }
 
-/// A MindRecord file that cannot be read: the file and why.
-#[derive(Debug, thiserror::Error)]
-#[error("{}: {fault}", file.display())]
-pub struct MindRecordError {
-    /// The file.
-    pub file: PathBuf,
-    /// What is wrong.
-    #[source]
-    pub fault: MindRecordFault,
-}
-
 /// What is wrong with a MindRecord file.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum MindRecordFault {
+pub enum MindRecordError {
     /// Shorter than the 8-byte header length, or than the header it announces.
     #[error("not a MindRecord file: header of {header} bytes announced, the file has {file}")]
     Short {
@@ -136,37 +125,34 @@ pub enum MindRecordFault {
 
 /// Parses the header of a MindRecord file (its first bytes: at least the header length and
 /// the JSON; the whole file does).
-pub fn read_header(bytes: &[u8], file: &Path) -> Result<Header, MindRecordError> {
-    let err = |fault| MindRecordError {
-        file: file.to_path_buf(),
-        fault,
-    };
+pub fn read_header(bytes: &[u8]) -> Result<Header, MindRecordError> {
+    let err = |fault| fault;
     let size = bytes.len() as u64;
     let announced = bytes
         .get(..8)
         .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-        .ok_or(err(MindRecordFault::Short {
+        .ok_or(err(MindRecordError::Short {
             header: 8,
             file: size,
         }))?;
     if announced > size.saturating_sub(8) {
-        return Err(err(MindRecordFault::Short {
+        return Err(err(MindRecordError::Short {
             header: announced.saturating_add(8),
             file: size,
         }));
     }
     let json = &bytes[8..8 + announced as usize];
-    let h: Header = serde_json::from_slice(json).map_err(|e| err(MindRecordFault::Json(e)))?;
+    let h: Header = serde_json::from_slice(json).map_err(|e| err(MindRecordError::Json(e)))?;
     if h.header_size < 8 + announced {
-        return Err(err(MindRecordFault::Header(
+        return Err(err(MindRecordError::Header(
             "header_size is smaller than the header",
         )));
     }
     if h.page_size == 0 {
-        return Err(err(MindRecordFault::Header("page_size is 0")));
+        return Err(err(MindRecordError::Header("page_size is 0")));
     }
     if h.shard_addresses.is_empty() {
-        return Err(err(MindRecordFault::Header("shard_addresses is empty")));
+        return Err(err(MindRecordError::Header("shard_addresses is empty")));
     }
     Ok(h)
 }
@@ -183,10 +169,9 @@ pub fn group(header: &Header, file: &Path) -> Result<Vec<PathBuf>, MindRecordErr
             let name = Path::new(a);
             match (name.file_name(), name.components().count()) {
                 (Some(n), 1) => Ok(dir.join(n)),
-                _ => Err(MindRecordError {
-                    file: file.to_path_buf(),
-                    fault: MindRecordFault::Header("shard_addresses holds a path, not a file name"),
-                }),
+                _ => Err(MindRecordError::Header(
+                    "shard_addresses holds a path, not a file name",
+                )),
             }
         })
         .collect()
@@ -207,13 +192,13 @@ struct Columns {
     name: bool,
 }
 
-fn columns(h: &Header, opts: &MindRecordOptions) -> Result<Columns, MindRecordFault> {
-    let col = |c: &str, reason: &str| MindRecordFault::Column {
+fn columns(h: &Header, opts: &MindRecordOptions) -> Result<Columns, MindRecordError> {
+    let col = |c: &str, reason: &str| MindRecordError::Column {
         column: c.to_string(),
         reason: reason.to_string(),
     };
     let [schema] = h.schema.as_slice() else {
-        return Err(MindRecordFault::Header(
+        return Err(MindRecordError::Header(
             "the header holds no schema, or several",
         ));
     };
@@ -231,7 +216,7 @@ fn columns(h: &Header, opts: &MindRecordOptions) -> Result<Columns, MindRecordFa
         .blob_fields
         .iter()
         .position(|f| *f == opts.image_column)
-        .ok_or(MindRecordFault::Header(
+        .ok_or(MindRecordError::Header(
             "a bytes column is not among blob_fields",
         ))?;
     let blob = if schema.blob_fields.len() == 1 {
@@ -250,7 +235,7 @@ fn columns(h: &Header, opts: &MindRecordOptions) -> Result<Columns, MindRecordFa
         ));
     }
     if schema.blob_fields.contains(&opts.label_column) {
-        return Err(MindRecordFault::Header(
+        return Err(MindRecordError::Header(
             "a scalar column is among blob_fields",
         ));
     }
@@ -266,8 +251,8 @@ fn u64_le(b: &[u8]) -> u64 {
 }
 
 /// A page's used bytes, checked to lie in the file: `(start, end)`.
-fn page_span(h: &Header, p: &PageDesc, file_len: u64) -> Result<(u64, u64), MindRecordFault> {
-    let page = |reason| MindRecordFault::Page {
+fn page_span(h: &Header, p: &PageDesc, file_len: u64) -> Result<(u64, u64), MindRecordError> {
+    let page = |reason| MindRecordError::Page {
         page: p.page_id,
         reason,
     };
@@ -325,26 +310,64 @@ fn image_in_blob(
 
 /// The index of one MindRecord file: every row's image (where it lies in the file) and
 /// label, rows in the file's order (row id). `file` names the file in errors.
-pub fn index(
-    bytes: &[u8],
-    file: &Path,
-    opts: &MindRecordOptions,
-) -> Result<Vec<RecordEntry>, MindRecordError> {
-    let h = read_header(bytes, file)?;
-    index_with_header(bytes, &h, opts).map_err(|fault| MindRecordError {
-        file: file.to_path_buf(),
-        fault,
-    })
+pub fn index(bytes: &[u8], opts: &MindRecordOptions) -> Result<Vec<RecordEntry>, MindRecordError> {
+    let h = read_header(bytes)?;
+    index_with_header(bytes, &h, opts)
+}
+
+/// The MindRecord format of the `mindrecord` source kind (see the module).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MindRecord {
+    /// Which columns hold the image, label and name.
+    pub options: MindRecordOptions,
+}
+
+impl super::RecordFormat for MindRecord {
+    type Error = MindRecordError;
+
+    fn name(&self) -> &'static str {
+        "mindrecord"
+    }
+
+    /// `.mindrecord`; the files of a group (`.mindrecord0`, `.mindrecord1`, …) are
+    /// recognised by [`is_mindrecord_name`].
+    fn extensions(&self) -> &'static [&'static str] {
+        &[".mindrecord"]
+    }
+
+    fn options(&self) -> String {
+        let o = &self.options;
+        format!(
+            "image={:?} label={:?} name={:?}",
+            o.image_column, o.label_column, o.name_column
+        )
+    }
+
+    fn index(&self, bytes: &[u8]) -> Result<Vec<RecordEntry>, MindRecordError> {
+        index(bytes, &self.options)
+    }
+}
+
+/// Whether a file name is a MindRecord file's: `NAME.mindrecord` or, in a group,
+/// `NAME.mindrecordN` (never its `.db`).
+pub fn is_mindrecord_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    match lower.rfind(".mindrecord") {
+        Some(at) => lower[at + ".mindrecord".len()..]
+            .bytes()
+            .all(|b| b.is_ascii_digit()),
+        None => false,
+    }
 }
 
 fn index_with_header(
     bytes: &[u8],
     h: &Header,
     opts: &MindRecordOptions,
-) -> Result<Vec<RecordEntry>, MindRecordFault> {
+) -> Result<Vec<RecordEntry>, MindRecordError> {
     let cols = columns(h, opts)?;
     let file_len = bytes.len() as u64;
-    let group_err = |group, reason| MindRecordFault::Group { group, reason };
+    let group_err = |group, reason| MindRecordError::Group { group, reason };
 
     // Raw segments of each row group, in page order.
     let mut raw: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
@@ -359,7 +382,7 @@ fn index_with_header(
         for (k, g) in p.row_group_ids.iter().enumerate() {
             let seg_end = p.row_group_ids.get(k + 1).map_or(p.page_size, |n| n.offset);
             if g.offset > seg_end || seg_end > p.page_size {
-                return Err(MindRecordFault::Page {
+                return Err(MindRecordError::Page {
                     page: p.page_id,
                     reason: "row group offsets out of order or past the page",
                 });
@@ -390,7 +413,7 @@ fn index_with_header(
         let mut pos = start;
         for row in p.start_row_id..p.end_row_id {
             // The blob.
-            let row_err = |reason: String| MindRecordFault::Row { row, reason };
+            let row_err = |reason: String| MindRecordError::Row { row, reason };
             if end - pos < 8 {
                 return Err(group_err(group, "fewer blobs than its rows"));
             }
@@ -428,7 +451,7 @@ fn index_with_header(
                         opts.label_column
                     )))
                 }
-                Err(source) => return Err(MindRecordFault::Raw { row, source }),
+                Err(source) => return Err(MindRecordError::Raw { row, source }),
             };
             let key = match cols.name.then(|| msgpack::column(r, &opts.name_column)) {
                 Some(Ok(Some(Scalar::Str(s)))) => String::from_utf8_lossy(s).into_owned(),

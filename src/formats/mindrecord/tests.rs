@@ -26,7 +26,7 @@ fn slice(b: &[u8], e: &RecordEntry) -> Vec<u8> {
 #[test]
 fn reads_a_two_file_group_in_mindspore_order() {
     let (p1, b1) = fixture("records/small.mindrecord1");
-    let h = read_header(&b1, &p1).unwrap();
+    let h = read_header(&b1).unwrap();
     let files = group(&h, &p1).unwrap();
     let dir = p1.parent().unwrap();
     assert_eq!(
@@ -36,7 +36,7 @@ fn reads_a_two_file_group_in_mindspore_order() {
     let mut got = Vec::new();
     for f in &files {
         let b = std::fs::read(f).unwrap();
-        for e in index(&b, f, &MindRecordOptions::default()).unwrap() {
+        for e in index(&b, &MindRecordOptions::default()).unwrap() {
             got.push((e.key.clone(), e.labels[0], slice(&b, &e)));
         }
     }
@@ -50,8 +50,8 @@ fn reads_a_two_file_group_in_mindspore_order() {
 
 #[test]
 fn finds_the_image_among_several_blob_columns() {
-    let (p, b) = fixture("records/multi_blob.mindrecord");
-    let idx = index(&b, &p, &MindRecordOptions::default()).unwrap();
+    let (_, b) = fixture("records/multi_blob.mindrecord");
+    let idx = index(&b, &MindRecordOptions::default()).unwrap();
     let want = written();
     assert_eq!(idx.len(), 2);
     for (i, e) in idx.iter().enumerate() {
@@ -62,7 +62,7 @@ fn finds_the_image_among_several_blob_columns() {
         image_column: "mask".into(),
         ..MindRecordOptions::default()
     };
-    let idx = index(&b, &p, &mask).unwrap();
+    let idx = index(&b, &mask).unwrap();
     assert_eq!(slice(&b, &idx[1]), b"mm");
 }
 
@@ -78,11 +78,10 @@ fn with_header(edit: impl FnOnce(&mut serde_json::Value)) -> (PathBuf, Vec<u8>) 
     (p, b)
 }
 
-fn fault(p: &Path, b: &[u8]) -> String {
-    let e = index(b, p, &MindRecordOptions::default()).unwrap_err();
-    let msg = e.to_string();
-    assert!(msg.contains("small.mindrecord1"), "{msg}");
-    msg
+fn fault(_: &Path, b: &[u8]) -> String {
+    index(b, &MindRecordOptions::default())
+        .unwrap_err()
+        .to_string()
 }
 
 /// An edit of the JSON header.
@@ -165,7 +164,7 @@ fn lying_headers_are_typed_errors() {
     ];
     for (edit, want) in cases {
         let (p, b) = with_header(edit);
-        let r = read_header(&b, &p).and_then(|h| group(&h, &p).map(|_| h));
+        let r = read_header(&b).and_then(|h| group(&h, &p).map(|_| h));
         let msg = match r {
             Err(e) => e.to_string(),
             Ok(_) => fault(&p, &b),
@@ -177,7 +176,7 @@ fn lying_headers_are_typed_errors() {
 #[test]
 fn lying_rows_are_typed_errors() {
     let (p, b) = fixture("records/small.mindrecord1");
-    let h = read_header(&b, &p).unwrap();
+    let h = read_header(&b).unwrap();
     let blob = h.header_size as usize;
     let raw = (h.header_size + h.page_size) as usize;
     // A blob length past its page, a raw length past its page, a raw row that is not a map,
@@ -199,7 +198,7 @@ fn lying_rows_are_typed_errors() {
         label_column: "file_name".into(),
         ..MindRecordOptions::default()
     };
-    let e = index(&b, &p, &opts).unwrap_err().to_string();
+    let e = index(&b, &opts).unwrap_err().to_string();
     assert!(
         e.contains("column \"file_name\": is string, not an int32/int64 scalar"),
         "{e}"

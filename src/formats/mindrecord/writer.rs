@@ -361,11 +361,11 @@ mod tests {
         }
         let p1 = dir.path().join(&names[1]);
         let b = std::fs::read(&p1).unwrap();
-        let files = group(&read_header(&b, &p1).unwrap(), &p1).unwrap();
+        let files = group(&read_header(&b).unwrap(), &p1).unwrap();
         let mut got = Vec::new();
         for f in files {
             let b = std::fs::read(&f).unwrap();
-            for e in index(&b, &f, &MindRecordOptions::default()).unwrap() {
+            for e in index(&b, &MindRecordOptions::default()).unwrap() {
                 got.push((
                     b[e.offset as usize..(e.offset + e.len) as usize].to_vec(),
                     e.labels[0],
