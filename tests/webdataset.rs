@@ -210,3 +210,134 @@ fn broken_tars_are_errors_naming_the_file_and_the_member() {
         text(&o).1
     );
 }
+
+/// Each sample of the tars in `dir` as the `webdataset` package reads them: `(key, label,
+/// image extension, CRC-32 of the image bytes)`.
+fn read_by_webdataset(python: &Path, dir: &Path) -> Vec<(String, u32, String, u32)> {
+    let script = "import sys, glob, zlib, webdataset as wds\n\
+        files = sorted(glob.glob(sys.argv[1] + '/*.tar'))\n\
+        for s in wds.WebDataset(files, shardshuffle=False):\n\
+        \x20   ext = [k for k in s if k in ('jpg', 'png', 'webp', 'bmp')][0]\n\
+        \x20   print(s['__key__'], int(s['cls']), ext, zlib.crc32(s[ext]))\n";
+    let o = Command::new(python)
+        .args(["-c", script, s(dir)])
+        .output()
+        .expect("runs python");
+    assert!(o.status.success(), "{}", text(&o).1);
+    text(&o)
+        .0
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            assert_eq!(f.len(), 4, "{l}");
+            (
+                f[0].to_string(),
+                f[1].parse().expect("label"),
+                f[2].to_string(),
+                f[3].parse().expect("crc"),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn imgfeeds_webdataset_output_reads_back_alike_in_webdataset_and_imgfeed() {
+    let Some(python) =
+        ready("imgfeeds_webdataset_output_reads_back_alike_in_webdataset_and_imgfeed")
+    else {
+        return;
+    };
+    let out = tempfile::tempdir().expect("tempdir");
+    let (wds_dir, shards_dir) = (out.path().join("wds"), out.path().join("shards"));
+    for (format, dir) in [("webdataset", &wds_dir), ("shards", &shards_dir)] {
+        let o = imgfeed(&[
+            "convert",
+            "pipelines/convert_jpeg256.toml",
+            "--data",
+            "fixtures/imagefolder",
+            "--format",
+            format,
+            "--shard-size",
+            "60kB",
+            "--out",
+            s(dir),
+        ]);
+        let (so, se) = text(&o);
+        assert_eq!(code(&o), 0, "{so}{se}");
+        assert!(so.contains("wrote 12 samples (jpeg storage)"), "{so}");
+    }
+    let tars = std::fs::read_dir(&wds_dir)
+        .expect("dir")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tar"))
+        .count();
+    assert!(tars > 1, "{tars} tars: the shard size splits them");
+    assert!(wds_dir.join("webdataset.json").is_file());
+    // The webdataset package reads every sample, in order, with the bytes and labels of
+    // the shards conversion (the same JPEG encoder), which imgfeed's own reader checks.
+    let shards = imgfeed::shards::Shards::open(&shards_dir).expect("opens");
+    let got = read_by_webdataset(&python, &wds_dir);
+    assert_eq!(got.len(), shards.len());
+    for (i, (key, label, ext, crc)) in got.iter().enumerate() {
+        let (e, bytes) = shards.record(i).expect("record");
+        assert_eq!(key, &format!("{i:06}"));
+        assert_eq!(*label, e.labels[0], "{key}");
+        assert_eq!(ext, "jpg");
+        assert_eq!(*crc, imgfeed::shards::format::crc32(bytes), "{key}");
+    }
+    // imgfeed reads its WebDataset output as it reads the shards.
+    for pipeline in [EVAL, TRAIN] {
+        assert_eq!(
+            digests(&run(pipeline, s(&wds_dir), "2", None)),
+            digests(&run(pipeline, s(&shards_dir), "2", None)),
+            "{pipeline}"
+        );
+    }
+    // `original` keeps the tree's files: the tree's digests, their extensions kept.
+    let orig = out.path().join("orig.toml");
+    std::fs::write(
+        &orig,
+        format!(
+            "[source]\nkind = \"image_folder\"\nroot = {:?}\n[store]\nmode = \"original\"\n",
+            s(&repo().join("fixtures/imagefolder"))
+        ),
+    )
+    .expect("writes");
+    let odir = out.path().join("orig");
+    let o = imgfeed(&[
+        "convert",
+        s(&orig),
+        "--format",
+        "webdataset",
+        "--out",
+        s(&odir),
+    ]);
+    assert_eq!(code(&o), 0, "{}", text(&o).1);
+    let exts: Vec<String> = read_by_webdataset(&python, &odir)
+        .into_iter()
+        .map(|r| r.2)
+        .collect();
+    assert!(exts.contains(&"png".to_string()) && exts.contains(&"jpg".to_string()));
+    let tree = repo().join("fixtures/imagefolder");
+    assert_eq!(
+        digests(&run(EVAL, s(&odir), "2", None)),
+        digests(&run(EVAL, s(&tree), "2", None))
+    );
+    // What the format cannot hold is refused before anything is read.
+    let o = imgfeed(&[
+        "convert",
+        "pipelines/convert_raw256.toml",
+        "--data",
+        "fixtures/imagefolder",
+        "--format",
+        "webdataset",
+        "--out",
+        s(&out.path().join("raw")),
+    ]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        text(&o).1.contains("store.mode = \"raw\""),
+        "{}",
+        text(&o).1
+    );
+}

@@ -250,6 +250,37 @@ pub fn split_key(path: &str) -> Option<(&str, &str)> {
     Some((&path[..at], &path[at + 1..]))
 }
 
+/// The two zero blocks that end a tar.
+pub const END_OF_ARCHIVE: [u8; 2 * BLOCK] = [0; 2 * BLOCK];
+
+/// The bytes after `size` bytes of member data that pad it to a whole block.
+pub fn padding(size: u64) -> usize {
+    (BLOCK - (size % BLOCK as u64) as usize) % BLOCK
+}
+
+/// The ustar header of a regular file `name` (at most 100 bytes, ASCII) of `size` bytes
+/// (below 8 GiB), mode 0644, owner 0, mtime 0: the same bytes on every machine. `None`
+/// for a name or size that does not fit.
+pub fn ustar_header(name: &str, size: u64) -> Option<[u8; BLOCK]> {
+    if name.is_empty() || name.len() > 100 || !name.is_ascii() || size >= 1 << 33 {
+        return None;
+    }
+    let mut h = [0u8; BLOCK];
+    h[..name.len()].copy_from_slice(name.as_bytes());
+    h[100..108].copy_from_slice(b"0000644\0");
+    h[108..116].copy_from_slice(b"0000000\0");
+    h[116..124].copy_from_slice(b"0000000\0");
+    h[124..136].copy_from_slice(format!("{size:011o}\0").as_bytes());
+    h[136..148].copy_from_slice(b"00000000000\0");
+    h[156] = b'0';
+    h[257..263].copy_from_slice(b"ustar\0");
+    h[263..265].copy_from_slice(b"00");
+    h[148..156].copy_from_slice(b"        ");
+    let sum: u32 = h.iter().map(|&b| b as u32).sum();
+    h[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    Some(h)
+}
+
 /// A regular file member of a tar.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Member {
@@ -509,13 +540,8 @@ mod tests {
 
     /// A ustar header for `name` of `size` bytes of type `flag`, checksummed.
     fn header(name: &str, size: u64, flag: u8) -> Vec<u8> {
-        let mut h = vec![0u8; BLOCK];
-        h[..name.len()].copy_from_slice(name.as_bytes());
-        h[100..108].copy_from_slice(b"0000644\0");
-        h[124..136].copy_from_slice(format!("{size:011o}\0").as_bytes());
+        let mut h = ustar_header(name, size).expect("fits").to_vec();
         h[156] = flag;
-        h[257..263].copy_from_slice(b"ustar\0");
-        h[263..265].copy_from_slice(b"00");
         h[148..156].copy_from_slice(b"        ");
         let sum: u32 = h.iter().map(|&b| b as u32).sum();
         h[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
