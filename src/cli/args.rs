@@ -202,6 +202,9 @@ pub(super) enum Format {
     /// WebDataset tars (KEY.jpg + KEY.cls) + webdataset.json, for the webdataset package
     /// and other readers (and imgfeed: --data at the folder)
     Webdataset,
+    /// a MindRecord group (data.mindrecord0 … + their .db: data, label, file_name) for
+    /// MindSpore's MindDataset (and imgfeed: --data at any of its files)
+    Mindrecord,
 }
 
 /// `I/K` with I below K.

@@ -9,7 +9,9 @@ use super::{interrupt, progress, Common};
 use anyhow::Result;
 use imgfeed::shards::slice_range;
 use imgfeed::sink::write_npy_dir;
-use imgfeed::sink::{convert_to_shards_until, convert_to_webdataset_until};
+use imgfeed::sink::{
+    convert_to_mindrecord_until, convert_to_shards_until, convert_to_webdataset_until,
+};
 use imgfeed::{OnError, Pipeline};
 use std::path::{Path, PathBuf};
 
@@ -143,12 +145,23 @@ struct Written {
 }
 
 /// `convert --format shards` (or `webdataset`: tars for other tools).
+/// The container `convert_shards` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Container {
+    /// imgfeed's shards.
+    Shards,
+    /// WebDataset tars.
+    WebDataset,
+    /// A MindRecord group.
+    MindRecord,
+}
+
 pub fn convert_shards(
     c: &Common,
     out: &Path,
     (shard_size, store, slice): StoreFlags,
     report: Option<&Path>,
-    webdataset: bool,
+    container: Container,
 ) -> Result<i32> {
     refuse_out_inside_data(c, out)?;
     let cfg = c.config()?;
@@ -170,7 +183,29 @@ pub fn convert_shards(
             report_err = Err(w);
         }
     };
-    let done = if webdataset {
+    let done = if container == Container::MindRecord {
+        convert_to_mindrecord_until(
+            &cfg,
+            &st,
+            out,
+            on_start,
+            on_progress,
+            on_skip,
+            interrupt::flag(),
+        )?
+        .map(|r| Written {
+            samples: r.samples,
+            storage: st.mode.name(),
+            files: r.files.len(),
+            bytes: r.files.iter().map(|f| f.1).sum(),
+            manifest: out
+                .join(r.files.first().map_or("", |f| f.0.as_str()))
+                .display()
+                .to_string(),
+            slice: None,
+            skipped: r.skipped,
+        })
+    } else if container == Container::WebDataset {
         convert_to_webdataset_until(
             &cfg,
             &st,
@@ -228,7 +263,11 @@ pub fn convert_shards(
         w.samples,
         w.storage,
         w.files,
-        if webdataset { "tar" } else { "shard" },
+        match container {
+            Container::Shards => "shard",
+            Container::WebDataset => "tar",
+            Container::MindRecord => "MindRecord file",
+        },
         w.bytes as f64 / 1e6,
         w.manifest,
         match w.slice {

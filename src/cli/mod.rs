@@ -126,7 +126,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
                     ] {
                         if given {
                             refuse("convert", format!(
-                                "{flag} applies to `convert --format shards` and `--format webdataset` only (this is --format npy)"
+                                "{flag} applies to `convert --format shards`, `webdataset` and `mindrecord` only (this is --format npy)"
                             ));
                         }
                     }
@@ -140,11 +140,11 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
                     }
                     convert::convert(&c, &out, slice, report.as_deref())
                 }
-                Format::Shards | Format::Webdataset => {
-                    let name = if format == Format::Shards {
-                        "shards"
-                    } else {
-                        "webdataset"
+                Format::Shards | Format::Webdataset | Format::Mindrecord => {
+                    let (name, container) = match format {
+                        Format::Webdataset => ("webdataset", convert::Container::WebDataset),
+                        Format::Mindrecord => ("mindrecord", convert::Container::MindRecord),
+                        _ => ("shards", convert::Container::Shards),
                     };
                     if let Some(flag) = c.sampling_flags().first() {
                         refuse(
@@ -170,7 +170,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
                         &out,
                         (shard_size, store, slice),
                         report.as_deref(),
-                        format == Format::Webdataset,
+                        container,
                     )
                 }
             }

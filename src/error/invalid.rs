@@ -300,6 +300,12 @@ pub enum Invalid {
         /// What cannot be written, and what can.
         why: &'static str,
     },
+    /// A conversion that a MindRecord group cannot hold as asked.
+    #[error("convert --format mindrecord: {why}")]
+    MindRecordOutput {
+        /// What cannot be written, and what can.
+        why: &'static str,
+    },
     /// A measurement whose epochs yield nothing (free-form: the empty-epoch warning).
     #[error("nothing to measure: {0}")]
     NothingToMeasure(String),

@@ -61,9 +61,8 @@ struct RowAt {
 /// One file of a MindRecord group being written.
 pub struct FileWriter<W: Write + Seek> {
     out: W,
-    name: String,
     shard_id: u64,
-    addresses: Vec<String>,
+    sealed: bool,
     pages: Vec<serde_json::Value>,
     /// Page ids of the blob pages and raw pages, in the order each kind was written.
     blob_ids: Vec<u64>,
@@ -76,22 +75,17 @@ pub struct FileWriter<W: Write + Seek> {
 }
 
 impl<W: Write + Seek> FileWriter<W> {
-    /// A writer of file `shard_id` of the group `addresses` (file names, in order), into
-    /// `out`.
-    pub fn new(out: W, shard_id: u64, addresses: Vec<String>) -> Self {
-        let name = addresses
-            .get(shard_id as usize)
-            .cloned()
-            .unwrap_or_default();
+    /// A writer of file `shard_id` of a group, into `out` (the group's names are given
+    /// to [`FileWriter::finish`]: a writer splitting samples by size learns them last).
+    pub fn new(out: W, shard_id: u64) -> Self {
         let raw = Open {
             groups: vec![(0, 0)],
             ..Open::default()
         };
         FileWriter {
             out,
-            name,
             shard_id,
-            addresses,
+            sealed: false,
             pages: Vec::new(),
             blob_ids: Vec::new(),
             raw_ids: Vec::new(),
@@ -109,6 +103,11 @@ impl<W: Write + Seek> FileWriter<W> {
 
     /// Appends one sample.
     pub fn write(&mut self, data: &[u8], label: u32, file_name: &str) -> Result<(), WriteError> {
+        if self.sealed {
+            return Err(WriteError::Io(std::io::Error::other(
+                "a sample written to a sealed MindRecord file",
+            )));
+        }
         let label_i32 = i32::try_from(label).map_err(|_| WriteError::Label(label))?;
         let blob_len = 8 + data.len() as u64;
         self.scratch.clear();
@@ -210,15 +209,40 @@ impl<W: Write + Seek> FileWriter<W> {
         Ok(())
     }
 
-    /// Writes the last pages and the header; returns the output and the bytes of its
-    /// `.db` index (to be written as `<file>.db`).
-    pub fn finish(mut self) -> Result<(W, Vec<u8>), WriteError> {
-        if !self.blob.buf.is_empty() || self.rows.is_empty() {
+    /// Samples written so far.
+    pub fn rows(&self) -> u64 {
+        self.rows.len() as u64
+    }
+
+    /// Bytes the file takes so far (its pages, and the header's room).
+    pub fn size(&self) -> u64 {
+        HEADER_SIZE + self.next_id * PAGE_SIZE + (self.blob.buf.len() + self.raw.buf.len()) as u64
+    }
+
+    /// Writes the last pages and lets go of the page buffers: nothing more is written but
+    /// the header ([`FileWriter::finish`]).
+    pub fn seal(&mut self) -> Result<(), WriteError> {
+        if self.sealed {
+            return Ok(());
+        }
+        if !self.blob.buf.is_empty() || self.blob_ids.is_empty() {
             self.close_blob()?;
         }
         if !self.raw.buf.is_empty() || self.raw_ids.is_empty() {
             self.close_raw()?;
         }
+        self.blob.buf = Vec::new();
+        self.raw.buf = Vec::new();
+        self.scratch = Vec::new();
+        self.sealed = true;
+        Ok(())
+    }
+
+    /// Writes the header, naming the group's files `addresses` (in order; this one is
+    /// `addresses[shard_id]`); returns the output and the bytes of its `.db` index (to be
+    /// written as `<file>.db`).
+    pub fn finish(mut self, addresses: &[String]) -> Result<(W, Vec<u8>), WriteError> {
+        self.seal()?;
         let header = json!({
             "header_size": HEADER_SIZE,
             "index_fields": [],
@@ -234,7 +258,7 @@ impl<W: Write + Seek> FileWriter<W> {
                     "label": {"type": "int32"},
                 },
             }],
-            "shard_addresses": self.addresses,
+            "shard_addresses": addresses,
             "shard_id": self.shard_id,
             "statistics": [],
             "version": "3.0",
@@ -247,13 +271,17 @@ impl<W: Write + Seek> FileWriter<W> {
         self.out.write_all(&(text.len() as u64).to_le_bytes())?;
         self.out.write_all(&text)?;
         self.out.flush()?;
-        let db = self.db()?;
+        let name = addresses
+            .get(self.shard_id as usize)
+            .cloned()
+            .unwrap_or_default();
+        let db = self.db(name)?;
         Ok((self.out, db))
     }
 
     /// The `.db` MindSpore's reader looks rows up in: the file's name, and per row its
     /// raw and blob pages and offsets.
-    fn db(&self) -> Result<Vec<u8>, WriteError> {
+    fn db(&self, name: String) -> Result<Vec<u8>, WriteError> {
         let rows = self
             .rows
             .iter()
@@ -283,7 +311,7 @@ impl<W: Write + Seek> FileWriter<W> {
             Table {
                 name: "SHARD_NAME".into(),
                 sql: "CREATE TABLE SHARD_NAME(NAME TEXT NOT NULL)".into(),
-                rows: vec![vec![Cell::Text(self.name.clone())]],
+                rows: vec![vec![Cell::Text(name)]],
             },
         ])?)
     }
@@ -352,11 +380,11 @@ mod tests {
             .collect();
         for (k, chunk) in samples.chunks(4).enumerate() {
             let f = std::fs::File::create(dir.path().join(&names[k])).unwrap();
-            let mut w = FileWriter::new(f, k as u64, names.clone());
+            let mut w = FileWriter::new(f, k as u64);
             for (d, l, n) in chunk {
                 w.write(d, *l, n).unwrap();
             }
-            let (_, db) = w.finish().unwrap();
+            let (_, db) = w.finish(&names).unwrap();
             std::fs::write(dir.path().join(format!("{}.db", names[k])), db).unwrap();
         }
         let p1 = dir.path().join(&names[1]);
