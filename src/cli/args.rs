@@ -102,8 +102,9 @@ pub(super) enum Command {
         #[arg(long)]
         out: PathBuf,
         /// Output format: npy (the epoch's samples in its order; the sampling flags apply),
-        /// shards (every sample in source order, for reading back; no sampling flags) or
-        /// webdataset (tars other tools read; as shards, without --slice).
+        /// shards (every sample in source order, for reading back; no sampling flags),
+        /// webdataset (tars other tools read; as shards, without --slice) or mindrecord (a
+        /// MindRecord group MindSpore reads; as webdataset, to a local folder).
         #[arg(long, value_enum, default_value_t = Format::Npy)]
         format: Format,
         /// Convert only the contiguous slice I of K (e.g. 0/4) of what the conversion would
@@ -114,12 +115,12 @@ pub(super) enum Command {
         /// Write every bad (skipped) sample to FILE as JSON lines.
         #[arg(long)]
         report: Option<PathBuf>,
-        /// shards and webdataset only: bytes per shard file (1GB, 512MB, ...), overriding
+        /// shards, webdataset and mindrecord only: bytes per file (1GB, 512MB, ...), overriding
         /// `store.shard_size` (default 1GB).
         #[arg(long)]
         shard_size: Option<String>,
-        /// shards and webdataset only: how samples are stored, overriding `store.mode`
-        /// (default jpeg; webdataset: jpeg or original).
+        /// shards, webdataset and mindrecord only: how samples are stored, overriding
+        /// `store.mode` (default jpeg; webdataset, mindrecord: jpeg or original).
         #[arg(long, value_enum)]
         store: Option<imgfeed::shards::Storage>,
     },
