@@ -378,7 +378,7 @@ fn index_with_header(
         .collect();
     raw_pages.sort_by_key(|p| p.page_id);
     for p in raw_pages {
-        let (start, end) = page_span(h, p, file_len)?;
+        let (start, _) = page_span(h, p, file_len)?;
         for (k, g) in p.row_group_ids.iter().enumerate() {
             let seg_end = p.row_group_ids.get(k + 1).map_or(p.page_size, |n| n.offset);
             if g.offset > seg_end || seg_end > p.page_size {
@@ -391,7 +391,6 @@ fn index_with_header(
                 .or_default()
                 .push((start + g.offset, start + seg_end));
         }
-        let _ = end;
     }
 
     let mut blobs: Vec<&PageDesc> = h
