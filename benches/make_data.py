@@ -26,6 +26,10 @@ Needs Pillow and numpy only (pip install pillow numpy). Two data sets:
       four 3000 x 4000), each a mosaic of 12 tiles cut from random photos (random crop,
       scale and flip, the same colour jitter and grain as imagefolder), quality 92,
       4:2:0: the set for `decode`'s `draft` and for large-photo figures.
+  python3 benches/make_data.py tars --out DIR [--num 100000] [--per-tar 1000]
+      DIR/train-000000.tar ...: WebDataset tars (KEY.jpg + KEY.cls, plain ustar members as
+      Python's tarfile writes them) of small JPEGs (48x48 photo crops, about 1.5 KB): many
+      members in few bytes, to measure how fast an index of the tars is built (members/s).
 
   python3 benches/make_data.py stats --out DIR      # sizes of an imagefolder tree
 
@@ -389,6 +393,41 @@ def cmd_cifar(a):
 
 
 # ------------------------------------------------------------------ main
+STREAM_TARS = 3
+
+
+def make_tar(job):
+    """Writes one WebDataset tar of small JPEGs; returns its sample count."""
+    import io
+    import tarfile
+
+    seed, first, count, classes, path = job
+    with tarfile.open(path, "w", format=tarfile.USTAR_FORMAT) as tar:
+        for i in range(first, first + count):
+            rng = stream(seed, STREAM_TARS, i)
+            _, photo = _photos[rng.integers(len(_photos))]
+            box = crop_box(rng, photo.width, photo.height, 1.0, 0.05, 0.3)
+            buf = io.BytesIO()
+            photo.resize((48, 48), Image.Resampling.NEAREST, box=box).save(buf, "JPEG", quality=85)
+            for name, data in ((f"{i:09d}.jpg", buf.getvalue()), (f"{i:09d}.cls", str(i % classes).encode())):
+                info = tarfile.TarInfo(name)
+                info.size, info.mtime = len(data), 1700000000
+                tar.addfile(info, io.BytesIO(data))
+    return count
+
+
+def cmd_tars(a):
+    os.makedirs(a.out, exist_ok=True)
+    num = a.num if a.num is not None else 4000
+    jobs = [(a.seed, first, min(a.per_tar, num - first), a.classes,
+             os.path.join(a.out, f"train-{first // a.per_tar:06d}.tar"))
+            for first in range(0, num, a.per_tar)]
+    t0 = time.perf_counter()
+    res = run_jobs(a, make_tar, jobs, chunk=1)
+    print(f"wrote {sum(res)} samples in {len(res)} tars under {a.out} "
+          f"({time.perf_counter() - t0:.1f} s, {a.jobs} processes)")
+
+
 def run_jobs(a, fn, jobs, chunk):
     """fn over jobs, results in job order, in a.jobs processes (1: this process)."""
     if a.jobs <= 1:
@@ -401,23 +440,26 @@ def run_jobs(a, fn, jobs, chunk):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["imagefolder", "cifar", "large", "stats"])
+    ap.add_argument("what", choices=["imagefolder", "cifar", "large", "tars", "stats"])
     ap.add_argument("--out", required=True, help="output folder (created)")
     ap.add_argument("--photos", default=PHOTOS, help="source photos (default: %(default)s)")
     ap.add_argument("--seed", type=int, default=SEED, help="default: %(default)s")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                     help="worker processes (the output does not depend on it; default: %(default)s)")
     ap.add_argument("--num", type=int, default=None,
-                    help="imagefolder: images (default: 4000); large: images (default: 40)")
+                    help="imagefolder: images (default: 4000); large: images (default: 40); "
+                         "tars: samples (default: 4000)")
+    ap.add_argument("--per-tar", type=int, default=1000, help="tars: samples per tar (default: %(default)s)")
     ap.add_argument("--classes", type=int, default=20, help="imagefolder: classes (default: %(default)s)")
     ap.add_argument("--per-file", type=int, default=10_000,
                     help="cifar: records per batch file (default: %(default)s, as CIFAR-10)")
     a = ap.parse_args()
-    if (a.num is not None and a.num < 1) or a.classes < 1 or a.per_file < 1:
-        ap.error("--num, --classes and --per-file must be positive")
+    if (a.num is not None and a.num < 1) or a.classes < 1 or a.per_file < 1 or a.per_tar < 1:
+        ap.error("--num, --classes, --per-file and --per-tar must be positive")
     if a.what != "stats":
         photo_names(a.photos)  # fail early, before starting workers
-    {"imagefolder": cmd_imagefolder, "cifar": cmd_cifar, "large": cmd_large, "stats": cmd_stats}[a.what](a)
+    {"imagefolder": cmd_imagefolder, "cifar": cmd_cifar, "large": cmd_large, "tars": cmd_tars,
+     "stats": cmd_stats}[a.what](a)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ secs="${1:-20}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(decode decode_jpeg decode_png cifar_record cifar_pickle pipeline_file)
+  targets=(decode decode_jpeg decode_png cifar_record cifar_pickle pipeline_file webdataset_index tfrecord mindrecord)
 fi
 fx=../fixtures
 seed() { # seed TARGET FILE...
@@ -26,10 +26,13 @@ for t in "${targets[@]}"; do
     decode) seed "$t" $fx/formats/*.* $fx/edge/*.jpg $fx/edge/*.png $fx/bad/*.jpg $fx/bad/*.png ;;
     decode_jpeg) seed "$t" $fx/formats/*.jpg $fx/edge/*.jpg $fx/bad/*.jpg ;;
     decode_png) seed "$t" $fx/formats/*.png $fx/edge/*.png $fx/bad/png_*.png $fx/bad/truncated.png ;;
+    webdataset_index) seed "$t" $fx/webdataset/*.tar ;;
     cifar_record) seed "$t" $fx/cifar10/test_batch.bin $fx/cifar100/test.bin ;;
     cifar_pickle) seed "$t" $fx/cifar10_py/test_batch $fx/cifar100_py/test \
       $fx/cifar_py_variants/*/*/test* ;;
     pipeline_file) seed "$t" ../pipelines/*.toml ;;
+    tfrecord) seed "$t" $fx/records/small.tfrecord ;;
+    mindrecord) seed "$t" $fx/records/small.mindrecord0 $fx/records/multi_blob.mindrecord ;;
     *) echo "unknown target $t" >&2; exit 2 ;;
   esac
 done

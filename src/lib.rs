@@ -73,6 +73,7 @@ pub mod batch_ops;
 pub mod codec;
 pub mod engine;
 pub mod error;
+pub mod formats;
 #[macro_use]
 pub mod imgproc;
 pub mod ops;

@@ -1,6 +1,6 @@
 //! Deterministic mutation fuzzing of every parser of untrusted bytes: the image decoders
-//! (JPEG, PNG, BMP, WebP), CIFAR records, CIFAR pickles (torchvision's layout) and pipeline
-//! files. Each mutant must give `Ok` or a typed error — never a panic, a hang or an
+//! (JPEG, PNG, BMP, WebP), CIFAR records, CIFAR pickles (torchvision's layout), WebDataset
+//! tar indexes and pipeline files. Each mutant must give `Ok` or a typed error — never a panic, a hang or an
 //! unbounded allocation. (Coverage-guided fuzzing of the same entry points: `fuzz/`, with
 //! cargo-fuzz on a nightly toolchain.)
 
@@ -205,4 +205,133 @@ fn mutated_pipeline_files_give_config_errors_not_panics() {
         }
     }
     assert!(errors > 50, "only {errors} mutants were rejected");
+}
+
+/// TFRecord frames around `payloads`, with correct CRCs (so mutations reach the parser of
+/// the examples, not only the CRC check).
+fn tfrecord_frames(payloads: &[Vec<u8>]) -> Vec<u8> {
+    use imgfeed::formats::crc32c::masked;
+    let mut out = Vec::new();
+    for p in payloads {
+        let len = (p.len() as u64).to_le_bytes();
+        out.extend_from_slice(&len);
+        out.extend_from_slice(&masked(&len).to_le_bytes());
+        out.extend_from_slice(p);
+        out.extend_from_slice(&masked(p).to_le_bytes());
+    }
+    out
+}
+
+#[test]
+fn mutated_record_files_give_errors_not_panics() {
+    use imgfeed::formats::{mindrecord, tfrecord};
+    let seed = std::fs::read(fixtures().join("records/small.tfrecord")).expect("fixture");
+    let opts = tfrecord::TfRecordOptions::default();
+    let payloads: Vec<Vec<u8>> = tfrecord::frames(&seed)
+        .map(|f| {
+            let f = f.expect("fixture frames");
+            seed[f.data as usize..(f.data + f.len) as usize].to_vec()
+        })
+        .collect();
+    let mut g = SplitMix64::new(30);
+    let (mut ok, mut errors) = (0, 0);
+    for round in 0..600 {
+        // Half the rounds mutate the framing, half the examples under correct CRCs.
+        let bytes = if round % 2 == 0 {
+            mutate(&seed, &mut g)
+        } else {
+            let mut ps = payloads.clone();
+            let k = g.below(ps.len() as u64) as usize;
+            ps[k] = mutate(&ps[k], &mut g);
+            tfrecord_frames(&ps)
+        };
+        match tfrecord::index(&bytes, &opts) {
+            Ok(entries) => {
+                ok += 1;
+                for e in entries {
+                    assert!(e.offset + e.len <= bytes.len() as u64);
+                }
+            }
+            Err(e) => {
+                errors += 1;
+                assert!(e.to_string().starts_with("record "), "{e}");
+            }
+        }
+    }
+    assert!(
+        ok > 20 && errors > 100,
+        "tfrecord: ok {ok}, errors {errors}"
+    );
+
+    let file = fixtures().join("records/multi_blob.mindrecord");
+    let seed = std::fs::read(&file).expect("fixture");
+    let opts = mindrecord::MindRecordOptions::default();
+    let header = mindrecord::read_header(&seed).expect("fixture header");
+    let pages = header.header_size as usize;
+    let (mut ok, mut errors) = (0, 0);
+    for round in 0..600 {
+        // The header, or the pages (keeping the header).
+        let bytes = if round % 2 == 0 {
+            mutate(&seed, &mut g)
+        } else {
+            let mut b = seed[..pages].to_vec();
+            // The pages' used bytes only: mutating the zero padding proves little.
+            let used: Vec<u8> = seed[pages..].to_vec();
+            b.extend(mutate(&used, &mut g));
+            b
+        };
+        match mindrecord::index(&bytes, &opts) {
+            Ok(entries) => {
+                ok += 1;
+                for e in entries {
+                    assert!(e.offset + e.len <= bytes.len() as u64);
+                }
+            }
+            Err(e) => {
+                errors += 1;
+                assert!(!e.to_string().is_empty(), "{e}");
+            }
+        }
+    }
+    assert!(
+        ok > 20 && errors > 100,
+        "mindrecord: ok {ok}, errors {errors}"
+    );
+}
+
+#[test]
+fn mutated_tars_index_inside_the_file_or_fail_typed() {
+    use imgfeed::formats::tar::WebDataset;
+    use imgfeed::formats::RecordFormat;
+    let mut g = SplitMix64::new(17);
+    let (mut ok, mut errors) = (0, 0);
+    for f in ["webdataset/pax.tar", "webdataset/gnu.tar"] {
+        let seed = std::fs::read(fixtures().join(f)).expect("fixture");
+        assert_eq!(
+            WebDataset::default().index(&seed).map(|e| e.len()),
+            Ok(2),
+            "{f}"
+        );
+        for _ in 0..2000 {
+            let m = mutate(&seed, &mut g);
+            match WebDataset::default().index(&m) {
+                Ok(entries) => {
+                    ok += 1;
+                    for e in entries {
+                        assert!(
+                            e.offset
+                                .checked_add(e.len)
+                                .is_some_and(|end| end <= m.len() as u64),
+                            "{f}: {e:?}"
+                        );
+                    }
+                }
+                Err(e) => {
+                    errors += 1;
+                    assert!(!e.to_string().is_empty());
+                }
+            }
+        }
+    }
+    assert!(ok > 0 && errors > 0, "{ok} indexed, {errors} errors");
 }

@@ -101,8 +101,10 @@ pub(super) enum Command {
         /// Output folder.
         #[arg(long)]
         out: PathBuf,
-        /// Output format: npy (the epoch's samples in its order; the sampling flags apply)
-        /// or shards (every sample in source order, for reading back; no sampling flags).
+        /// Output format: npy (the epoch's samples in its order; the sampling flags apply),
+        /// shards (every sample in source order, for reading back; no sampling flags),
+        /// webdataset (tars other tools read; as shards, without --slice) or mindrecord (a
+        /// MindRecord group MindSpore reads; as webdataset, to a local folder).
         #[arg(long, value_enum, default_value_t = Format::Npy)]
         format: Format,
         /// Convert only the contiguous slice I of K (e.g. 0/4) of what the conversion would
@@ -113,11 +115,12 @@ pub(super) enum Command {
         /// Write every bad (skipped) sample to FILE as JSON lines.
         #[arg(long)]
         report: Option<PathBuf>,
-        /// shards only: bytes per shard file (1GB, 512MB, ...), overriding
+        /// shards, webdataset and mindrecord only: bytes per file (1GB, 512MB, ...), overriding
         /// `store.shard_size` (default 1GB).
         #[arg(long)]
         shard_size: Option<String>,
-        /// shards only: how samples are stored, overriding `store.mode` (default jpeg).
+        /// shards, webdataset and mindrecord only: how samples are stored, overriding
+        /// `store.mode` (default jpeg; webdataset, mindrecord: jpeg or original).
         #[arg(long, value_enum)]
         store: Option<imgfeed::shards::Storage>,
     },
@@ -197,6 +200,12 @@ pub(super) enum Format {
     Npy,
     /// shard files + index + manifest.json, read back by pointing --data at the folder
     Shards,
+    /// WebDataset tars (KEY.jpg + KEY.cls) + webdataset.json, for the webdataset package
+    /// and other readers (and imgfeed: --data at the folder)
+    Webdataset,
+    /// a MindRecord group (data.mindrecord0 … + their .db: data, label, file_name) for
+    /// MindSpore's MindDataset (and imgfeed: --data at any of its files)
+    Mindrecord,
 }
 
 /// `I/K` with I below K.

@@ -8,8 +8,10 @@ use super::report::Reporter;
 use super::{interrupt, progress, Common};
 use anyhow::Result;
 use imgfeed::shards::slice_range;
-use imgfeed::sink::convert_to_shards_until;
 use imgfeed::sink::write_npy_dir;
+use imgfeed::sink::{
+    convert_to_mindrecord_until, convert_to_shards_until, convert_to_webdataset_until,
+};
 use imgfeed::{OnError, Pipeline};
 use std::path::{Path, PathBuf};
 
@@ -131,12 +133,35 @@ type StoreFlags = (
     Option<(usize, usize)>,
 );
 
-/// `convert --format shards`.
+/// What a container conversion wrote, for its one line.
+struct Written {
+    samples: u64,
+    storage: &'static str,
+    files: usize,
+    bytes: u64,
+    manifest: String,
+    slice: Option<imgfeed::shards::format::Slice>,
+    skipped: usize,
+}
+
+/// `convert --format shards` (or `webdataset`: tars for other tools).
+/// The container `convert_shards` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Container {
+    /// imgfeed's shards.
+    Shards,
+    /// WebDataset tars.
+    WebDataset,
+    /// A MindRecord group.
+    MindRecord,
+}
+
 pub fn convert_shards(
     c: &Common,
     out: &Path,
     (shard_size, store, slice): StoreFlags,
     report: Option<&Path>,
+    container: Container,
 ) -> Result<i32> {
     refuse_out_inside_data(c, out)?;
     let cfg = c.config()?;
@@ -151,48 +176,109 @@ pub fn convert_shards(
     let bar = progress(0, "samples");
     let mut bad = Reporter::new(report)?;
     let mut report_err = Ok(());
-    let done = convert_to_shards_until(
-        &cfg,
-        &st,
-        out,
-        |n| bar.set_length(n as u64),
-        |n| bar.inc(n as u64),
-        |e| {
-            if let Err(w) = bad.add(e, None) {
-                report_err = Err(w);
-            }
-        },
-        interrupt::flag(),
-    )?;
+    let on_start = |n: usize| bar.set_length(n as u64);
+    let on_progress = |n: usize| bar.inc(n as u64);
+    let on_skip = |e: &imgfeed::Error| {
+        if let Err(w) = bad.add(e, None) {
+            report_err = Err(w);
+        }
+    };
+    let done = if container == Container::MindRecord {
+        convert_to_mindrecord_until(
+            &cfg,
+            &st,
+            out,
+            on_start,
+            on_progress,
+            on_skip,
+            interrupt::flag(),
+        )?
+        .map(|r| Written {
+            samples: r.samples,
+            storage: st.mode.name(),
+            files: r.files.len(),
+            bytes: r.files.iter().map(|f| f.1).sum(),
+            manifest: out
+                .join(r.files.first().map_or("", |f| f.0.as_str()))
+                .display()
+                .to_string(),
+            slice: None,
+            skipped: r.skipped,
+        })
+    } else if container == Container::WebDataset {
+        convert_to_webdataset_until(
+            &cfg,
+            &st,
+            out,
+            on_start,
+            on_progress,
+            on_skip,
+            interrupt::flag(),
+        )?
+        .map(|r| Written {
+            samples: r.manifest.samples,
+            storage: r.manifest.storage.name(),
+            files: r.manifest.shards.len(),
+            bytes: r.manifest.shards.iter().map(|s| s.size).sum(),
+            manifest: out
+                .join(imgfeed::sink::webdataset::MANIFEST)
+                .display()
+                .to_string(),
+            slice: None,
+            skipped: r.skipped,
+        })
+    } else {
+        convert_to_shards_until(
+            &cfg,
+            &st,
+            out,
+            on_start,
+            on_progress,
+            on_skip,
+            interrupt::flag(),
+        )?
+        .map(|r| Written {
+            samples: r.manifest.samples,
+            storage: r.manifest.storage.name(),
+            files: r.manifest.shards.len(),
+            bytes: r.manifest.shards.iter().map(|s| s.size).sum(),
+            manifest: out.join(&r.manifest_name).display().to_string(),
+            slice: r.manifest.slice,
+            skipped: r.skipped,
+        })
+    };
     bar.finish_and_clear();
     report_err?;
     bad.finish()?;
     bad.print("skipped");
-    let Some(report) = done else {
+    let Some(w) = done else {
         eprintln!(
             "interrupted: no dataset written to {} (temporary files removed)",
             out.display()
         );
         return Ok(interrupt::EXIT);
     };
-    let m = &report.manifest;
-    let bytes: u64 = m.shards.iter().map(|s| s.size).sum();
     println!(
-        "wrote {} samples ({} storage) in {} shard(s), {:.1} MB, to {}{}{}",
-        m.samples,
-        m.storage.name(),
-        m.shards.len(),
-        bytes as f64 / 1e6,
-        out.join(&report.manifest_name).display(),
-        match m.slice {
+        "wrote {} samples ({} storage) in {} {}(s), {:.1} MB, to {}{}{}",
+        w.samples,
+        w.storage,
+        w.files,
+        match container {
+            Container::Shards => "shard",
+            Container::WebDataset => "tar",
+            Container::MindRecord => "MindRecord file",
+        },
+        w.bytes as f64 / 1e6,
+        w.manifest,
+        match w.slice {
             Some(s) => format!(
                 "; slice {} of {} (source samples {}..{}): run merge-index when all are done",
                 s.id, s.count, s.first, s.end
             ),
             None => String::new(),
         },
-        if report.skipped > 0 {
-            format!("; {} bad sample(s) skipped", report.skipped)
+        if w.skipped > 0 {
+            format!("; {} bad sample(s) skipped", w.skipped)
         } else {
             String::new()
         }
@@ -201,5 +287,5 @@ pub fn convert_shards(
     if !traffic.is_empty() {
         println!("{traffic}");
     }
-    Ok(if report.skipped > 0 { 1 } else { 0 })
+    Ok(if w.skipped > 0 { 1 } else { 0 })
 }

@@ -126,7 +126,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
                     ] {
                         if given {
                             refuse("convert", format!(
-                                "{flag} applies to `convert --format shards` only (this is --format npy)"
+                                "{flag} applies to `convert --format shards`, `webdataset` and `mindrecord` only (this is --format npy)"
                             ));
                         }
                     }
@@ -140,12 +140,17 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
                     }
                     convert::convert(&c, &out, slice, report.as_deref())
                 }
-                Format::Shards => {
+                Format::Shards | Format::Webdataset | Format::Mindrecord => {
+                    let (name, container) = match format {
+                        Format::Webdataset => ("webdataset", convert::Container::WebDataset),
+                        Format::Mindrecord => ("mindrecord", convert::Container::MindRecord),
+                        _ => ("shards", convert::Container::Shards),
+                    };
                     if let Some(flag) = c.sampling_flags().first() {
                         refuse(
                             "convert",
                             format!(
-                                "{flag} does not apply to `convert --format shards`: a shards \
+                                "{flag} does not apply to `convert --format {name}`: a {name} \
                              dataset holds every sample in source order, and training shuffles \
                              and shards it as it would the original (split a conversion into \
                              jobs with --slice I/K)"
@@ -155,13 +160,18 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
                     if c.resumes() {
                         refuse(
                             "convert",
-                            "--start-epoch/--start-batch/--start-sample/--start-position do not apply to \
-                             `convert --format shards` (split a conversion into jobs with \
-                             --slice I/K)"
-                                .into(),
+                            format!("--start-epoch/--start-batch/--start-sample/--start-position do not apply to \
+                             `convert --format {name}` (split a conversion into jobs with \
+                             --slice I/K)"),
                         );
                     }
-                    convert::convert_shards(&c, &out, (shard_size, store, slice), report.as_deref())
+                    convert::convert_shards(
+                        &c,
+                        &out,
+                        (shard_size, store, slice),
+                        report.as_deref(),
+                        container,
+                    )
                 }
             }
         }

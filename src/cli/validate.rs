@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 #[derive(clap::Args, Debug)]
 pub struct ValidateArgs {
     /// A pipeline file, a dataset folder (ImageFolder tree, CIFAR binary or pickle files,
-    /// shards), or a dataset in object storage (s3://bucket/prefix, gs://, az://: an image
+    /// shards, WebDataset tars, TFRecord or MindRecord files), record files (a `.tar`,
+    /// `.tfrecord` or `.mindrecordN` file, a brace pattern `train-{0000..0146}.tar`), or a dataset in object storage (s3://bucket/prefix, gs://, az://: an image
     /// tree or shards).
     target: PathBuf,
     /// Where the store of a URL is reached (an S3-compatible server, the GCS base URL,
@@ -60,6 +61,9 @@ pub fn run(a: &ValidateArgs) -> Result<i32> {
         (Dataset::in_store(&a.target).into(), Decode::default())
     } else if a.target.is_dir() {
         (folder_source(&a.target)?, Decode::default())
+    } else if let Some(dataset) = Dataset::by_extension(&a.target) {
+        // Container files named by their extension: a `.tar`, a pattern of them.
+        (dataset.into(), Decode::default())
     } else {
         let cfg = PipelineConfig::from_file(&a.target)?;
         let decode = cfg
@@ -73,7 +77,7 @@ pub fn run(a: &ValidateArgs) -> Result<i32> {
         (cfg.source, decode)
     };
     if let Some(d) = &a.data {
-        *source.dataset.root_mut() = d.clone();
+        source.dataset.set_data(d);
     }
     if let Some(e) = &a.endpoint {
         source.remote.endpoint = Some(e.clone());

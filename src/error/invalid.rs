@@ -294,6 +294,18 @@ pub enum Invalid {
         /// What the ops end in.
         spec: crate::spec::Spec,
     },
+    /// A conversion that WebDataset tars cannot hold as asked.
+    #[error("convert --format webdataset: {why}")]
+    WebDatasetOutput {
+        /// What cannot be written, and what can.
+        why: &'static str,
+    },
+    /// A conversion that a MindRecord group cannot hold as asked.
+    #[error("convert --format mindrecord: {why}")]
+    MindRecordOutput {
+        /// What cannot be written, and what can.
+        why: &'static str,
+    },
     /// A measurement whose epochs yield nothing (free-form: the empty-epoch warning).
     #[error("nothing to measure: {0}")]
     NothingToMeasure(String),

@@ -131,14 +131,17 @@ macro_rules! settings {
 
 settings! {
     /// Dataset root: a folder, or a dataset in object storage (s3://bucket/prefix, gs://,
-    /// az://).
+    /// az://); record files — WebDataset tars (a `.tar` file, a folder of them, a pattern
+    /// `train-{0000..0146}.tar`), TFRecord (`.tfrecord`, `.tfrecords`, gzip'd too),
+    /// MindRecord (`x.mindrecord0`: its group) — are read as such whatever the pipeline's
+    /// kind.
     ///
     /// A relative folder is relative to the working directory, not to the pipeline file.
     data: PathBuf => "source"."root",
     flag: flag("data", "DATA", FlagGroup::Input),
     default: None,
     apply: |d, c| {
-        d.clone_into(c.source.dataset.root_mut());
+        c.source.dataset.set_data(d);
     }
 
     /// CIFAR split (train, test, all); refused for a source without splits.

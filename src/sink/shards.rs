@@ -46,13 +46,6 @@ pub struct ShardsReport {
     pub skipped: usize,
 }
 
-/// One converted sample on its way to the writer.
-struct Done {
-    buf: Vec<u8>,
-    size: (usize, usize),
-    labels: [u32; 2],
-}
-
 /// Check the pipeline for a conversion; returns the source, the compiled ops and the
 /// output spec.
 fn plan(config: &PipelineConfig, store: &StoreConfig) -> Result<(Arc<dyn Source>, Program, Spec)> {
@@ -170,7 +163,8 @@ impl Ctx<'_> {
     }
 }
 
-fn origin(config: &PipelineConfig, source: &dyn Source) -> Origin {
+/// What a conversion records of its source.
+pub(crate) fn origin(config: &PipelineConfig, source: &dyn Source) -> Origin {
     let name = |v: serde_json::Value| v.as_str().map(str::to_string);
     let s = &config.source;
     let listing = s.dataset.listing();
@@ -211,93 +205,46 @@ pub fn convert_to_shards_until(
     store: &StoreConfig,
     out: &Path,
     on_start: impl FnOnce(usize),
-    mut on_progress: impl FnMut(usize),
-    mut on_skip: impl FnMut(&Error),
+    on_progress: impl FnMut(usize),
+    on_skip: impl FnMut(&Error),
     stop: &AtomicBool,
 ) -> Result<Option<ShardsReport>> {
-    let (source, program, spec) = plan(config, store)?;
-    let shard_size = store.check()?;
-    let (id, count) = store.slice.unwrap_or((0, 1));
-    if count == 0 || id >= count {
-        return Err(crate::error::Invalid::Slice { id, count }.into());
-    }
-    let (first, end) = slice_range(source.len(), id, count);
-    let names = Names::new((count > 1).then_some((id, count)));
+    let c = Conversion::new(config, store)?;
+    let names = Names::new((c.count > 1).then_some((c.id, c.count)));
     let manifest_name = names.manifest();
     let mut writer = if crate::store::url::is_remote(out) {
         // Object storage: files are written in a staging folder and uploaded as they are
         // finished, the manifest last.
         let up = crate::shards::upload::Uploader::new(out, &config.source.remote, &manifest_name)?;
         let staging = up.staging().to_path_buf();
-        ShardWriter::create_with(&staging, names, store.mode, shard_size, Some(Box::new(up)))?
+        ShardWriter::create_with(
+            &staging,
+            names,
+            store.mode,
+            c.shard_size,
+            Some(Box::new(up)),
+        )?
     } else {
-        ShardWriter::create(out, names, store.mode, shard_size)?
+        ShardWriter::create(out, names, store.mode, c.shard_size)?
     };
-    let ctx = Ctx {
-        source: source.as_ref(),
-        program: &program,
-        store,
-        seed: config.source.sampling.seed,
-    };
-    let workers = config.engine.workers.clamp(1, 1024);
-    let total = end - first;
-    on_start(total);
-    let mut skipped = 0usize;
-    let run = Ordered {
-        workers,
-        window: workers * 4,
-        stop,
-    };
-    let ended = run.run(
-        total,
-        || (Worker::new(false), Vec::new(), Vec::new()),
-        Vec::new,
-        |(worker, scratch, pixels), p, mut buf| {
-            let index = first + p;
-            let r = ctx.one(index, worker, scratch, pixels, &mut buf);
-            r.map(|(size, labels)| Done { buf, size, labels })
-        },
-        |p| {
-            let index = first + p;
-            Err(Error::panicked(index, ctx.source.sample_name(index)))
-        },
-        |p, r| {
-            let buf = match r {
-                Ok(d) => {
-                    let name = source.sample_name(first + p);
-                    writer.append(&d.buf, d.size, d.labels, &name)?;
-                    d.buf
-                }
-                Err(e @ Error::Sample { .. }) => {
-                    skipped += 1;
-                    on_skip(&e);
-                    Vec::new()
-                }
-                Err(e) => return Err(e),
-            };
-            on_progress(1);
-            Ok(buf)
-        },
-    );
-    let written = match ended {
-        Ok(()) => Ok(true),
-        Err(Ended::Stopped) => Ok(false),
-        Err(Ended::Failed(e)) => Err(e),
-    };
-    if !written? {
+    let source = c.source.as_ref();
+    let Some(skipped) = c.run(on_start, on_progress, on_skip, stop, |index, d| {
+        writer.append(&d.buf, d.size, d.labels, &source.sample_name(index))
+    })?
+    else {
         return Ok(None); // dropping the writer removes its temporary files
-    }
+    };
     let meta = Meta {
         quality: (store.mode == Storage::Jpeg).then_some(store.quality),
-        label_columns: spec.label_columns,
+        label_columns: c.spec.label_columns,
         classes: source.classes().to_vec(),
-        source: origin(config, source.as_ref()),
+        source: origin(config, source),
         ops: serde_json::to_value(&config.ops).unwrap_or_default(),
-        slice: (count > 1).then_some(Slice {
-            id,
-            count,
-            first: first as u64,
-            end: end as u64,
+        slice: (c.count > 1).then_some(Slice {
+            id: c.id,
+            count: c.count,
+            first: c.first as u64,
+            end: c.end as u64,
         }),
     };
     let manifest = writer.finish(meta)?;
@@ -306,4 +253,128 @@ pub fn convert_to_shards_until(
         manifest_name,
         skipped,
     }))
+}
+
+/// A conversion, planned and checked: the source, its compiled ops, what they yield, and
+/// the slice of the source to convert. Any container writer takes its samples from
+/// [`Conversion::run`].
+pub(crate) struct Conversion<'a> {
+    /// The source.
+    pub(crate) source: Arc<dyn Source>,
+    program: Program,
+    /// What the ops yield.
+    pub(crate) spec: Spec,
+    /// The store settings.
+    pub(crate) store: &'a StoreConfig,
+    /// Bytes a shard file may hold.
+    pub(crate) shard_size: u64,
+    /// The slice: `id` of `count`, source samples `first..end`.
+    pub(crate) id: usize,
+    /// Slices in all.
+    pub(crate) count: usize,
+    /// First source sample converted.
+    pub(crate) first: usize,
+    /// One past the last.
+    pub(crate) end: usize,
+    seed: u64,
+    workers: usize,
+}
+
+/// One converted sample, as a container writer takes it.
+pub(crate) struct Converted {
+    /// The stored bytes (JPEG, raw pixels, or the source's file).
+    pub(crate) buf: Vec<u8>,
+    /// Height and width (0 × 0 when not decoded).
+    pub(crate) size: (usize, usize),
+    /// The labels.
+    pub(crate) labels: [u32; 2],
+}
+
+impl<'a> Conversion<'a> {
+    /// Plan the conversion of `config`'s source as `store` says.
+    pub(crate) fn new(config: &PipelineConfig, store: &'a StoreConfig) -> Result<Conversion<'a>> {
+        let (source, program, spec) = plan(config, store)?;
+        let shard_size = store.check()?;
+        let (id, count) = store.slice.unwrap_or((0, 1));
+        if count == 0 || id >= count {
+            return Err(crate::error::Invalid::Slice { id, count }.into());
+        }
+        let (first, end) = slice_range(source.len(), id, count);
+        Ok(Conversion {
+            source,
+            program,
+            spec,
+            store,
+            shard_size,
+            id,
+            count,
+            first,
+            end,
+            seed: config.source.sampling.seed,
+            workers: config.engine.workers.clamp(1, 1024),
+        })
+    }
+
+    /// Convert every sample of the slice on the workers, handing each to `append` in
+    /// source order (with its source index); a failed sample goes to `on_skip` instead.
+    /// Returns the samples skipped, or `None` when `stop` was raised.
+    pub(crate) fn run(
+        &self,
+        on_start: impl FnOnce(usize),
+        mut on_progress: impl FnMut(usize),
+        mut on_skip: impl FnMut(&Error),
+        stop: &AtomicBool,
+        mut append: impl FnMut(usize, &Converted) -> Result<()>,
+    ) -> Result<Option<usize>> {
+        let ctx = Ctx {
+            source: self.source.as_ref(),
+            program: &self.program,
+            store: self.store,
+            seed: self.seed,
+        };
+        let first = self.first;
+        let total = self.end - first;
+        on_start(total);
+        let mut skipped = 0usize;
+        let run = Ordered {
+            workers: self.workers,
+            window: self.workers * 4,
+            stop,
+        };
+        let ended = run.run(
+            total,
+            || (Worker::new(false), Vec::new(), Vec::new()),
+            Vec::new,
+            |(worker, scratch, pixels), p, mut buf| {
+                let index = first + p;
+                let r = ctx.one(index, worker, scratch, pixels, &mut buf);
+                r.map(|(size, labels)| Converted { buf, size, labels })
+            },
+            |p| {
+                let index = first + p;
+                Err(Error::panicked(index, ctx.source.sample_name(index)))
+            },
+            |p, r| {
+                let buf = match r {
+                    Ok(d) => {
+                        append(first + p, &d)?;
+                        d.buf
+                    }
+                    Err(e @ Error::Sample { .. }) => {
+                        skipped += 1;
+                        on_skip(&e);
+                        Vec::new()
+                    }
+                    Err(e) => return Err(e),
+                };
+                on_progress(1);
+                Ok(buf)
+            },
+        );
+        match ended {
+            Ok(()) => Ok(Some(skipped)),
+            Err(Ended::Stopped) => Ok(None),
+            Err(Ended::Failed(e)) => Err(e),
+        }
+    }
 }

@@ -35,6 +35,12 @@ pub trait SourceDef {
     fn usage_mut(&mut self) -> Option<&mut Option<Usage>> {
         None
     }
+    /// Whether the kind is recognised by its files' names (`.tar`, `.tfrecord`): a path
+    /// given as `--data` that its `detect` recognises is read as this kind whatever the
+    /// pipeline's kind says.
+    fn by_extension(&self) -> bool {
+        false
+    }
     /// The listing options as given.
     fn listing(&self) -> Listing<'_> {
         Listing::default()

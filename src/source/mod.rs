@@ -15,10 +15,13 @@ use crate::spec::{Layout, Spec};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+pub mod brace;
 pub mod cifar;
 pub mod cifar_pickle;
 pub mod config;
 pub mod kind;
+pub mod record_files;
+pub mod record_index;
 pub mod root;
 pub mod store_tree;
 
@@ -118,6 +121,14 @@ sources! {
     cifar10::CifarConfig as Cifar10,
     /// CIFAR-100: the binary files or torchvision's pickle files.
     cifar100::Cifar100Config as Cifar100,
+    /// WebDataset tars (`KEY.jpg` + `KEY.cls`): a file, a folder of them, or a pattern
+    /// (`train-{0000..0146}.tar`), read in place through an index built once.
+    webdataset::WebDatasetConfig as Webdataset,
+    /// TFRecord files of `tf.train.Example`s (plain or gzip'd): a file, a folder of them,
+    /// or a pattern, read in place through an index built once.
+    tfrecord::TfRecordConfig as Tfrecord,
+    /// MindSpore's MindRecord files: one file reads its group, as `MindDataset` does.
+    mindrecord::MindRecordConfig as Mindrecord,
     /// `root/<class>/<image>` (any folder: the kind a bare folder falls back to).
     image_folder::ImageFolderConfig as ImageFolder,
 }
@@ -138,6 +149,22 @@ impl Dataset {
     /// Its root, to change (the command line's `--data`, a file's relative root).
     pub fn root_mut(&mut self) -> &mut PathBuf {
         self.def_mut().root_mut()
+    }
+
+    /// Read `data` (the command line's `--data`, Python's `data=`): the root becomes
+    /// `data`, and a path that a kind recognises by its files' names (`.tar` files, a
+    /// folder or a pattern of them) is read as that kind whatever the pipeline's kind
+    /// (with that kind's defaults, unless the pipeline already names it).
+    pub fn set_data(&mut self, data: &Path) {
+        match Dataset::by_extension(data) {
+            Some(d) if d.kind() != self.kind() => *self = d,
+            _ => data.clone_into(self.root_mut()),
+        }
+    }
+
+    /// The kind that recognises `path` by its files' names, if any (see [`Dataset::set_data`]).
+    pub fn by_extension(path: &Path) -> Option<Dataset> {
+        Dataset::detect(path).filter(|d| d.def().by_extension())
     }
 
     /// The CIFAR split as given (`None`: not given, or a kind without splits).

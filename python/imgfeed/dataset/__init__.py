@@ -39,13 +39,23 @@ from . import vision as vision
 from ._dataset import Dataset
 from ._iterators import DictIterator, TupleIterator
 from ._mindspore_names import NAMES as _MINDSPORE_NAMES
-from ._sources import Cifar10Dataset, Cifar100Dataset, ImageFolderDataset
+from ._sources import (
+    Cifar10Dataset,
+    Cifar100Dataset,
+    ImageFolderDataset,
+    MindDataset,
+    TFRecordDataset,
+    WebDataset,
+)
 
 __all__ = [
     "Dataset",
     "ImageFolderDataset",
     "Cifar10Dataset",
     "Cifar100Dataset",
+    "WebDataset",
+    "MindDataset",
+    "TFRecordDataset",
     "TupleIterator",
     "DictIterator",
     "config",
@@ -67,7 +77,7 @@ def __getattr__(name: str) -> Any:
         if name.endswith("Sampler"):
             why = "samplers are not supported: use the dataset's shuffle, num_samples, num_shards and shard_id"
         else:
-            why = _HINTS.get(name, "imgfeed.dataset reads ImageFolderDataset, Cifar10Dataset and Cifar100Dataset")
+            why = _HINTS.get(name, "imgfeed.dataset reads ImageFolderDataset, Cifar10Dataset, Cifar100Dataset, MindDataset and TFRecordDataset (and its own WebDataset)")
         raise NotImplementedError(f"mindspore.dataset.{name} is not supported by imgfeed.dataset ({why})")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -119,6 +119,9 @@ class Dataset:
             _no("map", "offload=True")
         d = self._derive()
         d._more_workers("map", num_parallel_workers)
+        # The first column is the image whatever its name (MindRecord's "data", TFRecord's
+        # "image/encoded"): the ops know it as "image".
+        cols = ["image" if c == self._columns[0] else c for c in cols]
         for op in ops:
             name = getattr(type(op), "__name__", repr(op))
             if not isinstance(op, Op):

@@ -1,0 +1,415 @@
+//! One source over a list of container files of any [`RecordFormat`] (WebDataset tars,
+//! TFRecord, MindRecord): the files are listed once, each file's index is built once and
+//! kept on disk ([`super::record_index`]), and a sample is a slice of its file's memory
+//! map. Random access makes the engine's global shuffle, sharding, resume and worker-count
+//! independence hold as for any source.
+//!
+//! The files are named by the root: a file (`train-0000.tar`), a folder (every file in it
+//! with one of the format's extensions, in name order), or a pattern (`train-{0000..0146}
+//! .tar`, lists `{a,b}` and `::` joins: [`super::brace`]), in the pattern's order. A sample's
+//! name is `FILE:KEY`, `FILE` as listed (relative to a folder root).
+//!
+//! A file the format cannot index (a truncated tar, a sample without its label) is a
+//! dataset error naming the file, the member and the reason when the source opens.
+
+use super::brace;
+use super::record_index::{self, IndexKey};
+use super::{Raw, RawSample, Source};
+use crate::error::{Error, Result};
+use crate::formats::{RecordEntry, RecordFormat};
+use crate::spec::{Spec, MAX_LABELS};
+use memmap2::Mmap;
+use std::path::{Path, PathBuf};
+
+/// A dataset of container files, opened (see the module).
+pub struct RecordFiles {
+    kind: &'static str,
+    root: PathBuf,
+    label_columns: usize,
+    /// Each file's name as listed.
+    names: Vec<String>,
+    /// Each file's bytes (`None`: an empty file).
+    maps: Vec<Option<Mmap>>,
+    samples: Vec<Slot>,
+    keys: Vec<Box<str>>,
+}
+
+/// Where a sample is.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    file: u32,
+    offset: u64,
+    len: u64,
+    labels: [u32; MAX_LABELS],
+}
+
+impl std::fmt::Debug for RecordFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordFiles")
+            .field("kind", &self.kind)
+            .field("root", &self.root)
+            .field("files", &self.names.len())
+            .field("samples", &self.samples.len())
+            .finish()
+    }
+}
+
+fn bad(path: &Path, reason: impl Into<String>) -> Error {
+    Error::Dataset {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
+}
+
+/// Whether `root` names files of a format with `extensions`: a file or a pattern ending
+/// in one of them, or a folder holding such files.
+pub fn names_files(root: &Path, extensions: &[&str]) -> bool {
+    let Some(text) = root.to_str() else {
+        return false;
+    };
+    let ends = |t: &str| {
+        let t = t.to_ascii_lowercase();
+        extensions.iter().any(|e| t.ends_with(e))
+    };
+    if brace::is_pattern(text) || crate::store::is_store_url(text) {
+        return ends(text.trim_end_matches('/'));
+    }
+    if root.is_dir() {
+        return std::fs::read_dir(root).is_ok_and(|d| {
+            d.flatten()
+                .any(|e| e.file_name().to_str().is_some_and(ends) && e.path().is_file())
+        });
+    }
+    ends(text)
+}
+
+/// The local files `root` names, as `(name, path)`: see the module.
+pub fn list_local(root: &Path, extensions: &[&str]) -> Result<Vec<(String, PathBuf)>> {
+    let text = root.to_str().unwrap_or_default();
+    if brace::is_pattern(text) {
+        let names = brace::expand(text).map_err(|e| bad(root, e.to_string()))?;
+        return names
+            .into_iter()
+            .map(|n| {
+                let p = PathBuf::from(&n);
+                if p.is_file() {
+                    Ok((n, p))
+                } else {
+                    Err(bad(&p, "no such file (named by the pattern)"))
+                }
+            })
+            .collect();
+    }
+    if root.is_dir() {
+        let mut found: Vec<(String, PathBuf)> = std::fs::read_dir(root)
+            .map_err(|e| bad(root, e.to_string()))?
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_str()?.to_string();
+                let lower = name.to_ascii_lowercase();
+                let p = e.path();
+                (extensions.iter().any(|x| lower.ends_with(x)) && p.is_file()).then_some((name, p))
+            })
+            .collect();
+        found.sort();
+        if found.is_empty() {
+            return Err(bad(
+                root,
+                format!("no {} files in this folder", extensions.join(" or ")),
+            ));
+        }
+        return Ok(found);
+    }
+    if !root.is_file() {
+        return Err(bad(root, "no such file or folder"));
+    }
+    let name = root
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(text)
+        .to_string();
+    Ok(vec![(name, root.to_path_buf())])
+}
+
+/// One local file's bytes and index: the index kept beside it (or in the cache) when it
+/// was made from this very file, else built and kept.
+fn index_local<F: RecordFormat>(
+    path: &Path,
+    format: &F,
+) -> Result<(Option<Mmap>, Vec<RecordEntry>)> {
+    let file = std::fs::File::open(path).map_err(|e| bad(path, e.to_string()))?;
+    let meta = file.metadata().map_err(|e| bad(path, e.to_string()))?;
+    let key = IndexKey {
+        format: format.name().to_string(),
+        options: format.options(),
+        stamp: IndexKey::local_stamp(&meta),
+    };
+    let map = if meta.len() == 0 {
+        None
+    } else {
+        // SAFETY: read-only; a file changed under the map is outside what a reader can
+        // defend against (its index is checked against its size and mtime when opened).
+        Some(unsafe { Mmap::map(&file) }.map_err(|e| bad(path, e.to_string()))?)
+    };
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let map = match map {
+        Some(m) if format.is_packed(name, &m) => unpacked(path, &key.stamp, &m, format)?,
+        m => m,
+    };
+    let bytes: &[u8] = map.as_deref().unwrap_or_default();
+    let beside = record_index::beside(path);
+    let cached = cache_root().map(|c| {
+        let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        record_index::in_cache(&c, &abs.to_string_lossy())
+    });
+    let kept = record_index::load(&beside, &key)
+        .or_else(|| cached.as_deref().and_then(|c| record_index::load(c, &key)));
+    if let Some(entries) = kept.filter(|e| fits(e, bytes.len() as u64)) {
+        return Ok((map, entries));
+    }
+    let entries = format.index(bytes).map_err(|e| bad(path, e.to_string()))?;
+    if !fits(&entries, bytes.len() as u64) {
+        return Err(Error::Internal(format!(
+            "{}: the {} index builder made an entry outside the file",
+            path.display(),
+            format.name()
+        )));
+    }
+    if record_index::save(&beside, &key, &entries).is_err() {
+        if let Some(c) = &cached {
+            // Nowhere to keep it: it is built again next time.
+            let _ = record_index::save(c, &key, &entries);
+        }
+    }
+    Ok((map, entries))
+}
+
+/// The unpacked copy of the packed file `path` (whose bytes are `packed`, its stamp
+/// `stamp`), mapped: made once in the cache (`CACHE/unpacked/`), under a name that holds
+/// the file's path and stamp, so a changed file is unpacked again.
+fn unpacked<F: RecordFormat>(
+    path: &Path,
+    stamp: &str,
+    packed: &[u8],
+    format: &F,
+) -> Result<Option<Mmap>> {
+    let cache = cache_root().ok_or_else(|| {
+        bad(
+            path,
+            "a compressed file is unpacked into the cache, and there is none: set \
+             XDG_CACHE_HOME or HOME",
+        )
+    })?;
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let id = format!("{}|{stamp}", abs.display());
+    let base = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let copy = cache
+        .join("unpacked")
+        .join(format!("{:08x}-{base}", crc32fast::hash(id.as_bytes())));
+    if !copy.is_file() {
+        let io = |e: std::io::Error| bad(&copy, e.to_string());
+        if let Some(dir) = copy.parent() {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        let tmp = copy.with_extension(format!("tmp.{}", std::process::id()));
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp).map_err(io)?);
+        let written = format
+            .unpack(packed, &mut out)
+            .map_err(|e| bad(path, e.to_string()))
+            .and_then(|()| out.into_inner().map_err(|e| io(e.into_error())).map(drop))
+            .and_then(|()| std::fs::rename(&tmp, &copy).map_err(io));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+    }
+    let file = std::fs::File::open(&copy).map_err(|e| bad(&copy, e.to_string()))?;
+    if file
+        .metadata()
+        .map_err(|e| bad(&copy, e.to_string()))?
+        .len()
+        == 0
+    {
+        return Ok(None);
+    }
+    // SAFETY: read-only, a file only this module writes (whole, by a rename).
+    Ok(Some(
+        unsafe { Mmap::map(&file) }.map_err(|e| bad(&copy, e.to_string()))?,
+    ))
+}
+
+/// The cache root indexes of read-only folders go to.
+fn cache_root() -> Option<PathBuf> {
+    crate::store::cache::default_root()
+}
+
+/// Every entry lies inside a file of `len` bytes.
+fn fits(entries: &[RecordEntry], len: u64) -> bool {
+    entries
+        .iter()
+        .all(|e| e.offset.checked_add(e.len).is_some_and(|end| end <= len))
+}
+
+/// Run `f` on every item on a few threads, results in the items' order.
+fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(items.len())
+        .max(1);
+    if threads == 1 {
+        return items.iter().map(f).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<R>>> =
+        items.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                let r = f(item);
+                if let Ok(mut slot) = results[i].lock() {
+                    *slot = Some(r);
+                }
+            });
+        }
+    });
+    results
+        .into_iter()
+        .filter_map(|m| m.into_inner().ok().flatten())
+        .collect()
+}
+
+impl RecordFiles {
+    /// The local files `root` names (see the module), indexed.
+    pub fn open_local<F: RecordFormat>(root: &Path, format: &F) -> Result<RecordFiles> {
+        let files = list_local(root, format.extensions())?;
+        RecordFiles::open_listed(root, files, format)
+    }
+
+    /// The local `files` (`(name, path)`, in the dataset's order) of the dataset at `root`,
+    /// indexed: for a format whose files are not listed by extension alone (a MindRecord
+    /// group, named by any one of its files).
+    pub fn open_listed<F: RecordFormat>(
+        root: &Path,
+        files: Vec<(String, PathBuf)>,
+        format: &F,
+    ) -> Result<RecordFiles> {
+        let indexed = in_parallel(&files, |(_, path)| index_local(path, format));
+        if indexed.len() != files.len() {
+            return Err(Error::Internal(format!(
+                "{}: a thread indexing its files stopped",
+                root.display()
+            )));
+        }
+        let mut maps = Vec::with_capacity(files.len());
+        let mut all = Vec::with_capacity(files.len());
+        for r in indexed {
+            let (map, entries) = r?;
+            maps.push(map);
+            all.push(entries);
+        }
+        let names = files.into_iter().map(|(n, _)| n).collect();
+        RecordFiles::assemble(format, root, names, maps, all)
+    }
+
+    fn assemble<F: RecordFormat>(
+        format: &F,
+        root: &Path,
+        names: Vec<String>,
+        maps: Vec<Option<Mmap>>,
+        indexes: Vec<Vec<RecordEntry>>,
+    ) -> Result<RecordFiles> {
+        let total: usize = indexes.iter().map(Vec::len).sum();
+        if total == 0 {
+            return Err(bad(root, "the dataset has no samples"));
+        }
+        if names.len() > u32::MAX as usize {
+            return Err(bad(root, "more than 2^32 files"));
+        }
+        let mut samples = Vec::with_capacity(total);
+        let mut keys = Vec::with_capacity(total);
+        for (file, entries) in indexes.into_iter().enumerate() {
+            for e in entries {
+                samples.push(Slot {
+                    file: file as u32,
+                    offset: e.offset,
+                    len: e.len,
+                    labels: e.labels,
+                });
+                keys.push(e.key.into_boxed_str());
+            }
+        }
+        Ok(RecordFiles {
+            kind: format.name(),
+            root: root.to_path_buf(),
+            label_columns: format.label_columns(),
+            names,
+            maps,
+            samples,
+            keys,
+        })
+    }
+
+    /// The files, as listed.
+    pub fn files(&self) -> &[String] {
+        &self.names
+    }
+}
+
+impl Source for RecordFiles {
+    fn describe(&self) -> String {
+        format!(
+            "{} {}: {} in {}",
+            self.kind,
+            self.root.display(),
+            crate::spec::count(self.samples.len() as u64, "sample", "samples"),
+            crate::spec::count(self.names.len() as u64, "file", "files"),
+        )
+    }
+
+    fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn len(&self) -> usize {
+        self.samples.len()
+    }
+
+    fn spec(&self) -> Spec {
+        Spec {
+            label_columns: self.label_columns,
+            ..Spec::encoded()
+        }
+    }
+
+    fn sample_name(&self, index: usize) -> String {
+        match (self.samples.get(index), self.keys.get(index)) {
+            (Some(s), Some(k)) => format!("{}:{k}", self.names[s.file as usize]),
+            _ => format!("{}:#{index}", self.root.display()),
+        }
+    }
+
+    fn read<'a>(&'a self, index: usize, _scratch: &'a mut Vec<u8>) -> Result<RawSample<'a>> {
+        let s = self
+            .samples
+            .get(index)
+            .ok_or_else(|| Error::out_of_range(index, self.sample_name(index)))?;
+        let bytes = self.maps[s.file as usize]
+            .as_deref()
+            .and_then(|m| m.get(s.offset as usize..(s.offset + s.len) as usize))
+            .ok_or_else(|| {
+                Error::Internal(format!(
+                    "{}: indexed outside its file",
+                    self.sample_name(index)
+                ))
+            })?;
+        Ok(RawSample {
+            raw: Raw::Encoded(bytes),
+            labels: s.labels,
+        })
+    }
+}
