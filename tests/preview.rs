@@ -116,7 +116,7 @@ fn the_readme_image_is_what_the_readme_command_makes() {
 fn the_same_command_gives_the_same_bytes_on_any_worker_count() {
     let dir = tempfile::tempdir().expect("tempdir");
     for (k, args) in [
-        &CIFAR[..],
+        CIFAR,
         &[
             "preview",
             "pipelines/resnet50_train.toml",

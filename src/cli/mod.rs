@@ -19,6 +19,7 @@ mod run;
 mod span;
 mod start;
 mod validate;
+mod validate_html;
 
 use anyhow::Result;
 use args::{parse, refuse, Command, Format};
