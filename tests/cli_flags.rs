@@ -43,6 +43,8 @@ const FLAGS: &[(&str, Option<&str>)] = &[
     ("--count", Some("2")),
     ("--with-source", None),
     ("--tile", Some("32")),
+    ("--html", Some("x.html")),
+    ("--against", Some("fixtures/imagefolder")),
 ];
 
 const INPUT: &[&str] = &[
@@ -104,7 +106,15 @@ fn accepted(cmd: &str) -> Vec<&'static str> {
             v.extend(INPUT);
             v.extend(["--report", "--slice", "--store", "--shard-size"]);
         }
-        "validate" => v.extend(["--data", "--workers", "--usage", "--json", "--report"]),
+        "validate" => v.extend([
+            "--data",
+            "--workers",
+            "--usage",
+            "--json",
+            "--report",
+            "--html",
+            "--against",
+        ]),
         "preview" => {
             v.extend(INPUT);
             v.extend(SAMPLING);
