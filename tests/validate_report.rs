@@ -304,7 +304,7 @@ fn the_report_page_renders_in_a_real_browser_and_shows_names_only_as_text() {
         want.to_vec(),
         "{hist}"
     );
-    for (_, (n, width)) in &bars {
+    for (n, width) in bars.values() {
         assert_eq!(*width, n * 420 / 4);
     }
     // the duplicates and the leak are on the page
