@@ -93,6 +93,7 @@ fn accepted(cmd: &str) -> Vec<&'static str> {
                     "--sweep-workers",
                     "--plot",
                     "--step-ms",
+                    "--html",
                 ]);
             }
         }

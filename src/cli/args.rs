@@ -185,6 +185,10 @@ pub(super) enum Command {
         /// the verdict then says whether the loader or the consumer limits the run.
         #[arg(long, value_name = "MS")]
         step_ms: Option<f64>,
+        /// Also write the run as one self-contained page to FILE: throughput over time, the
+        /// time per stage behind the verdict, and the worker sweep (with --sweep-workers).
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
     /// Look at what the pipeline makes: the first samples of an epoch, as the trainer gets
     /// them, turned back into pictures on a contact sheet (PNG) or a page (HTML).

@@ -7,6 +7,7 @@
 
 mod args;
 mod bench;
+mod bench_html;
 mod check;
 mod common;
 mod convert;
@@ -183,6 +184,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
             sweep_workers,
             plot,
             step_ms,
+            html,
         } => {
             if sweep_workers
                 .as_ref()
@@ -211,6 +213,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
                 sweep: sweep_workers,
                 plot,
                 step_ms,
+                html,
             };
             bench::bench(&c, &opts)
         }
