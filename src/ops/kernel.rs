@@ -35,7 +35,7 @@ pub(crate) trait OpDef {
 }
 
 /// How an op's output is turned back into its input for people to look at (`imgfeed
-/// preview`), given by the op itself ([`OpDef::undo`]): the preview walks the ops
+/// preview`), given by the op itself ([`super::Op::undo`]): the preview walks the ops
 /// backwards from the batch and never names one.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Undo {
