@@ -79,6 +79,7 @@ pub mod imgproc;
 pub mod ops;
 pub mod pipeline;
 pub mod plan;
+pub mod preview;
 pub mod resume;
 pub mod rng;
 pub mod shards;

@@ -8,15 +8,20 @@
 //! pipeline's sampling (`num_samples`, shards) would read. Workers claim samples from an
 //! atomic counter (the ordered executor, `engine::ordered`) and the calling thread tallies
 //! what each found; memory is one decode buffer per worker plus 8 bytes per sample for the
-//! size statistics.
+//! size statistics, 24 for the duplicate search ([`duplicates`]: the same bytes or the
+//! same decoded pixels, within a class, across classes, and between two datasets).
+
+pub mod duplicates;
 
 use crate::codec::decoder::Decoder;
 use crate::codec::exif::orientation;
 use crate::codec::inspect::{format_name, inspect, ColorModel};
 use crate::engine::ordered::{Ended, Ordered};
 use crate::error::{Error, SampleErrorKind};
+use crate::imgproc::fingerprint::fingerprint;
 use crate::ops::decode::Decode;
 use crate::source::{Ignored, Raw, Source};
+use duplicates::{pixels_digest, Digest, Group};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -65,6 +70,10 @@ pub struct Spread {
 /// Upper bounds (exclusive) of the shorter-side buckets; the last bucket is open.
 pub const SIDE_BUCKETS: [u32; 7] = [32, 64, 128, 256, 512, 1024, 2048];
 
+/// Upper bounds (exclusive) of the aspect-ratio (width / height) buckets; the last bucket is
+/// open.
+pub const ASPECT_BUCKETS: [f64; 6] = [0.5, 0.75, 0.9, 1.12, 1.34, 2.0];
+
 /// What `validate` found.
 #[derive(Debug, Default)]
 pub struct ValidateReport {
@@ -87,6 +96,15 @@ pub struct ValidateReport {
     /// Decoded images per shorter-side bucket (see [`SIDE_BUCKETS`]; one more bucket for
     /// the rest).
     pub shorter_side: [usize; SIDE_BUCKETS.len() + 1],
+    /// Decoded images per aspect-ratio bucket (see [`ASPECT_BUCKETS`]; one more bucket for
+    /// the rest).
+    pub aspect: [usize; ASPECT_BUCKETS.len() + 1],
+    /// `(width, height)` of each decoded image, in the order they were checked.
+    pub sizes: Vec<(u32, u32)>,
+    /// What each readable sample left for the duplicate search, by index.
+    pub digests: Vec<Digest>,
+    /// The samples that are the same picture ([`duplicates::groups`]).
+    pub duplicates: Vec<Group>,
     /// Samples per format (`jpeg`, `png`, `bmp`, `webp`, `cifar_record`), decoded or not.
     pub formats: BTreeMap<&'static str, usize>,
     /// Colour models and depths of the samples whose header could be read.
@@ -127,6 +145,7 @@ struct Tally {
     sizes: Vec<(u32, u32)>,
     formats: BTreeMap<&'static str, usize>,
     colors: ColorCounts,
+    digests: Vec<Digest>,
 }
 
 /// What checking one sample found.
@@ -137,6 +156,8 @@ struct Seen {
     size: Option<(u32, u32)>,
     colors: ColorCounts,
     bad: Option<Error>,
+    /// Fingerprints of the bytes and of the decoded pixels.
+    digest: Option<(u64, Option<u64>)>,
 }
 
 impl Tally {
@@ -158,6 +179,14 @@ impl Tally {
         c.sixteen_bit += d.sixteen_bit;
         c.progressive += d.progressive;
         c.exif_oriented += d.exif_oriented;
+        if let (Some((bytes, pixels)), Some(label)) = (s.digest, s.label) {
+            self.digests.push(Digest {
+                index,
+                label,
+                bytes,
+                pixels,
+            });
+        }
         if let Some(e) = s.bad {
             self.bad.push((index, e));
         }
@@ -196,13 +225,32 @@ impl Checker {
             ..Seen::default()
         };
         match sample.raw {
-            Raw::Planar { height, width, .. } => {
+            Raw::Planar {
+                data,
+                height,
+                width,
+            } => {
                 seen.format = Some("cifar_record");
                 seen.size = Some((width as u32, height as u32));
+                // the pixels as HWC, so that a record and a file of the same picture match
+                self.out.clear();
+                let n = height * width;
+                self.out
+                    .extend((0..n * 3).map(|i| data[(i % 3) * n + i / 3]));
+                seen.digest = Some((
+                    fingerprint(data),
+                    Some(pixels_digest(height, width, &self.out)),
+                ));
             }
-            Raw::Pixels { height, width, .. } => {
+            Raw::Pixels {
+                data,
+                height,
+                width,
+            } => {
                 seen.format = Some("raw_pixels");
                 seen.size = Some((width as u32, height as u32));
+                let pixels = pixels_digest(height, width, data);
+                seen.digest = Some((pixels, Some(pixels)));
             }
             Raw::Encoded(bytes) => {
                 if let Ok(i) = inspect(bytes) {
@@ -218,8 +266,13 @@ impl Checker {
                     c.exif_oriented = usize::from(!orientation(bytes).is_normal());
                 }
                 match self.decoder.decode(bytes, &mut self.out) {
-                    Ok((h, w)) => seen.size = Some((w as u32, h as u32)),
+                    Ok((h, w)) => {
+                        seen.size = Some((w as u32, h as u32));
+                        let px = &self.out[..(h * w * 3).min(self.out.len())];
+                        seen.digest = Some((fingerprint(bytes), Some(pixels_digest(h, w, px))));
+                    }
                     Err(f) => {
+                        seen.digest = Some((fingerprint(bytes), None));
                         seen.bad = Some(Error::at(index, source.sample_name(index), "decode", f))
                     }
                 }
@@ -294,13 +347,21 @@ pub fn validate(
         .map(|(name, l)| (*l, name.as_str()))
         .collect();
     let mut shorter_side = [0usize; SIDE_BUCKETS.len() + 1];
+    let mut aspect = [0usize; ASPECT_BUCKETS.len() + 1];
     for &(w, h) in &total.sizes {
         let side = w.min(h);
         let b = SIDE_BUCKETS.partition_point(|&ub| ub <= side);
         if let Some(slot) = shorter_side.get_mut(b) {
             *slot += 1;
         }
+        let r = f64::from(w) / f64::from(h.max(1));
+        let b = ASPECT_BUCKETS.partition_point(|&ub| ub <= r);
+        if let Some(slot) = aspect.get_mut(b) {
+            *slot += 1;
+        }
     }
+    total.digests.sort_unstable_by_key(|d| d.index);
+    let duplicates = duplicates::groups(&total.digests);
     ValidateReport {
         source: source.describe(),
         samples: n,
@@ -324,6 +385,10 @@ pub fn validate(
         width: spread(total.sizes.iter().map(|s| s.0).collect()),
         height: spread(total.sizes.iter().map(|s| s.1).collect()),
         shorter_side,
+        aspect,
+        sizes: total.sizes,
+        digests: total.digests,
+        duplicates,
         formats: total.formats,
         colors: total.colors,
         ignored: source.ignored().to_vec(),

@@ -39,6 +39,12 @@ const FLAGS: &[(&str, Option<&str>)] = &[
     ("--plot", Some("x.svg")),
     ("--step-ms", Some("1")),
     ("--print-config", None),
+    ("--epoch", Some("0")),
+    ("--count", Some("2")),
+    ("--with-source", None),
+    ("--tile", Some("32")),
+    ("--html", Some("x.html")),
+    ("--against", Some("fixtures/imagefolder")),
 ];
 
 const INPUT: &[&str] = &[
@@ -87,6 +93,7 @@ fn accepted(cmd: &str) -> Vec<&'static str> {
                     "--sweep-workers",
                     "--plot",
                     "--step-ms",
+                    "--html",
                 ]);
             }
         }
@@ -100,7 +107,27 @@ fn accepted(cmd: &str) -> Vec<&'static str> {
             v.extend(INPUT);
             v.extend(["--report", "--slice", "--store", "--shard-size"]);
         }
-        "validate" => v.extend(["--data", "--workers", "--usage", "--json", "--report"]),
+        "validate" => v.extend([
+            "--data",
+            "--workers",
+            "--usage",
+            "--json",
+            "--report",
+            "--html",
+            "--against",
+        ]),
+        "preview" => {
+            v.extend(INPUT);
+            v.extend(SAMPLING);
+            v.extend(RESUME);
+            v.extend([
+                "--on-error",
+                "--epoch",
+                "--count",
+                "--with-source",
+                "--tile",
+            ]);
+        }
         _ => {}
     }
     v
@@ -113,6 +140,9 @@ fn line(cmd: &str, out: &str, flag: &str, value: Option<&str>) -> Vec<String> {
             .map(String::from)
             .to_vec(),
         "merge-index" => vec!["merge-index".into(), out.into()],
+        "preview" => ["preview", EVAL, "--out", "x.png"]
+            .map(String::from)
+            .to_vec(),
         c => vec![c.into(), EVAL.into()],
     };
     a.push(flag.into());
@@ -133,6 +163,7 @@ fn every_command_refuses_the_flags_it_does_not_take_and_says_which() {
         "shards",
         "validate",
         "merge-index",
+        "preview",
     ] {
         let takes = accepted(cmd);
         for &(flag, value) in FLAGS {
@@ -169,6 +200,7 @@ fn every_command_accepts_the_flags_the_readme_gives_it() {
         ("npy", "convert"),
         ("shards", "convert"),
         ("validate", "validate"),
+        ("preview", "preview"),
     ] {
         let o = imgfeed(&[sub, "--help"]);
         let (help, _) = text(&o);
@@ -240,6 +272,7 @@ fn help_states_the_defaults_and_the_exit_codes() {
         "bench",
         "validate",
         "merge-index",
+        "preview",
     ] {
         let (help, _) = text(&imgfeed(&[sub, "--help"]));
         assert!(help.contains("Exit codes"), "{sub}");

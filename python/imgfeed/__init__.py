@@ -11,6 +11,9 @@ Three ways in:
 * :mod:`imgfeed.ray` (imported on its own, needs ``ray[data]``) — an epoch as a Ray Data
   dataset read by tasks over a cluster, and conversions split into Ray tasks.
 
+:func:`imgfeed.preview` shows what a pipeline makes (a PIL image of its first samples, as
+the trainer gets them); loaders, pipelines and datasets show it themselves in Jupyter.
+
 Batches are numpy arrays viewing the engine's buffers (no copy); a bad sample raises
 :class:`imgfeed.SampleError`.
 """
@@ -22,5 +25,6 @@ from ._errors import SampleError
 from ._imgfeed import Batch, __version__
 from ._loader import Loader
 from ._pipeline import Pipeline, settings
+from ._preview import preview
 
-__all__ = ["Batch", "Loader", "Pipeline", "SampleError", "dtype", "settings", "__version__"]
+__all__ = ["Batch", "Loader", "Pipeline", "SampleError", "dtype", "preview", "settings", "__version__"]

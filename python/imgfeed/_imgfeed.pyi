@@ -48,6 +48,11 @@ class Pipeline:
         """A pipeline file's tables as JSON, with ``root`` made absolute."""
     def config_json(self) -> str:
         """The configuration it was built from, as JSON."""
+    def preview_png(
+        self, epoch: int = 0, batch: int = 0, count: int = 16, with_source: bool = False, tile: Optional[int] = None
+    ) -> bytes:
+        """The contact sheet of the epoch's first ``count`` samples from ``batch``, as PNG bytes
+        (what ``imgfeed preview --out FILE.png`` writes)."""
     def samples_per_epoch(self) -> int:
         """Samples per epoch (this shard)."""
     def batches_per_epoch(self) -> int:

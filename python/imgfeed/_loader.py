@@ -254,5 +254,11 @@ class Loader:
         ``SampleError`` of every sample left out or replaced)."""
         return self._run()
 
+    def _repr_png_(self) -> Optional[bytes]:
+        """Jupyter shows the first eight samples as the trainer gets them (``imgfeed.preview``)."""
+        from ._preview import repr_png
+
+        return repr_png(self)
+
     def __repr__(self) -> str:
         return f"Loader({self.pipeline!r}, {len(self)} batches/epoch, epoch {self._epoch})"

@@ -208,6 +208,12 @@ class Pipeline:
         """``[(stage, spec after it)]``, starting with the source: what ``imgfeed check`` prints."""
         return self.build().stages()
 
+    def _repr_png_(self) -> Optional[bytes]:
+        """Jupyter shows the first eight samples as the trainer gets them (``imgfeed.preview``)."""
+        from ._preview import repr_png
+
+        return repr_png(self)
+
     def __repr__(self) -> str:
         ops: Sequence[Dict[str, Any]] = self._config.get("ops", [])
         names = ", ".join(str(o.get("op")) for o in ops)

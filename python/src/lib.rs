@@ -348,6 +348,48 @@ impl Pipeline {
             .map_err(|e| PyValueError::new_err(e.to_string()))
     }
 
+    /// The contact sheet of epoch `epoch` from batch `batch`: its first `count` samples as
+    /// the trainer gets them, undone into pictures and captioned, as PNG bytes — what
+    /// `imgfeed preview --out FILE.png` writes, from the same code.
+    #[pyo3(signature = (epoch = 0, batch = 0, count = 16, with_source = false, tile = None))]
+    fn preview_png(
+        &self,
+        py: Python<'_>,
+        epoch: u64,
+        batch: usize,
+        count: usize,
+        with_source: bool,
+        tile: Option<usize>,
+    ) -> PyResult<Py<pyo3::types::PyBytes>> {
+        if count == 0 || tile == Some(0) {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "count and tile must be at least 1",
+            ));
+        }
+        let inner = Arc::clone(&self.inner);
+        let png = py.detach(move || {
+            let state = State {
+                epoch,
+                batch,
+                sample: None,
+            };
+            let started = if batch == 0 {
+                inner.epoch(epoch)
+            } else {
+                inner.resume(state)?
+            };
+            let opts = imgfeed::preview::PreviewOptions {
+                count,
+                with_source,
+                tile,
+            };
+            let shown = imgfeed::preview::preview(&inner, started, &opts)?;
+            imgfeed::preview::sheet::sheet(&shown).png()
+        });
+        let png = png.map_err(|e| to_py(py, &e))?;
+        Ok(pyo3::types::PyBytes::new(py, &png).unbind())
+    }
+
     /// Start epoch `epoch`, or resume it at `batch` (and, after skipped samples, at
     /// position `sample` of the shard's order) — or, given `state` (a job state as JSON,
     /// from `Epoch.job_state`), resume that state on this pipeline's world.

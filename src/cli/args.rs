@@ -188,6 +188,41 @@ pub(super) enum Command {
         /// the verdict then says whether the loader or the consumer limits the run.
         #[arg(long, value_name = "MS")]
         step_ms: Option<f64>,
+        /// Also write the run as one self-contained page to FILE: throughput over time, the
+        /// time per stage behind the verdict, and the worker sweep (with --sweep-workers).
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+    },
+    /// Look at what the pipeline makes: the first samples of an epoch, as the trainer gets
+    /// them, turned back into pictures on a contact sheet (PNG) or a page (HTML).
+    #[command(after_help = EXIT_CODES)]
+    Preview {
+        #[command(flatten)]
+        input: Input,
+        #[command(flatten)]
+        engine: EngineFlags,
+        #[command(flatten)]
+        sampling: SamplingFlags,
+        #[command(flatten)]
+        errors: ErrorFlags,
+        #[command(flatten)]
+        resume: ResumeFlags,
+        /// The epoch to show (default 0): the same as --start-epoch.
+        #[arg(long, conflicts_with = "start_epoch")]
+        epoch: Option<u64>,
+        /// Samples to show (default 16).
+        #[arg(long, default_value_t = 16, value_parser = at_least_one)]
+        count: usize,
+        /// The file to write: FILE.png a contact sheet, FILE.html a page (what the pipeline
+        /// did to each sample on hover).
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// Put each sample's decoded original beside it.
+        #[arg(long)]
+        with_source: bool,
+        /// The longer side of each picture in pixels (default: the samples' own size).
+        #[arg(long, value_name = "PX", value_parser = at_least_one)]
+        tile: Option<usize>,
     },
     /// Read and decode every sample once: bad files by kind, classes, sizes, formats.
     #[command(after_help = EXIT_CODES)]

@@ -23,6 +23,8 @@ pub struct BenchOpts {
     pub plot: Option<PathBuf>,
     /// Milliseconds the consumer sleeps after each batch (a stand-in training step).
     pub step_ms: Option<f64>,
+    /// `--html FILE`: the run(s) as one page.
+    pub html: Option<PathBuf>,
 }
 
 fn rusage() -> (f64, u64) {
@@ -38,17 +40,20 @@ fn rusage() -> (f64, u64) {
 
 /// The figures of one measured run.
 #[derive(Debug, Clone)]
-struct Measured {
-    workers: usize,
-    images: usize,
-    batches: usize,
-    wall: f64,
-    cpu: f64,
-    peak_rss: u64,
+pub(super) struct Measured {
+    pub(super) workers: usize,
+    pub(super) images: usize,
+    pub(super) batches: usize,
+    pub(super) wall: f64,
+    pub(super) cpu: f64,
+    pub(super) peak_rss: u64,
     bytes_in: u64,
     out_bytes: usize,
     /// Share of the workers' time per stage, in pipeline order.
-    split: Vec<(String, f64)>,
+    pub(super) split: Vec<(String, f64)>,
+    /// `(seconds since the start, images so far)` after each batch (`--html`'s throughput
+    /// over time).
+    pub(super) timeline: Vec<(f64, usize)>,
     /// Seconds the consumer waited for the next batch.
     wait: f64,
     /// Seconds the consumer spent in its stand-in step (`--step-ms`).
@@ -60,7 +65,7 @@ struct Measured {
 }
 
 impl Measured {
-    fn images_per_s(&self) -> f64 {
+    pub(super) fn images_per_s(&self) -> f64 {
         self.images as f64 / self.wall.max(1e-9)
     }
     fn mb_in_per_s(&self) -> f64 {
@@ -69,7 +74,7 @@ impl Measured {
     fn mb_out_per_s(&self) -> f64 {
         self.out_bytes as f64 / 1e6 / self.wall.max(1e-9)
     }
-    fn cpu_ms_per_image(&self) -> f64 {
+    pub(super) fn cpu_ms_per_image(&self) -> f64 {
         self.cpu * 1e3 / (self.images.max(1) as f64)
     }
     fn share(&self, stage: &str) -> f64 {
@@ -83,13 +88,13 @@ impl Measured {
 
 /// What limits a run.
 #[derive(Debug, Clone, PartialEq)]
-struct Verdict {
+pub(super) struct Verdict {
     /// `decode`, `io`, `consumer` or `stage:<name>`.
-    bound: String,
+    pub(super) bound: String,
     /// What the measurements say.
-    finding: String,
+    pub(super) finding: String,
     /// The one change that would help most.
-    advice: String,
+    pub(super) advice: String,
 }
 
 fn pct(f: f64) -> String {
@@ -254,6 +259,7 @@ fn measure(
     let (mut images, mut batches, mut out_bytes) = (0usize, 0usize, 0usize);
     let (mut wait, mut stepped) = (Duration::ZERO, Duration::ZERO);
     let mut times = imgfeed::StageTimes::default();
+    let mut timeline = Vec::new();
     let range = epoch_range(c, &p, o.epochs)?;
     let bar = progress(super::run_images(c, &p, &range), "images");
     for e in range.clone() {
@@ -273,6 +279,9 @@ fn measure(
             images += batch.len();
             out_bytes += batch.image_bytes().len();
             batches += 1;
+            if o.html.is_some() {
+                timeline.push((t0.elapsed().as_secs_f64(), images));
+            }
             bar.inc(batch.len() as u64);
             if let Some(d) = step {
                 let s0 = Instant::now();
@@ -321,6 +330,7 @@ fn measure(
         bytes_in: times.bytes_in,
         out_bytes,
         split,
+        timeline,
         wait: wait.as_secs_f64(),
         step: stepped.as_secs_f64(),
         interrupted,
@@ -563,6 +573,23 @@ pub fn bench(c: &Common, o: &BenchOpts) -> Result<i32> {
             }
         }
     }
+    if let Some(path) = &o.html {
+        let data = runs
+            .first()
+            .map(|(p, _, _)| p.source().describe())
+            .unwrap_or_default();
+        let title = format!("imgfeed bench {}: {data}", c.pipeline.display());
+        let measured: Vec<(&Measured, &Verdict)> = runs.iter().map(|(_, m, v)| (m, v)).collect();
+        std::fs::write(path, super::bench_html::page(&title, &measured)).map_err(|source| {
+            imgfeed::Error::Io {
+                path: path.clone(),
+                source,
+            }
+        })?;
+        if !o.json {
+            println!("page         {}", path.display());
+        }
+    }
     // One rule for every command: bad samples (skipped or replaced) exit 1.
     Ok(if bad.bad.is_empty() { 0 } else { 1 })
 }
@@ -582,6 +609,7 @@ mod tests {
             bytes_in: 100_000_000,
             out_bytes: 0,
             split: split.iter().map(|(s, f)| (s.to_string(), *f)).collect(),
+            timeline: Vec::new(),
             wait,
             step,
             interrupted: false,

@@ -1,4 +1,5 @@
-//! Command-line interface: `check`, `run`, `convert`, `merge-index`, `bench`, `validate`.
+//! Command-line interface: `check`, `run`, `convert`, `merge-index`, `bench`, `preview`,
+//! `validate`.
 //!
 //! `args` is the grammar (subcommands and flag groups), `common` what a command was given
 //! (the flags as the library's `Overrides`, applied by it), `span` a run's epochs and
@@ -6,17 +7,20 @@
 
 mod args;
 mod bench;
+mod bench_html;
 mod check;
 mod common;
 mod convert;
 mod interrupt;
 mod merge_index;
 mod plot;
+mod preview;
 mod report;
 mod run;
 mod span;
 mod start;
 mod validate;
+mod validate_html;
 
 use anyhow::Result;
 use args::{parse, refuse, Command, Format};
@@ -190,6 +194,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
             sweep_workers,
             plot,
             step_ms,
+            html,
         } => {
             if sweep_workers
                 .as_ref()
@@ -218,8 +223,33 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
                 sweep: sweep_workers,
                 plot,
                 step_ms,
+                html,
             };
             bench::bench(&c, &opts)
+        }
+        Command::Preview {
+            input,
+            engine,
+            sampling,
+            errors,
+            mut resume,
+            epoch,
+            count,
+            out,
+            with_source,
+            tile,
+        } => {
+            resume.start_epoch = resume.start_epoch.or(epoch);
+            let c = Common::new(input, engine)
+                .sampling(sampling)
+                .errors(errors)
+                .resume(resume);
+            let opts = imgfeed::preview::PreviewOptions {
+                count,
+                with_source,
+                tile,
+            };
+            preview::run(&c, &opts, &out)
         }
         Command::Validate(v) => validate::run(&v),
     };

@@ -6,12 +6,13 @@
 //! summary. Exit code 1 when a sample is bad, 130 when interrupted.
 
 use super::report::Reporter;
+use super::validate_html::Checked;
 use super::{interrupt, progress};
 use anyhow::Result;
 use imgfeed::error::Invalid;
 use imgfeed::ops::{Decode, Op};
 use imgfeed::source::Usage;
-use imgfeed::validate::{validate, ValidateOptions, ValidateReport, SIDE_BUCKETS};
+use imgfeed::validate::{duplicates, validate, ValidateOptions, ValidateReport, SIDE_BUCKETS};
 use imgfeed::{Dataset, PipelineConfig, SourceConfig};
 use std::path::{Path, PathBuf};
 
@@ -45,6 +46,14 @@ pub struct ValidateArgs {
     /// Also write every bad sample to FILE as JSON lines.
     #[arg(long)]
     report: Option<PathBuf>,
+    /// Also write the report as one self-contained page to FILE (classes, sizes, formats,
+    /// bad files, duplicates, thumbnails; no script, nothing fetched).
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Another dataset (a folder, URL or pipeline file, e.g. the validation set) to look
+    /// for this one's pictures in: the same bytes or pixels in both is leakage.
+    #[arg(long, value_name = "DATA")]
+    against: Option<PathBuf>,
 }
 
 /// A source configuration for a bare dataset folder: the first source kind that
@@ -56,16 +65,19 @@ fn folder_source(dir: &Path) -> Result<SourceConfig> {
     Ok(dataset.into())
 }
 
-pub fn run(a: &ValidateArgs) -> Result<i32> {
-    let (mut source, decode) = if imgfeed::store::url::is_remote(&a.target) {
-        (Dataset::in_store(&a.target).into(), Decode::default())
-    } else if a.target.is_dir() {
-        (folder_source(&a.target)?, Decode::default())
-    } else if let Some(dataset) = Dataset::by_extension(&a.target) {
+/// The source and decode settings TARGET stands for (a URL, a folder, container files named
+/// by their extension or a pipeline file), and the pipeline's `on_error` where a pipeline
+/// file gives one.
+fn resolve(target: &Path) -> Result<(SourceConfig, Decode, Option<imgfeed::OnError>)> {
+    Ok(if imgfeed::store::url::is_remote(target) {
+        (Dataset::in_store(target).into(), Decode::default(), None)
+    } else if target.is_dir() {
+        (folder_source(target)?, Decode::default(), None)
+    } else if let Some(dataset) = Dataset::by_extension(target) {
         // Container files named by their extension: a `.tar`, a pattern of them.
-        (dataset.into(), Decode::default())
+        (dataset.into(), Decode::default(), None)
     } else {
-        let cfg = PipelineConfig::from_file(&a.target)?;
+        let cfg = PipelineConfig::from_file(target)?;
         let decode = cfg
             .ops
             .iter()
@@ -74,17 +86,26 @@ pub fn run(a: &ValidateArgs) -> Result<i32> {
                 _ => None,
             })
             .unwrap_or_default();
-        (cfg.source, decode)
-    };
-    if let Some(d) = &a.data {
-        source.dataset.set_data(d);
-    }
+        (cfg.source, decode, Some(cfg.engine.on_error))
+    })
+}
+
+/// `--endpoint` and `--cache-dir`, which apply to every dataset of the command.
+fn store_flags(a: &ValidateArgs, source: &mut SourceConfig) {
     if let Some(e) = &a.endpoint {
         source.remote.endpoint = Some(e.clone());
     }
     if let Some(c) = &a.cache_dir {
         source.remote.cache_dir = Some(c.clone());
     }
+}
+
+pub fn run(a: &ValidateArgs) -> Result<i32> {
+    let (mut source, decode, on_error) = resolve(&a.target)?;
+    if let Some(d) = &a.data {
+        source.dataset.set_data(d);
+    }
+    store_flags(a, &mut source);
     if let Some(u) = a.usage {
         source.set_usage(u)?;
     }
@@ -104,26 +125,87 @@ pub fn run(a: &ValidateArgs) -> Result<i32> {
         eprintln!("warning: {w}");
     }
     let mut bad = Reporter::new(a.report.as_deref())?;
-    let bar = progress(opened.len() as u64, "samples");
-    let report = validate(
-        opened.as_ref(),
-        &ValidateOptions { decode, workers },
-        interrupt::flag(),
-        |n| bar.set_position(n as u64),
-    );
-    bar.finish_and_clear();
+    let check = |s: &dyn imgfeed::source::Source, decode: &Decode| {
+        let bar = progress(s.len() as u64, "samples");
+        let report = validate(
+            s,
+            &ValidateOptions {
+                decode: decode.clone(),
+                workers,
+            },
+            interrupt::flag(),
+            |n| bar.set_position(n as u64),
+        );
+        bar.finish_and_clear();
+        report
+    };
+    let report = check(opened.as_ref(), &decode);
+    // --against: the other dataset, read the same way, and this one's pictures in it
+    let against = match &a.against {
+        Some(target) if !report.interrupted => {
+            let (mut other, other_decode, _) = resolve(target)?;
+            store_flags(a, &mut other);
+            let other = other.open()?;
+            let r = check(other.as_ref(), &other_decode);
+            let leaks = duplicates::between(&report.digests, &r.digests);
+            Some((other, r, leaks))
+        }
+        _ => None,
+    };
     for e in &report.bad {
         bad.add(e, None)?;
     }
     bad.finish()?;
+    if let Some(path) = &a.html {
+        let page = super::validate_html::page(&super::validate_html::Page {
+            main: Checked {
+                report: &report,
+                source: opened.as_ref(),
+            },
+            against: against.as_ref().map(|(s, r, leaks)| {
+                (
+                    Checked {
+                        report: r,
+                        source: s.as_ref(),
+                    },
+                    leaks.clone(),
+                )
+            }),
+            on_error: (on_error.unwrap_or_default(), on_error.is_some()),
+            decode: decode.clone(),
+            jpeg: jpeg.clone(),
+        });
+        std::fs::write(path, page).map_err(|source| imgfeed::Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    let leaks = against.as_ref().map(|(s, r, l)| (s.as_ref(), r, l));
     if a.json {
         let mut v = to_json(&report, &bad);
         v["jpeg_decoder"] = serde_json::json!(jpeg);
         v["warnings"] = serde_json::json!(warnings);
+        v["duplicates"] = duplicates_json(&report, opened.as_ref());
+        if let Some((s, r, l)) = leaks {
+            v["against"] = serde_json::json!({
+                "source": r.source,
+                "samples": r.samples,
+                "bad": r.bad.len(),
+                "in_both": l.iter().map(|(i, j, same)| serde_json::json!({
+                    "path": opened.sample_name(*i),
+                    "other": s.sample_name(*j),
+                    "same": same.name(),
+                })).collect::<Vec<_>>(),
+            });
+        }
         println!("{v}");
     } else {
         print_text(&report, &bad);
+        print_duplicates(&report, opened.as_ref(), leaks);
         println!("jpeg decoder {jpeg}");
+        if let Some(path) = &a.html {
+            println!("report page: {}", path.display());
+        }
     }
     Ok(if report.interrupted {
         interrupt::EXIT
@@ -132,6 +214,63 @@ pub fn run(a: &ValidateArgs) -> Result<i32> {
     } else {
         1
     })
+}
+
+/// The duplicate groups, each with its members' files and labels.
+fn duplicates_json(r: &ValidateReport, s: &dyn imgfeed::source::Source) -> serde_json::Value {
+    use serde_json::json;
+    let groups = |across: bool| {
+        r.duplicates
+            .iter()
+            .filter(|g| g.across_classes() == across)
+            .map(|g| {
+                json!({
+                    "same": g.same.name(),
+                    "samples": g.members.iter().map(|(i, l)| json!({
+                        "path": s.sample_name(*i), "label": l,
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect::<Vec<_>>()
+    };
+    json!({ "within_class": groups(false), "across_classes": groups(true) })
+}
+
+type Leaks<'a> = Option<(
+    &'a dyn imgfeed::source::Source,
+    &'a ValidateReport,
+    &'a Vec<(usize, usize, duplicates::Same)>,
+)>;
+
+fn print_duplicates(r: &ValidateReport, s: &dyn imgfeed::source::Source, leaks: Leaks<'_>) {
+    if !r.duplicates.is_empty() {
+        let across = r.duplicates.iter().filter(|g| g.across_classes()).count();
+        println!(
+            "\nexact duplicates: {} groups ({} within a class, {across} across classes)",
+            r.duplicates.len(),
+            r.duplicates.len() - across
+        );
+        for g in &r.duplicates {
+            let files: Vec<String> = g.members.iter().map(|(i, _)| s.sample_name(*i)).collect();
+            let tag = if g.across_classes() {
+                ", across classes"
+            } else {
+                ""
+            };
+            println!("  same {}{tag}: {}", g.same.name(), files.join(" = "));
+        }
+    }
+    if let Some((other, o, l)) = leaks {
+        println!("\nin both this dataset and {}: {}", o.source, l.len());
+        for (i, j, same) in l {
+            println!(
+                "  same {}: {} = {}",
+                same.name(),
+                s.sample_name(*i),
+                other.sample_name(*j)
+            );
+        }
+    }
 }
 
 fn bucket_names() -> Vec<String> {

@@ -20,6 +20,21 @@ impl Affine {
         }
     }
 
+    /// The map that undoes this one (`None` when a factor is 0 or the inverse is not
+    /// finite: the values cannot be told apart any more).
+    pub fn inverse(self) -> Option<Affine> {
+        let mut out = Affine::identity();
+        for c in 0..3 {
+            let s = 1.0 / self.scale[c];
+            if self.scale[c] == 0.0 || !s.is_finite() {
+                return None;
+            }
+            out.scale[c] = s;
+            out.shift[c] = -self.shift[c] * s;
+        }
+        Some(out)
+    }
+
     /// `next(self(x))` as one map.
     pub fn then(self, next: Affine) -> Affine {
         let mut out = self;

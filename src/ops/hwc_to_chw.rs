@@ -1,7 +1,7 @@
 //! `hwc_to_chw`: interleaved pixels to channel planes. Never a pass of its own: the engine
 //! writes the planes while normalizing into the batch buffer (see `pointwise`).
 
-use super::kernel::{Lowered, OpDef};
+use super::kernel::{Lowered, OpDef, Undo};
 use crate::spec::{Layout, Spec, SpecError};
 use serde::{Deserialize, Serialize};
 
@@ -25,6 +25,11 @@ impl OpDef for HwcToChw {
 
     fn lower(&self, _: &Spec) -> Lowered {
         Lowered::Layout(Layout::Chw)
+    }
+
+    /// Back to interleaved pixels.
+    fn undo(&self, input: &Spec) -> Undo {
+        Undo::Layout(input.layout)
     }
 }
 

@@ -14,7 +14,7 @@ use super::image::{Held, Sample};
 use crate::error::Fault;
 use crate::imgproc::{Affine, ColumnOrder, Dst, Rect};
 use crate::rng::SplitMix64;
-use crate::spec::{Layout, Spec, SpecError};
+use crate::spec::{DType, Layout, Spec, SpecError};
 use std::sync::Arc;
 
 /// An op's spec rule and lowering. Every op type implements it; [`super::Op`] delegates.
@@ -27,6 +27,29 @@ pub(crate) trait OpDef {
     fn takes_encoded(&self) -> bool {
         false
     }
+    /// How `imgfeed preview` turns what this op wrote back into what it was given, to show
+    /// it as a picture (default: what it leaves is a picture, shown as it is).
+    fn undo(&self, _input: &Spec) -> Undo {
+        Undo::Show
+    }
+}
+
+/// How an op's output is turned back into its input for people to look at (`imgfeed
+/// preview`), given by the op itself ([`super::Op::undo`]): the preview walks the ops
+/// backwards from the batch and never names one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Undo {
+    /// Nothing to undo: the op draws the picture (a crop, a flip, a colour jitter, an
+    /// erased box) and the preview shows it as it is.
+    Show,
+    /// The values went through a per-channel affine map; this one maps them back.
+    Affine(Affine),
+    /// The pixels were in this layout before the op.
+    Layout(Layout),
+    /// The values were of this element type before the op (a cast): rounded back to it.
+    DType(DType),
+    /// What the op did cannot be undone (a factor of 0), and why: shown as it is.
+    Lost(&'static str),
 }
 
 /// What an op compiles to.

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 pub mod augment;
 pub(crate) mod image;
 pub(crate) mod kernel;
+pub use kernel::Undo;
 
 /// Declares the ops: for each, its module (`pub mod`), its type (re-exported here) and
 /// its variant of [`Op`], named in pipeline files as the module is.
@@ -165,5 +166,11 @@ impl Op {
     /// What the op compiles to for the (checked) `input`.
     pub(crate) fn lower(&self, input: &Spec) -> Lowered {
         self.def().lower(input)
+    }
+
+    /// How its output, for the (checked) `input`, is turned back into a picture (see
+    /// [`Undo`]).
+    pub fn undo(&self, input: &Spec) -> Undo {
+        self.def().undo(input)
     }
 }

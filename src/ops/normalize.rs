@@ -3,7 +3,7 @@
 //! `[0.485, 0.456, 0.406]` is `[123.675, 116.28, 103.53]` here). Folded with neighbouring
 //! `rescale` ops into one multiply-add per channel (see `pointwise`).
 
-use super::kernel::{Lowered, OpDef};
+use super::kernel::{Lowered, OpDef, Undo};
 use crate::imgproc::Affine;
 use crate::spec::{DType, Spec, SpecError};
 use serde::{Deserialize, Serialize};
@@ -58,6 +58,11 @@ impl OpDef for Normalize {
 
     fn lower(&self, _: &Spec) -> Lowered {
         Lowered::Affine(self.affine())
+    }
+
+    /// `x * std + mean`: std is never 0 (checked), so this always undoes it.
+    fn undo(&self, _: &Spec) -> Undo {
+        self.affine().inverse().map_or(Undo::Lost("std 0"), Undo::Affine)
     }
 }
 

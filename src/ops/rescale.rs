@@ -1,7 +1,7 @@
 //! `rescale`: `out = x * rescale + shift`, MindSpore's `Rescale(rescale, shift)`. Folded
 //! with neighbouring `normalize` ops into one multiply-add per channel (see `pointwise`).
 
-use super::kernel::{Lowered, OpDef};
+use super::kernel::{Lowered, OpDef, Undo};
 use crate::imgproc::Affine;
 use crate::spec::{DType, Spec, SpecError};
 use serde::{Deserialize, Serialize};
@@ -44,6 +44,13 @@ impl OpDef for Rescale {
 
     fn lower(&self, _: &Spec) -> Lowered {
         Lowered::Affine(self.affine())
+    }
+
+    /// `(x - shift) / rescale`, unless the factor is 0 (every value became `shift`).
+    fn undo(&self, _: &Spec) -> Undo {
+        self.affine()
+            .inverse()
+            .map_or(Undo::Lost("rescale by 0"), Undo::Affine)
     }
 }
 

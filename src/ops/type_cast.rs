@@ -8,7 +8,7 @@
 //!   result), so it comes last: no op that changes pixels may follow it (`hwc_to_chw` and
 //!   label casts may).
 
-use super::kernel::{Lowered, OpDef};
+use super::kernel::{Lowered, OpDef, Undo};
 use crate::imgproc::Affine;
 use crate::spec::{DType, LabelType, Spec, SpecError};
 use serde::{Deserialize, Serialize};
@@ -173,5 +173,15 @@ impl OpDef for TypeCast {
 
     fn takes_encoded(&self) -> bool {
         !self.on_image()
+    }
+
+    /// On the image: back to the type it had (a u8 image cast to floats holds its values
+    /// as they were). A label cast leaves the pixels alone.
+    fn undo(&self, input: &Spec) -> Undo {
+        if self.on_image() {
+            Undo::DType(input.dtype)
+        } else {
+            Undo::Show
+        }
     }
 }

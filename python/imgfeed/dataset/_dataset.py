@@ -447,6 +447,12 @@ class Dataset:
             )
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
+    def _repr_png_(self) -> Optional[bytes]:
+        """Jupyter shows the first eight samples as the trainer gets them (``imgfeed.preview``)."""
+        from .._preview import repr_png
+
+        return repr_png(self)
+
     def __repr__(self) -> str:
         steps = [f"{self._call}({self._source.get('root')!r})"]
         if self._ops:
