@@ -68,7 +68,7 @@ def __getattr__(name: str) -> Any:
         if name.endswith("Sampler"):
             why = "samplers are not supported: use the dataset's shuffle, num_samples, num_shards and shard_id"
         else:
-            why = _HINTS.get(name, "imgfeed.dataset reads ImageFolderDataset, Cifar10Dataset and Cifar100Dataset")
+            why = _HINTS.get(name, "imgfeed.dataset reads ImageFolderDataset, Cifar10Dataset, Cifar100Dataset and WebDataset")
         raise NotImplementedError(f"mindspore.dataset.{name} is not supported by imgfeed.dataset ({why})")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
