@@ -1700,6 +1700,24 @@ fn webdataset_tars_in_the_store_give_the_trees_digests() {
     ));
     let got = run_remote(EVAL, "s3://wds/train/train-0001.tar", cache.path(), &env);
     assert_eq!(digests(&got), want, "{}", text(&got.stderr));
+    // `validate` takes the pattern as its target.
+    let c = tempfile::tempdir().expect("tempdir");
+    let v = imgfeed(
+        &["validate", pattern],
+        &[
+            "--endpoint",
+            &ep,
+            "--cache-dir",
+            c.path().to_str().expect("utf-8"),
+        ],
+        &[],
+    );
+    assert!(
+        v.status.success() && text(&v.stdout).contains("checked 12 of 12 samples"),
+        "{}{}",
+        text(&v.stdout),
+        text(&v.stderr)
+    );
     // A pattern naming an object that is not there says which.
     let missing = run_remote(
         EVAL,

@@ -58,7 +58,9 @@ fn folder_source(dir: &Path) -> Result<SourceConfig> {
 
 pub fn run(a: &ValidateArgs) -> Result<i32> {
     let (mut source, decode) = if imgfeed::store::url::is_remote(&a.target) {
-        (Dataset::in_store(&a.target).into(), Decode::default())
+        let dataset =
+            Dataset::by_extension(&a.target).unwrap_or_else(|| Dataset::in_store(&a.target));
+        (dataset.into(), Decode::default())
     } else if a.target.is_dir() {
         (folder_source(&a.target)?, Decode::default())
     } else if let Some(dataset) = Dataset::by_extension(&a.target) {
