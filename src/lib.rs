@@ -3,7 +3,9 @@
 //! The nouns, in the order data flows through them:
 //!
 //! * a [`Source`](source::Source) gives random access to samples: an
-//!   [`ImageFolder`](source::ImageFolder) tree or [CIFAR](source::Cifar) binary files;
+//!   [`ImageFolder`](source::ImageFolder) tree, [CIFAR](source::Cifar) binary files, or
+//!   container files read in place ([`RecordFiles`](source::record_files::RecordFiles) over
+//!   the [`formats`]: WebDataset tars);
 //! * [`ops`] are the per-sample stages (decode, resize, center_crop, normalize, ...), each
 //!   checked against the [`Spec`] of its input before any pixel is read;
 //! * the [`plan`] orders an epoch: shuffle, shard, limit, cut into batches;
@@ -11,7 +13,8 @@
 //!   [`Batch`]es through a bounded queue — an [`Epoch`] is that iterator;
 //! * a [`Pipeline`] ties them together, from a TOML file in `pipelines/` or a builder;
 //! * [`sink`] writes epochs out (`.npy` files) and converts datasets to [`shards`]: packed,
-//!   memory-mapped files that later epochs read several times faster.
+//!   memory-mapped files that later epochs read several times faster (or to WebDataset
+//!   tars, for other tools).
 //!
 //! ```no_run
 //! let pipeline = imgfeed::Pipeline::from_file("pipelines/resnet50_eval.toml")?;

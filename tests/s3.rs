@@ -1605,3 +1605,130 @@ fn fork_reads_alike(work: &Path, url: &str, local: &Path, ep: &str) {
     let requests: u64 = child_lines[2].parse().expect("a count");
     assert!(requests > 0, "{url}: the child asked nothing: {child_said}");
 }
+
+/// The `formats` environment's python (webdataset's writers), or `None`.
+fn formats_python() -> Option<PathBuf> {
+    let out = Command::new("bash")
+        .arg(common::repo().join("python/envs.sh"))
+        .args(["--path", "formats"])
+        .output()
+        .ok()?;
+    let python = Path::new(String::from_utf8(out.stdout).ok()?.trim()).join("bin/python");
+    let ok = Command::new(&python)
+        .args(["-c", "import webdataset"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok.then_some(python)
+}
+
+#[test]
+fn webdataset_tars_in_the_store_give_the_trees_digests() {
+    if !ready("webdataset_tars_in_the_store_give_the_trees_digests") {
+        return;
+    }
+    let Some(python) = formats_python() else {
+        assert!(
+            std::env::var("IMGFEED_S3_TESTS").as_deref() != Ok("required"),
+            "IMGFEED_S3_TESTS=required, but the formats environment is not made: bash \
+             python/envs.sh formats"
+        );
+        let _ = writeln!(std::io::stderr(), "SKIPPED: bash python/envs.sh formats");
+        return;
+    };
+    // The tree's tars, written by webdataset's ShardWriter (three shards).
+    let local = tempfile::tempdir().expect("tempdir");
+    let o = Command::new(&python)
+        .arg(common::repo().join("fixtures/make_webdataset.py"))
+        .arg(common::repo().join("fixtures/imagefolder"))
+        .arg(local.path())
+        .output()
+        .expect("runs python");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let moto = Moto::start(None);
+    upload(
+        moto.port,
+        "wds",
+        "train",
+        &local.path().join("shards"),
+        |_, b| Some(b),
+    );
+    let ep = moto.endpoint();
+    let env = [("AWS_ENDPOINT_URL", ep.as_str())];
+    let tree = common::repo().join("fixtures/imagefolder");
+    let tree = tree.to_str().expect("utf-8");
+    let pattern = "s3://wds/train/train-{0000..0002}.tar";
+    let cache = tempfile::tempdir().expect("tempdir");
+    for args in [EVAL, TRAIN] {
+        let want = imgfeed(args, &["--data", tree], &[]);
+        assert!(want.status.success(), "{}", text(&want.stderr));
+        let want = digests(&want);
+        let cold = run_remote(args, pattern, cache.path(), &env);
+        assert!(cold.status.success(), "{}", text(&cold.stderr));
+        assert!(
+            text(&cold.stdout).starts_with("webdataset s3://wds/train/"),
+            "{}",
+            text(&cold.stdout)
+        );
+        assert_eq!(digests(&cold), want, "{args:?} cold");
+        let warm = run_remote(args, pattern, cache.path(), &env);
+        assert!(warm.status.success(), "{}", text(&warm.stderr));
+        assert_eq!(digests(&warm), want, "{args:?} warm");
+        assert_eq!(
+            traffic(&warm, "files downloaded"),
+            0,
+            "{}",
+            text(&warm.stdout)
+        );
+        // Ranks of 2 read what they read from the tree.
+        for id in ["0", "1"] {
+            let rank = ["--num-shards", "2", "--shard-id", id];
+            let want = imgfeed(args, &[&["--data", tree][..], &rank[..]].concat(), &[]);
+            let c = tempfile::tempdir().expect("tempdir");
+            let d = data(pattern, c.path());
+            let more: Vec<&str> = d.iter().map(String::as_str).chain(rank).collect();
+            let got = imgfeed(args, &more, &env);
+            assert!(got.status.success(), "{}", text(&got.stderr));
+            assert_eq!(digests(&got), digests(&want), "{args:?} rank {id}");
+        }
+    }
+    // One object, as the local file.
+    let one = local.path().join("shards/train-0001.tar");
+    let want = digests(&imgfeed(
+        EVAL,
+        &["--data", one.to_str().expect("utf-8")],
+        &[],
+    ));
+    let got = run_remote(EVAL, "s3://wds/train/train-0001.tar", cache.path(), &env);
+    assert_eq!(digests(&got), want, "{}", text(&got.stderr));
+    // `validate` takes the pattern as its target.
+    let c = tempfile::tempdir().expect("tempdir");
+    let v = imgfeed(
+        &["validate", pattern],
+        &[
+            "--endpoint",
+            &ep,
+            "--cache-dir",
+            c.path().to_str().expect("utf-8"),
+        ],
+        &[],
+    );
+    assert!(
+        v.status.success() && text(&v.stdout).contains("checked 12 of 12 samples"),
+        "{}{}",
+        text(&v.stdout),
+        text(&v.stderr)
+    );
+    // A pattern naming an object that is not there says which.
+    let missing = run_remote(
+        EVAL,
+        "s3://wds/train/train-{0000..0003}.tar",
+        cache.path(),
+        &env,
+    );
+    assert_eq!(missing.status.code(), Some(2));
+    let e = text(&missing.stderr);
+    assert!(
+        e.contains("train-0003.tar") && e.contains("no such object"),
+        "{e}"
+    );
+}

@@ -70,7 +70,8 @@ fn folder_source(dir: &Path) -> Result<SourceConfig> {
 /// file gives one.
 fn resolve(target: &Path) -> Result<(SourceConfig, Decode, Option<imgfeed::OnError>)> {
     Ok(if imgfeed::store::url::is_remote(target) {
-        (Dataset::in_store(target).into(), Decode::default(), None)
+        let dataset = Dataset::by_extension(target).unwrap_or_else(|| Dataset::in_store(target));
+        (dataset.into(), Decode::default(), None)
     } else if target.is_dir() {
         (folder_source(target)?, Decode::default(), None)
     } else if let Some(dataset) = Dataset::by_extension(target) {

@@ -1,15 +1,15 @@
 //! Opening a shards dataset in object storage: the manifest first (always fetched, by the
 //! opener that looks for it, so a dataset converted again is noticed), then the index and the names into the cache
 //! (checked against the manifest's sizes and CRC-32s), then a [`Shards`] whose shard files
-//! are fetched when an epoch needs them ([`RemoteFiles`]): the same checks as a local
+//! are fetched when an epoch needs them ([`RemoteFiles`](super::fetch::RemoteFiles)): the same checks as a local
 //! dataset's, the same records, the same batches.
 
-use super::fetch::{key, RemoteFiles};
+use super::fetch::key;
 use super::format::{Entry, FileEntry, Manifest, HEADER_LEN, MANIFEST};
 use super::Shards;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::plan::Sampling;
-use crate::store::{stats, Cache, StoreClient, StoreOptions};
+use crate::store::{Cache, StoreClient, StoreOptions};
 use memmap2::Mmap;
 use std::path::{Path, PathBuf};
 
@@ -54,7 +54,8 @@ pub fn open(
         for_messages(&manifest.index.file),
         for_messages(&manifest.names.file),
     );
-    let files = RemoteFiles::new(client, cache, manifest.clone(), keep, shard_of, *sampling);
+    let files =
+        super::fetch::remote_files(client, cache, manifest.clone(), keep, shard_of, *sampling);
     Shards::remote(root, manifest, (ipath, index.1), (npath, names.1), files)
 }
 
@@ -65,24 +66,7 @@ fn small_file(
     entry: &FileEntry,
     keep: &[PathBuf],
 ) -> Result<(PathBuf, Mmap)> {
-    let key = key(entry);
-    let path = match cache.lookup(&key) {
-        Some(p) => {
-            stats::cache_hit();
-            p
-        }
-        None => match cache.reserve(&key, keep)?.0 {
-            Err(done) => done,
-            Ok(mut pending) => {
-                let file = pending
-                    .file()
-                    .ok_or_else(|| Error::Internal("a pending download without its file".into()))?;
-                client.download(&entry.file, Some((entry.size, key.listed_by)), file)?;
-                stats::download();
-                pending.commit(&key, &client.url().object(&entry.file))?
-            }
-        },
-    };
+    let path = crate::store::ahead::cached(client, cache, &key(entry), keep)?;
     let map = super::source::map_sized(&path, entry)?;
     Ok((path, map))
 }

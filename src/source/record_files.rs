@@ -9,15 +9,22 @@
 //! .tar`, lists `{a,b}` and `::` joins: [`super::brace`]), in the pattern's order. A sample's
 //! name is `FILE:KEY`, `FILE` as listed (relative to a folder root).
 //!
+//! In object storage ([`RecordFiles::open_store`]) the root names objects the same ways
+//! (an object, a pattern, or a prefix holding them); the prefix is listed once, each object
+//! fetched whole into the cache (the store's [`FetchAhead`], ahead of the epoch's order),
+//! its index kept under the cache root keyed by size and ETag.
+//!
 //! A file the format cannot index (a truncated tar, a sample without its label) is a
 //! dataset error naming the file, the member and the reason when the source opens.
 
 use super::brace;
 use super::record_index::{self, IndexKey};
+use super::root::StoreRoot;
 use super::{Raw, RawSample, Source};
 use crate::error::{Error, Result};
 use crate::formats::{RecordEntry, RecordFormat};
 use crate::spec::{Spec, MAX_LABELS};
+use crate::store::{AheadFile, AheadFiles, Cache, FetchAhead, StoreClient, StoreUrl};
 use memmap2::Mmap;
 use std::path::{Path, PathBuf};
 
@@ -28,10 +35,17 @@ pub struct RecordFiles {
     label_columns: usize,
     /// Each file's name as listed.
     names: Vec<String>,
-    /// Each file's bytes (`None`: an empty file).
-    maps: Vec<Option<Mmap>>,
+    files: Files,
     samples: Vec<Slot>,
     keys: Vec<Box<str>>,
+}
+
+/// Where the files' bytes are.
+enum Files {
+    /// Each local file mapped (`None`: an empty file).
+    Mapped(Vec<Option<Mmap>>),
+    /// Objects in a store, fetched into the cache ahead of the epoch's order.
+    Remote(FetchAhead),
 }
 
 /// Where a sample is.
@@ -241,6 +255,56 @@ fn unpacked<F: RecordFormat>(
     ))
 }
 
+/// Who lists a store's container files, for messages.
+const LISTED: &str = "the listing";
+
+/// What an index of an object was made from: its size and ETag.
+fn stamp(info: &crate::store::ObjectInfo) -> String {
+    format!(
+        "size={} etag={}",
+        info.size,
+        info.e_tag.as_deref().unwrap_or("-")
+    )
+}
+
+/// The prefix a store root lists and the names it picks there: an object or a pattern
+/// (`s3://b/wds/train-{0..9}.tar`: `s3://b/wds` and the names), or a prefix (`None`: every
+/// object there with one of `extensions`).
+fn store_selection(
+    text: &str,
+    extensions: &[&str],
+) -> std::result::Result<(String, Option<Vec<String>>), String> {
+    let trimmed = text.trim_end_matches('/');
+    let lower = trimmed.to_ascii_lowercase();
+    let named = brace::is_pattern(trimmed) || extensions.iter().any(|e| lower.ends_with(e));
+    if !named {
+        return Ok((trimmed.to_string(), None));
+    }
+    let names = brace::expand(trimmed).map_err(|e| e.to_string())?;
+    let first_brace = [trimmed.find('{'), trimmed.find("::")]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(trimmed.len());
+    let scheme_end = trimmed.find("://").map_or(0, |i| i + 3);
+    let cut = trimmed[..first_brace]
+        .rfind('/')
+        .filter(|&i| i > scheme_end)
+        .ok_or_else(|| format!("{text}: name a bucket and the objects in it"))?;
+    let parent = &trimmed[..cut];
+    let rel = names
+        .iter()
+        .map(|n| {
+            n.strip_prefix(parent)
+                .and_then(|r| r.strip_prefix('/'))
+                .filter(|r| !r.is_empty() && !r.contains('/'))
+                .map(str::to_string)
+                .ok_or_else(|| format!("{n}: every object must be directly under {parent}/"))
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok((parent.to_string(), Some(rel)))
+}
+
 /// The cache root indexes of read-only folders go to.
 fn cache_root() -> Option<PathBuf> {
     crate::store::cache::default_root()
@@ -313,14 +377,14 @@ impl RecordFiles {
             all.push(entries);
         }
         let names = files.into_iter().map(|(n, _)| n).collect();
-        RecordFiles::assemble(format, root, names, maps, all)
+        RecordFiles::assemble(format, root, names, Files::Mapped(maps), all)
     }
 
     fn assemble<F: RecordFormat>(
         format: &F,
         root: &Path,
         names: Vec<String>,
-        maps: Vec<Option<Mmap>>,
+        files: Files,
         indexes: Vec<Vec<RecordEntry>>,
     ) -> Result<RecordFiles> {
         let total: usize = indexes.iter().map(Vec::len).sum();
@@ -348,10 +412,143 @@ impl RecordFiles {
             root: root.to_path_buf(),
             label_columns: format.label_columns(),
             names,
-            maps,
+            files,
             samples,
             keys,
         })
+    }
+
+    /// The objects a store root names (see the module: an object, a pattern of them, or
+    /// a prefix holding them), indexed: each index from the cache (`CACHE/indexes/`, made
+    /// from the object's size and ETag) or built from the object fetched into the cache,
+    /// which reads then find there.
+    pub fn open_store<F: RecordFormat>(at: &StoreRoot, format: &F) -> Result<RecordFiles> {
+        let text = at.root.to_string_lossy().into_owned();
+        let (parent, wanted) =
+            store_selection(&text, format.extensions()).map_err(|reason| bad(&at.root, reason))?;
+        let url = StoreUrl::parse(&parent)?;
+        let endpoint = at.options.endpoint.as_deref();
+        let client = StoreClient::new(&url, endpoint)?;
+        let listed = client.list_info(super::store_tree::MAX_OBJECTS)?;
+        let found: Vec<(String, crate::store::ObjectInfo)> = match wanted {
+            Some(names) => {
+                let by_name: std::collections::HashMap<&str, &crate::store::ObjectInfo> =
+                    listed.iter().map(|(k, i)| (k.as_str(), i)).collect();
+                names
+                    .into_iter()
+                    .map(|n| match by_name.get(n.as_str()) {
+                        Some(i) => Ok((n, (*i).clone())),
+                        None => Err(bad(
+                            Path::new(&url.object(&n)),
+                            "no such object (named by the pattern)",
+                        )),
+                    })
+                    .collect::<Result<_>>()?
+            }
+            None => {
+                let mut all: Vec<_> = listed
+                    .into_iter()
+                    .filter(|(k, _)| {
+                        let lower = k.to_ascii_lowercase();
+                        !k.contains('/') && format.extensions().iter().any(|e| lower.ends_with(e))
+                    })
+                    .collect();
+                all.sort_by(|a, b| a.0.cmp(&b.0));
+                all
+            }
+        };
+        if found.is_empty() {
+            return Err(bad(
+                &at.root,
+                format!("no {} objects there", format.extensions().join(" or ")),
+            ));
+        }
+        let cache = Cache::open(
+            at.options.cache_dir.as_deref(),
+            at.options.cache_limit()?,
+            &url,
+            endpoint,
+        )?;
+        let largest = found.iter().map(|(_, i)| i.size).max().unwrap_or(0);
+        if cache.limit() < largest {
+            return Err(crate::error::Invalid::CacheTooSmall {
+                limit: cache.limit(),
+                url: url.to_string(),
+                least: largest,
+            }
+            .into());
+        }
+        let index_root = at
+            .options
+            .cache_dir
+            .clone()
+            .or_else(cache_root)
+            .ok_or_else(|| bad(&at.root, "no cache folder: give --cache-dir"))?;
+        let files: Vec<AheadFile> = found
+            .iter()
+            .map(|(name, info)| AheadFile {
+                name: name.clone(),
+                size: info.size,
+                crc32: crc32fast::hash(stamp(info).as_bytes()),
+                checked: false,
+            })
+            .collect();
+        let mut indexes = Vec::with_capacity(files.len());
+        for ((name, info), file) in found.iter().zip(&files) {
+            let object = url.object(name);
+            let key = IndexKey {
+                format: format.name().to_string(),
+                options: format.options(),
+                stamp: stamp(info),
+            };
+            let kept = record_index::in_cache(&index_root, &object);
+            if let Some(e) = record_index::load(&kept, &key).filter(|e| fits(e, info.size)) {
+                indexes.push(e);
+                continue;
+            }
+            let path = crate::store::ahead::cached(&client, &cache, &file.key(LISTED), &[])?;
+            let f = std::fs::File::open(&path).map_err(|e| bad(&path, e.to_string()))?;
+            // SAFETY: read-only, a cache file written whole and renamed into place.
+            let map = unsafe { Mmap::map(&f) }.map_err(|e| bad(&path, e.to_string()))?;
+            if format.is_packed(name, &map) {
+                return Err(bad(
+                    Path::new(&object),
+                    "a compressed file in object storage: read it from a local copy",
+                ));
+            }
+            let entries = format
+                .index(&map)
+                .map_err(|e| bad(Path::new(&object), e.to_string()))?;
+            if !fits(&entries, map.len() as u64) {
+                return Err(Error::Internal(format!(
+                    "{object}: the {} index builder made an entry outside the file",
+                    format.name()
+                )));
+            }
+            // Not kept: built again next time.
+            let _ = record_index::save(&kept, &key, &entries);
+            indexes.push(entries);
+        }
+        let mut file_of = Vec::new();
+        for (i, e) in indexes.iter().enumerate() {
+            file_of.extend(std::iter::repeat_n(i as u32, e.len()));
+        }
+        let n = file_of.len();
+        let ahead = FetchAhead::new(
+            client,
+            cache,
+            AheadFiles {
+                files,
+                listed_by: LISTED,
+                keep: Vec::new(),
+                file_of,
+                per_epoch: n as u64,
+                order: Box::new(move |_| (0..n).collect()),
+                check: Box::new(|_, _| Ok(())),
+            },
+        );
+        let names = found.into_iter().map(|(n, _)| n).collect();
+        RecordFiles::assemble(format, &at.root, names, Files::Remote(ahead), indexes)
     }
 
     /// The files, as listed.
@@ -393,23 +590,64 @@ impl Source for RecordFiles {
         }
     }
 
-    fn read<'a>(&'a self, index: usize, _scratch: &'a mut Vec<u8>) -> Result<RawSample<'a>> {
+    fn read<'a>(&'a self, index: usize, scratch: &'a mut Vec<u8>) -> Result<RawSample<'a>> {
         let s = self
             .samples
             .get(index)
             .ok_or_else(|| Error::out_of_range(index, self.sample_name(index)))?;
-        let bytes = self.maps[s.file as usize]
-            .as_deref()
-            .and_then(|m| m.get(s.offset as usize..(s.offset + s.len) as usize))
-            .ok_or_else(|| {
-                Error::Internal(format!(
-                    "{}: indexed outside its file",
-                    self.sample_name(index)
-                ))
-            })?;
+        let range = s.offset as usize..(s.offset + s.len) as usize;
+        let bytes = match &self.files {
+            Files::Mapped(maps) => maps
+                .get(s.file as usize)
+                .and_then(Option::as_deref)
+                .and_then(|m| m.get(range)),
+            Files::Remote(ahead) => {
+                ahead.copy(s.file as usize, range, index, scratch)?;
+                Some(&scratch[..])
+            }
+        };
+        let bytes = bytes.ok_or_else(|| {
+            Error::Internal(format!(
+                "{}: indexed outside its file",
+                self.sample_name(index)
+            ))
+        })?;
         Ok(RawSample {
             raw: Raw::Encoded(bytes),
             labels: s.labels,
         })
+    }
+
+    fn epoch_starts(&self, epoch: u64, order: &[usize]) {
+        if let Files::Remote(ahead) = &self.files {
+            ahead.start_epoch(epoch, order);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_root_names_a_prefix_and_the_objects_there() {
+        let tar = &[".tar"][..];
+        assert_eq!(
+            store_selection("s3://b/wds/train-{0..1}.tar", tar),
+            Ok((
+                "s3://b/wds".to_string(),
+                Some(vec!["train-0.tar".to_string(), "train-1.tar".to_string()])
+            ))
+        );
+        assert_eq!(
+            store_selection("gs://b/x.TAR", tar),
+            Ok(("gs://b".to_string(), Some(vec!["x.TAR".to_string()])))
+        );
+        assert_eq!(
+            store_selection("s3://b/wds/", tar),
+            Ok(("s3://b/wds".to_string(), None))
+        );
+        assert!(store_selection("s3://b/{a,c/d}.tar", tar).is_err());
+        assert!(store_selection("s3://x.tar", tar).is_err());
     }
 }

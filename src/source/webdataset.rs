@@ -1,7 +1,8 @@
 //! `kind = "webdataset"`: WebDataset tar files (`KEY.jpg` + `KEY.cls` per sample), read in
 //! place through their index ([`crate::formats::tar`] builds it, [`super::record_files`]
 //! keeps it and reads the samples). `root` names the tars: one file, a folder of them, or
-//! a pattern (`train-{0000..0146}.tar`).
+//! a pattern (`train-{0000..0146}.tar`), locally or in object storage (`s3://…`; there a
+//! prefix holding them too).
 //!
 //! ```toml
 //! [source]
@@ -12,6 +13,7 @@
 //! ```
 
 use super::kind::SourceDef;
+use super::root::StoreRoot;
 use super::record_files::{self, RecordFiles};
 use super::Source;
 use crate::error::Result;
@@ -82,5 +84,9 @@ impl SourceDef for WebDatasetConfig {
 
     fn open_local(&self, root: &Path) -> Result<Arc<dyn Source>> {
         Ok(Arc::new(RecordFiles::open_local(root, &self.format())?))
+    }
+
+    fn open_store(&self, at: StoreRoot) -> Result<Arc<dyn Source>> {
+        Ok(Arc::new(RecordFiles::open_store(&at, &self.format())?))
     }
 }

@@ -15,6 +15,7 @@
 //! from files), [`options`] is how a location is reached and cached (the `[source]`
 //! fields `endpoint`, `cache_dir`, `cache_size`).
 
+pub mod ahead;
 pub mod azure;
 pub mod cache;
 pub mod client;
@@ -29,6 +30,7 @@ pub mod stats;
 pub mod url;
 pub mod write;
 
+pub use ahead::{AheadFile, AheadFiles, FetchAhead};
 pub use cache::{Cache, CacheKey};
 pub use client::{ObjectInfo, StoreClient};
 pub use error::{SetupError, StoreError};

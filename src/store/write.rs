@@ -208,6 +208,15 @@ impl StoreClient {
     /// more is an error naming the prefix. The store pages the listing (one request per
     /// page, counted as one); a failure restarts it, within the retry policy's bounds.
     pub fn list(&self, limit: usize) -> Result<Vec<(String, u64)>, StoreError> {
+        Ok(self
+            .list_info(limit)?
+            .into_iter()
+            .map(|(k, info)| (k, info.size))
+            .collect())
+    }
+
+    /// [`StoreClient::list`] with each object's size and ETag.
+    pub fn list_info(&self, limit: usize) -> Result<Vec<(String, super::ObjectInfo)>, StoreError> {
         let object = format!("{}/", self.url());
         let prefix = self.url().prefix.clone();
         let location = (!prefix.is_empty()).then(|| ObjectPath::from(prefix.as_str()));
@@ -233,7 +242,11 @@ impl StoreClient {
                             reason: format!("more than {limit} objects under the prefix"),
                         }));
                     }
-                    out.push((rel.to_string(), meta.size));
+                    let info = super::ObjectInfo {
+                        size: meta.size,
+                        e_tag: meta.e_tag.clone(),
+                    };
+                    out.push((rel.to_string(), info));
                 }
                 Ok(out)
             })
