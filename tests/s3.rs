@@ -1732,3 +1732,60 @@ fn webdataset_tars_in_the_store_give_the_trees_digests() {
         "{e}"
     );
 }
+
+#[test]
+fn tfrecord_files_in_the_store_give_the_trees_digests() {
+    if !ready("tfrecord_files_in_the_store_give_the_trees_digests") {
+        return;
+    }
+    let Some(python) = formats_python() else {
+        assert!(
+            std::env::var("IMGFEED_S3_TESTS").as_deref() != Ok("required"),
+            "IMGFEED_S3_TESTS=required, but the formats environment is not made: bash \
+             python/envs.sh formats"
+        );
+        let _ = writeln!(std::io::stderr(), "SKIPPED: bash python/envs.sh formats");
+        return;
+    };
+    // The tree as two TFRecord files, written by the tfrecord package.
+    let local = tempfile::tempdir().expect("tempdir");
+    let o = Command::new(&python)
+        .arg(common::repo().join("fixtures/records/write_tree.py"))
+        .arg("tfrecord")
+        .arg(common::repo().join("fixtures/imagefolder"))
+        .arg(local.path())
+        .arg("2")
+        .output()
+        .expect("runs python");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let moto = Moto::start(None);
+    upload(moto.port, "recs", "train", local.path(), |_, b| Some(b));
+    let ep = moto.endpoint();
+    let env = [("AWS_ENDPOINT_URL", ep.as_str())];
+    let tree = common::repo().join("fixtures/imagefolder");
+    let tree = tree.to_str().expect("utf-8");
+    let pattern = "s3://recs/train/train-{00000..00001}-of-00002.tfrecord";
+    let cache = tempfile::tempdir().expect("tempdir");
+    for args in [EVAL, TRAIN] {
+        let want = imgfeed(args, &["--data", tree], &[]);
+        assert!(want.status.success(), "{}", text(&want.stderr));
+        let want = digests(&want);
+        let cold = run_remote(args, pattern, cache.path(), &env);
+        assert!(cold.status.success(), "{}", text(&cold.stderr));
+        assert!(
+            text(&cold.stdout).starts_with("tfrecord s3://recs/train/"),
+            "{}",
+            text(&cold.stdout)
+        );
+        assert_eq!(digests(&cold), want, "{args:?} cold");
+        let warm = run_remote(args, pattern, cache.path(), &env);
+        assert!(warm.status.success(), "{}", text(&warm.stderr));
+        assert_eq!(digests(&warm), want, "{args:?} warm");
+        assert_eq!(
+            traffic(&warm, "files downloaded"),
+            0,
+            "{}",
+            text(&warm.stdout)
+        );
+    }
+}

@@ -4,7 +4,9 @@
 //! keeps it and reads the samples). `root` names the files: one file, a folder of
 //! `.tfrecord`/`.tfrecords` files, or a pattern (`train-{00000..01023}-of-01024`). A gzip'd
 //! file (`.gz`, or recognised by its first bytes) is decompressed once into the cache and
-//! that copy read.
+//! that copy read. In object storage (an object, a pattern, or a prefix with
+//! `kind = "tfrecord"`) the files are fetched whole into the cache ahead of the epoch, as
+//! tars are; gzip'd ones are refused there.
 //!
 //! ```toml
 //! [source]
@@ -16,6 +18,7 @@
 //! ```
 
 use super::kind::SourceDef;
+use super::root::StoreRoot;
 use super::record_files::{self, RecordFiles};
 use super::Source;
 use crate::error::Result;
@@ -94,5 +97,9 @@ impl SourceDef for TfRecordConfig {
 
     fn open_local(&self, root: &Path) -> Result<Arc<dyn Source>> {
         Ok(Arc::new(RecordFiles::open_local(root, &self.format())?))
+    }
+
+    fn open_store(&self, at: StoreRoot) -> Result<Arc<dyn Source>> {
+        Ok(Arc::new(RecordFiles::open_store(&at, &self.format())?))
     }
 }
