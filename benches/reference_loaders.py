@@ -54,6 +54,7 @@ import argparse
 import glob
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -86,17 +87,25 @@ def torchvision_transform():
     ])
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process (all its threads) and of its reaped child processes
+    (DataLoader's workers, joined when the epoch ends)."""
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+
 def timed_epoch(batches) -> dict:
     """One epoch of (images, labels), touching one value a batch; timed from the first request
-    for a batch to the last batch."""
+    for a batch to the last batch (wall and CPU time, as `imgfeed bench` times its run)."""
     n, label_sum, touched = 0, 0, 0.0
-    t0 = time.perf_counter()
+    c0, t0 = cpu_seconds(), time.perf_counter()
     for images, labels in batches:
         touched += float(images[0, 0, 0, 0])
         n += len(labels)
         label_sum += int(labels.sum())
     secs = time.perf_counter() - t0
-    return {"images": n, "secs": secs, "label_sum": label_sum, "shape": list(images.shape)}
+    cpu = cpu_seconds() - c0
+    return {"images": n, "secs": secs, "cpu_s": cpu, "label_sum": label_sum, "shape": list(images.shape)}
 
 
 def child_wds_torch(work: str, workers: int) -> dict:
@@ -310,22 +319,29 @@ def main() -> None:
         for c in order:
             r = run_one(a, c)
             results[c].append(r)
-            line.append(f"{c} {r['images_per_s']:.0f}/s ({r.get('images', '?')} images)")
+            line.append(f"{c} {r['images_per_s']:.0f}/s {1e3 * r['cpu_s'] / r['images']:.2f} CPU ms/image "
+                        f"({r['images']} images)")
         loads.append(os.getloadavg()[0])
         print(f"round {i + 1} (load {loads[-1]:.1f}): " + ", ".join(line), flush=True)
 
     print(f"\nload average (1 min) after each round: {' '.join(f'{x:.1f}' for x in loads)}")
-    print("| contender | images/s, median | per round |")
-    print("|---|---|---|")
+    print("| contender | images/s, median | per round | CPU ms per image, median | per round |")
+    print("|---|---|---|---|---|")
     for c in contenders:
         rs = [r["images_per_s"] for r in results[c]]
-        print(f"| {c} | {statistics.median(rs):.0f} | {' '.join(f'{x:.0f}' for x in rs)} |")
-    print("\n| ratio | median | per round |")
-    print("|---|---|---|")
+        cs = [1e3 * r["cpu_s"] / r["images"] for r in results[c]]
+        print(f"| {c} | {statistics.median(rs):.0f} | {' '.join(f'{x:.0f}' for x in rs)} "
+              f"| {statistics.median(cs):.2f} | {' '.join(f'{x:.2f}' for x in cs)} |")
+    # Wall-clock ratios measure the share of 2 loaded cores each process tree wins as much as
+    # its work; the CPU-time ratio (reference CPU per image / imgfeed's) is the work alone.
+    print("\n| ratio | images/s: median | per round | CPU per image (reference / imgfeed): median | per round |")
+    print("|---|---|---|---|---|")
     for num, den in RATIOS:
         if num in results and den in results:
             q = [x["images_per_s"] / y["images_per_s"] for x, y in zip(results[num], results[den])]
-            print(f"| {num} / {den} | {statistics.median(q):.2f} | {' '.join(f'{x:.2f}' for x in q)} |")
+            w = [(y["cpu_s"] / y["images"]) / (x["cpu_s"] / x["images"]) for x, y in zip(results[num], results[den])]
+            print(f"| {num} / {den} | {statistics.median(q):.2f} | {' '.join(f'{x:.2f}' for x in q)} "
+                  f"| {statistics.median(w):.2f} | {' '.join(f'{x:.2f}' for x in w)} |")
 
 
 def run_one(a, c: str) -> dict:
