@@ -128,7 +128,6 @@ def child_wds_torch(work: str, workers: int) -> dict:
 
 def child_hf_torch(work: str, workers: int) -> dict:
     import torch
-    from datasets import load_dataset
 
     torch.set_num_threads(1)
     tf = torchvision_transform()
@@ -233,10 +232,8 @@ def site_packages(env: str) -> str:
 
 def run_child(args, kind: str, env: str) -> dict:
     extra = []
-    if env == "torch":
+    if env == "torch":  # appended after the torch environment's own packages
         extra = [args.torchvision_site, site_packages(args.formats_env)]
-    elif env == "formats":
-        extra = []
     cmd = env_python(args, env) + [os.path.abspath(__file__), "--child", kind, args.tree, "--work", args.work,
                                    "--workers", str(args.workers)]
     envvars = dict(os.environ, REFBENCH_APPEND_PATH=os.pathsep.join(p for p in extra if p), GLOG_v="3",
