@@ -526,3 +526,72 @@ pub fn index(bytes: &[u8]) -> Result<Vec<RecordEntry>, ParquetError> {
     }
     Ok(entries)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> Vec<u8> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        std::fs::read(dir.join(name)).expect("fixture")
+    }
+
+    #[test]
+    fn hf_datasets_file_unpacks_to_its_images_labels_and_class_names() {
+        // fixtures/records/make_records.py parquet: three rows in two row groups.
+        let file = fixture("records/small.parquet");
+        let mut copy = Vec::new();
+        unpack(&file, &ParquetOptions::default(), &mut copy).expect("unpacks");
+        let entries = index(&copy).expect("indexes");
+        let want = [
+            ("edge/one_pixel.jpg", 2),
+            ("edge/one_pixel.png", 0),
+            ("edge/gray.jpg", 1),
+        ];
+        assert_eq!(entries.len(), want.len());
+        for (i, (e, (image, label))) in entries.iter().zip(want).enumerate() {
+            let got = &copy[e.offset as usize..(e.offset + e.len) as usize];
+            assert_eq!(got, &fixture(image)[..], "{image}");
+            assert_eq!(e.labels[0], label);
+            assert_eq!(e.key, i.to_string());
+        }
+        let names: Vec<(String, u32)> = ["a", "b", "c"]
+            .iter()
+            .zip(0..)
+            .map(|(n, l)| (n.to_string(), l))
+            .collect();
+        assert_eq!(classes(&copy), names);
+    }
+
+    #[test]
+    fn a_missing_column_names_the_files_columns() {
+        let file = fixture("records/small.parquet");
+        let options = ParquetOptions {
+            label_column: "class".to_string(),
+            ..ParquetOptions::default()
+        };
+        let e = unpack(&file, &options, &mut Vec::new()).expect_err("no such column");
+        assert_eq!(
+            e.to_string(),
+            "no label column \"class\" (the file's columns: image.bytes, image.path, label)"
+        );
+    }
+
+    #[test]
+    fn a_damaged_copy_is_an_error_not_a_panic() {
+        let file = fixture("records/small.parquet");
+        let mut copy = Vec::new();
+        unpack(&file, &ParquetOptions::default(), &mut copy).expect("unpacks");
+        for cut in [0, 5, MAGIC.len() + 2, copy.len() - 1] {
+            assert!(index(&copy[..cut]).is_err(), "cut at {cut}");
+        }
+        assert!(matches!(
+            unpack(
+                &file[..file.len() - 9],
+                &ParquetOptions::default(),
+                &mut Vec::new()
+            ),
+            Err(ParquetError::Read(_))
+        ));
+    }
+}

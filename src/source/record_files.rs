@@ -12,7 +12,10 @@
 //! In object storage ([`RecordFiles::open_store`]) the root names objects the same ways
 //! (an object, a pattern, or a prefix holding them); the prefix is listed once, each object
 //! fetched whole into the cache (the store's [`FetchAhead`], ahead of the epoch's order),
-//! its index kept under the cache root keyed by size and ETag.
+//! its index kept under the cache root keyed by size and ETag. A packed object (a Parquet
+//! file, a gzip'd TFRecord) is fetched whole once, unpacked into the cache folder
+//! (`unpacked/`, named by the object and its size and ETag) as a local packed file is, and
+//! read from that copy's map: nothing is fetched for it afterwards.
 //!
 //! A file the format cannot index (a truncated tar, a sample without its label) is a
 //! dataset error naming the file, the member and the reason when the source opens.
