@@ -88,5 +88,7 @@ def test_parquet_dataset_reads_the_files_as_image_folder_dataset_reads_the_tree(
         for (a, b), (c, d) in zip(got, want):
             assert a.tobytes() == c.tobytes() and np.array_equal(b, d)
     assert ds.ParquetDataset(pattern(parquet)).get_dataset_size() == 12
+    # The class names of the files' `huggingface` metadata.
+    assert ds.ParquetDataset(str(parquet)).get_class_indexing() == {"bird": 0, "cat": 1, "coffee": 2}
     with pytest.raises(ValueError, match='no image column "photo"'):
         ds.ParquetDataset(pattern(parquet), image="photo").get_dataset_size()
