@@ -243,7 +243,10 @@ fn broken_parquet_files_are_errors_naming_the_file_and_the_reason() {
         se.contains(s(&null)) && se.contains("row 5: the image is null"),
         "{se}"
     );
-    // A column that is not there: its name and the file's columns.
+    // A column that is not there: its name and the file's columns (though the file was
+    // unpacked before, with the default columns, into the same cache).
+    let o = run(EVAL, s(&dir), "2", None, &cache);
+    assert_eq!(code(&o), 0, "{}", text(&o).1);
     let eval = std::fs::read_to_string(repo().join(EVAL)).expect("reads");
     let source = format!(
         "[source]\nkind = \"parquet\"\nroot = {:?}\nimage = \"photo\"\n",

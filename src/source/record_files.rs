@@ -224,13 +224,14 @@ fn unpacked<F: RecordFormat>(
         )
     })?;
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let copy = unpacked_copy(&cache, &abs.to_string_lossy(), stamp);
+    let copy = unpacked_copy(&cache, &abs.to_string_lossy(), stamp, &format.options());
     unpack_into(path, &copy, packed, format)
 }
 
-/// Where the unpacked copy of the file or object `id` with stamp `stamp` is kept
-/// (`CACHE/unpacked/`): its name holds both, so a changed file is unpacked again.
-fn unpacked_copy(cache: &Path, id: &str, stamp: &str) -> PathBuf {
+/// Where the unpacked copy of the file or object `id` with stamp `stamp`, unpacked with
+/// the format's `options`, is kept (`CACHE/unpacked/`): its name holds all three, so a
+/// changed file, or other columns of a Parquet file, is unpacked again.
+fn unpacked_copy(cache: &Path, id: &str, stamp: &str, options: &str) -> PathBuf {
     let base = id
         .rsplit('/')
         .next()
@@ -238,7 +239,7 @@ fn unpacked_copy(cache: &Path, id: &str, stamp: &str) -> PathBuf {
         .unwrap_or("file");
     cache.join("unpacked").join(format!(
         "{:08x}-{base}",
-        crc32fast::hash(format!("{id}|{stamp}").as_bytes())
+        crc32fast::hash(format!("{id}|{stamp}|{options}").as_bytes())
     ))
 }
 
@@ -542,7 +543,7 @@ impl RecordFiles {
                 maps.push(None);
                 continue;
             }
-            let copy = unpacked_copy(&index_root, &object, &key.stamp);
+            let copy = unpacked_copy(&index_root, &object, &key.stamp, &key.options);
             let object_path = Path::new(&object);
             let map = if copy.is_file() {
                 map_copy(&copy)?
