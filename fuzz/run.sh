@@ -10,7 +10,7 @@ secs="${1:-20}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(decode decode_jpeg decode_png cifar_record cifar_pickle pipeline_file webdataset_index tfrecord mindrecord)
+  targets=(decode decode_jpeg decode_png cifar_record cifar_pickle pipeline_file webdataset_index tfrecord mindrecord parquet)
 fi
 fx=../fixtures
 seed() { # seed TARGET FILE...
@@ -33,6 +33,7 @@ for t in "${targets[@]}"; do
     pipeline_file) seed "$t" ../pipelines/*.toml ;;
     tfrecord) seed "$t" $fx/records/small.tfrecord ;;
     mindrecord) seed "$t" $fx/records/small.mindrecord0 $fx/records/multi_blob.mindrecord ;;
+    parquet) seed "$t" $fx/records/small.parquet ;;
     *) echo "unknown target $t" >&2; exit 2 ;;
   esac
 done

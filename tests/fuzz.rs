@@ -335,3 +335,51 @@ fn mutated_tars_index_inside_the_file_or_fail_typed() {
     }
     assert!(ok > 0 && errors > 0, "{ok} indexed, {errors} errors");
 }
+
+#[test]
+fn mutated_parquet_files_give_errors_not_panics() {
+    use imgfeed::formats::parquet::{index, unpack, ParquetOptions};
+    // Written by HF `datasets` (fixtures/records/make_records.py parquet).
+    let seed = std::fs::read(fixtures().join("records/small.parquet")).expect("fixture");
+    let opts = ParquetOptions::default();
+    let mut whole = Vec::new();
+    unpack(&seed, &opts, &mut whole).expect("the fixture unpacks");
+    let mut g = SplitMix64::new(31);
+    let (mut ok, mut errors) = (0, 0);
+    let mut copy = Vec::new();
+    for round in 0..600 {
+        // Half the rounds mutate the Parquet file, half its unpacked copy.
+        if round % 2 == 0 {
+            let bytes = mutate(&seed, &mut g);
+            copy.clear();
+            match unpack(&bytes, &opts, &mut copy) {
+                Ok(()) => {
+                    ok += 1;
+                    let entries = index(&copy).expect("an unpacked copy indexes");
+                    assert!(entries
+                        .iter()
+                        .all(|e| e.offset + e.len <= copy.len() as u64));
+                }
+                Err(e) => {
+                    errors += 1;
+                    assert!(!e.to_string().is_empty());
+                }
+            }
+        } else {
+            let bytes = mutate(&whole, &mut g);
+            match index(&bytes) {
+                Ok(entries) => {
+                    ok += 1;
+                    assert!(entries
+                        .iter()
+                        .all(|e| e.offset + e.len <= bytes.len() as u64));
+                }
+                Err(e) => {
+                    errors += 1;
+                    assert!(!e.to_string().is_empty());
+                }
+            }
+        }
+    }
+    assert!(ok > 20 && errors > 100, "parquet: ok {ok}, errors {errors}");
+}

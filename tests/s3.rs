@@ -1788,4 +1788,86 @@ fn tfrecord_files_in_the_store_give_the_trees_digests() {
             text(&warm.stdout)
         );
     }
+    // gzip'd files: fetched whole, unpacked once into the cache, read from there.
+    let gz = tempfile::tempdir().expect("tempdir");
+    let o = Command::new(&python)
+        .arg(common::repo().join("fixtures/records/write_tree.py"))
+        .arg("tfrecord")
+        .arg(common::repo().join("fixtures/imagefolder"))
+        .arg(gz.path())
+        .args(["2", "--gzip"])
+        .output()
+        .expect("runs python");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    upload(moto.port, "recs", "gz", gz.path(), |_, b| Some(b));
+    let want = digests(&imgfeed(EVAL, &["--data", tree], &[]));
+    let pattern = "s3://recs/gz/train-{00000..00001}-of-00002.tfrecord.gz";
+    for pass in ["cold", "warm"] {
+        let got = run_remote(EVAL, pattern, cache.path(), &env);
+        assert!(got.status.success(), "{pass}: {}", text(&got.stderr));
+        assert_eq!(digests(&got), want, "gzip'd, {pass}");
+    }
+}
+
+#[test]
+fn parquet_files_in_the_store_give_the_trees_digests() {
+    if !ready("parquet_files_in_the_store_give_the_trees_digests") {
+        return;
+    }
+    let Some(python) = formats_python() else {
+        assert!(
+            std::env::var("IMGFEED_S3_TESTS").as_deref() != Ok("required"),
+            "IMGFEED_S3_TESTS=required, but the formats environment is not made: bash \
+             python/envs.sh formats"
+        );
+        let _ = writeln!(std::io::stderr(), "SKIPPED: bash python/envs.sh formats");
+        return;
+    };
+    // The tree as two Parquet files of two-row row groups, written by HF `datasets`.
+    let local = tempfile::tempdir().expect("tempdir");
+    let o = Command::new(&python)
+        .arg(common::repo().join("fixtures/records/write_tree.py"))
+        .arg("parquet")
+        .arg(common::repo().join("fixtures/imagefolder"))
+        .arg(local.path())
+        .arg("2")
+        .output()
+        .expect("runs python");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let moto = Moto::start(None);
+    upload(moto.port, "recs", "hf", local.path(), |_, b| Some(b));
+    let ep = moto.endpoint();
+    let env = [("AWS_ENDPOINT_URL", ep.as_str())];
+    let tree = common::repo().join("fixtures/imagefolder");
+    let tree = tree.to_str().expect("utf-8");
+    let pattern = "s3://recs/hf/train-{00000..00001}-of-00002.parquet";
+    let cache = tempfile::tempdir().expect("tempdir");
+    for args in [EVAL, TRAIN] {
+        let want = imgfeed(args, &["--data", tree], &[]);
+        assert!(want.status.success(), "{}", text(&want.stderr));
+        let want = digests(&want);
+        // Cold: each object fetched whole and unpacked into the cache; warm: read from the
+        // unpacked copies, nothing downloaded.
+        let cold = run_remote(args, pattern, cache.path(), &env);
+        assert!(cold.status.success(), "{}", text(&cold.stderr));
+        assert!(
+            text(&cold.stdout).starts_with("parquet s3://recs/hf/"),
+            "{}",
+            text(&cold.stdout)
+        );
+        assert_eq!(digests(&cold), want, "{args:?} cold");
+        let warm = run_remote(args, pattern, cache.path(), &env);
+        assert!(warm.status.success(), "{}", text(&warm.stderr));
+        assert_eq!(digests(&warm), want, "{args:?} warm");
+        assert_eq!(
+            traffic(&warm, "files downloaded"),
+            0,
+            "{}",
+            text(&warm.stdout)
+        );
+    }
+    let unpacked = std::fs::read_dir(cache.path().join("unpacked"))
+        .map(|d| d.flatten().count())
+        .unwrap_or(0);
+    assert_eq!(unpacked, 2, "one unpacked copy per object");
 }

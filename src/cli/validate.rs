@@ -20,9 +20,10 @@ use std::path::{Path, PathBuf};
 #[derive(clap::Args, Debug)]
 pub struct ValidateArgs {
     /// A pipeline file, a dataset folder (ImageFolder tree, CIFAR binary or pickle files,
-    /// shards, WebDataset tars, TFRecord or MindRecord files), record files (a `.tar`,
-    /// `.tfrecord` or `.mindrecordN` file, a brace pattern `train-{0000..0146}.tar`), or a dataset in object storage (s3://bucket/prefix, gs://, az://: an image
-    /// tree or shards).
+    /// shards, WebDataset tars, TFRecord, MindRecord or Parquet files), record files (a
+    /// `.tar`, `.tfrecord`, `.mindrecordN` or `.parquet` file, a brace pattern
+    /// `train-{0000..0146}.tar`), or a dataset in object storage (s3://bucket/prefix, gs://,
+    /// az://: an image tree or shards).
     target: PathBuf,
     /// Where the store of a URL is reached (an S3-compatible server, the GCS base URL,
     /// the Azure blob service URL), overriding `source.endpoint`.

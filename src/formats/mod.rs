@@ -1,5 +1,5 @@
-//! Container formats that other tools write (WebDataset tars, TFRecord, MindRecord), as
-//! pure parsers over a file's bytes: no I/O, no stores, no decoding.
+//! Container formats that other tools write (WebDataset tars, TFRecord, MindRecord,
+//! Parquet), as pure parsers over a file's bytes: no I/O, no stores, no decoding.
 //!
 //! Each format is one [`RecordFormat`]: given the whole bytes of one of its files, it
 //! builds the file's index, one [`RecordEntry`] per sample, locating the sample's encoded
@@ -8,7 +8,8 @@
 //! why. The generic source over a list of such files, with the index kept on disk, is
 //! `crate::source::record_files`.
 //!
-//! `tar.rs`: WebDataset. `tfrecord.rs`: TensorFlow's TFRecord of `tf.train.Example`s
+//! `tar.rs`: WebDataset. `parquet.rs`: Parquet files with an image column (the Hugging Face
+//! Hub's), unpacked once into a flat copy that is indexed. `tfrecord.rs`: TensorFlow's TFRecord of `tf.train.Example`s
 //! (CRC-32C-checked frames, `crc32c.rs`; the examples read by the small wire reader
 //! `protobuf.rs`; gzip'd files unpacked once). `mindrecord/`: MindSpore's MindRecord (its
 //! JSON header and page table, the raw rows' MessagePack; the group a file belongs to; the
@@ -18,6 +19,7 @@ use crate::spec::MAX_LABELS;
 
 pub mod crc32c;
 pub mod mindrecord;
+pub mod parquet;
 pub mod protobuf;
 pub mod sqlite;
 pub mod tar;
@@ -74,5 +76,12 @@ pub trait RecordFormat: Send + Sync {
     fn unpack(&self, bytes: &[u8], out: &mut dyn std::io::Write) -> Result<(), Self::Error> {
         let _ = (bytes, out);
         Ok(())
+    }
+
+    /// The class names a file's (unpacked) bytes carry, as `(name, label)` (Parquet's
+    /// Hugging Face metadata); empty when the format carries none.
+    fn classes(&self, bytes: &[u8]) -> Vec<(String, u32)> {
+        let _ = bytes;
+        Vec::new()
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! ```toml
 //! [source]
-//! kind = "cifar100"      # image_folder | cifar10 | cifar100 | webdataset | tfrecord | mindrecord | shards
+//! kind = "cifar100"      # image_folder | cifar10 | cifar100 | webdataset | tfrecord | mindrecord | parquet | shards
 //! root = "data/cifar-100-binary"   # or torchvision's data/cifar-100-python
 //! usage = "test"         # cifar10 and cifar100 only
 //! label = "both"         # cifar100 only

@@ -129,6 +129,9 @@ sources! {
     tfrecord::TfRecordConfig as Tfrecord,
     /// MindSpore's MindRecord files: one file reads its group, as `MindDataset` does.
     mindrecord::MindRecordConfig as Mindrecord,
+    /// Parquet files with an image column (the Hugging Face Hub's): a file, a folder of
+    /// them, or a pattern, each unpacked once into the cache and read through its index.
+    parquet::ParquetConfig as Parquet,
     /// `root/<class>/<image>` (any folder: the kind a bare folder falls back to).
     image_folder::ImageFolderConfig as ImageFolder,
 }

@@ -12,7 +12,10 @@
 //! In object storage ([`RecordFiles::open_store`]) the root names objects the same ways
 //! (an object, a pattern, or a prefix holding them); the prefix is listed once, each object
 //! fetched whole into the cache (the store's [`FetchAhead`], ahead of the epoch's order),
-//! its index kept under the cache root keyed by size and ETag.
+//! its index kept under the cache root keyed by size and ETag. A packed object (a Parquet
+//! file, a gzip'd TFRecord) is fetched whole once, unpacked into the cache folder
+//! (`unpacked/`, named by the object and its size and ETag) as a local packed file is, and
+//! read from that copy's map: nothing is fetched for it afterwards.
 //!
 //! A file the format cannot index (a truncated tar, a sample without its label) is a
 //! dataset error naming the file, the member and the reason when the source opens.
@@ -38,14 +41,17 @@ pub struct RecordFiles {
     files: Files,
     samples: Vec<Slot>,
     keys: Vec<Box<str>>,
+    /// The class names the first file carries (Parquet's metadata), as `(name, label)`.
+    classes: Vec<(String, u32)>,
 }
 
 /// Where the files' bytes are.
 enum Files {
     /// Each local file mapped (`None`: an empty file).
     Mapped(Vec<Option<Mmap>>),
-    /// Objects in a store, fetched into the cache ahead of the epoch's order.
-    Remote(FetchAhead),
+    /// Objects in a store, fetched into the cache ahead of the epoch's order; a packed
+    /// object's unpacked copy is mapped instead (`Some`).
+    Remote(FetchAhead, Vec<Option<Mmap>>),
 }
 
 /// Where a sample is.
@@ -218,13 +224,34 @@ fn unpacked<F: RecordFormat>(
         )
     })?;
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let id = format!("{}|{stamp}", abs.display());
-    let base = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let copy = cache
-        .join("unpacked")
-        .join(format!("{:08x}-{base}", crc32fast::hash(id.as_bytes())));
+    let copy = unpacked_copy(&cache, &abs.to_string_lossy(), stamp, &format.options());
+    unpack_into(path, &copy, packed, format)
+}
+
+/// Where the unpacked copy of the file or object `id` with stamp `stamp`, unpacked with
+/// the format's `options`, is kept (`CACHE/unpacked/`): its name holds all three, so a
+/// changed file, or other columns of a Parquet file, is unpacked again.
+fn unpacked_copy(cache: &Path, id: &str, stamp: &str, options: &str) -> PathBuf {
+    let base = id
+        .rsplit('/')
+        .next()
+        .filter(|b| !b.is_empty())
+        .unwrap_or("file");
+    cache.join("unpacked").join(format!(
+        "{:08x}-{base}",
+        crc32fast::hash(format!("{id}|{stamp}|{options}").as_bytes())
+    ))
+}
+
+/// `copy`, mapped: made by unpacking `packed` (the bytes of `path`) unless there already.
+fn unpack_into<F: RecordFormat>(
+    path: &Path,
+    copy: &Path,
+    packed: &[u8],
+    format: &F,
+) -> Result<Option<Mmap>> {
     if !copy.is_file() {
-        let io = |e: std::io::Error| bad(&copy, e.to_string());
+        let io = |e: std::io::Error| bad(copy, e.to_string());
         if let Some(dir) = copy.parent() {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
@@ -234,24 +261,24 @@ fn unpacked<F: RecordFormat>(
             .unpack(packed, &mut out)
             .map_err(|e| bad(path, e.to_string()))
             .and_then(|()| out.into_inner().map_err(|e| io(e.into_error())).map(drop))
-            .and_then(|()| std::fs::rename(&tmp, &copy).map_err(io));
+            .and_then(|()| std::fs::rename(&tmp, copy).map_err(io));
         if let Err(e) = written {
             let _ = std::fs::remove_file(&tmp);
             return Err(e);
         }
     }
-    let file = std::fs::File::open(&copy).map_err(|e| bad(&copy, e.to_string()))?;
-    if file
-        .metadata()
-        .map_err(|e| bad(&copy, e.to_string()))?
-        .len()
-        == 0
-    {
+    map_copy(copy)
+}
+
+/// An unpacked copy, mapped (`None`: empty).
+fn map_copy(copy: &Path) -> Result<Option<Mmap>> {
+    let file = std::fs::File::open(copy).map_err(|e| bad(copy, e.to_string()))?;
+    if file.metadata().map_err(|e| bad(copy, e.to_string()))?.len() == 0 {
         return Ok(None);
     }
     // SAFETY: read-only, a file only this module writes (whole, by a rename).
     Ok(Some(
-        unsafe { Mmap::map(&file) }.map_err(|e| bad(&copy, e.to_string()))?,
+        unsafe { Mmap::map(&file) }.map_err(|e| bad(copy, e.to_string()))?,
     ))
 }
 
@@ -377,7 +404,8 @@ impl RecordFiles {
             all.push(entries);
         }
         let names = files.into_iter().map(|(n, _)| n).collect();
-        RecordFiles::assemble(format, root, names, Files::Mapped(maps), all)
+        let classes = format.classes(maps.first().and_then(Option::as_deref).unwrap_or_default());
+        RecordFiles::assemble(format, root, names, Files::Mapped(maps), all, classes)
     }
 
     fn assemble<F: RecordFormat>(
@@ -386,6 +414,7 @@ impl RecordFiles {
         names: Vec<String>,
         files: Files,
         indexes: Vec<Vec<RecordEntry>>,
+        classes: Vec<(String, u32)>,
     ) -> Result<RecordFiles> {
         let total: usize = indexes.iter().map(Vec::len).sum();
         if total == 0 {
@@ -415,6 +444,7 @@ impl RecordFiles {
             files,
             samples,
             keys,
+            classes,
         })
     }
 
@@ -494,6 +524,7 @@ impl RecordFiles {
             })
             .collect();
         let mut indexes = Vec::with_capacity(files.len());
+        let mut maps = Vec::with_capacity(files.len());
         for ((name, info), file) in found.iter().zip(&files) {
             let object = url.object(name);
             let key = IndexKey {
@@ -501,33 +532,67 @@ impl RecordFiles {
                 options: format.options(),
                 stamp: stamp(info),
             };
+            // A packed object's index is of its unpacked copy: kept under another stamp.
+            let unpacked_key = IndexKey {
+                stamp: format!("{} unpacked", key.stamp),
+                ..key.clone()
+            };
             let kept = record_index::in_cache(&index_root, &object);
             if let Some(e) = record_index::load(&kept, &key).filter(|e| fits(e, info.size)) {
                 indexes.push(e);
+                maps.push(None);
                 continue;
             }
-            let path = crate::store::ahead::cached(&client, &cache, &file.key(LISTED), &[])?;
-            let f = std::fs::File::open(&path).map_err(|e| bad(&path, e.to_string()))?;
-            // SAFETY: read-only, a cache file written whole and renamed into place.
-            let map = unsafe { Mmap::map(&f) }.map_err(|e| bad(&path, e.to_string()))?;
-            if format.is_packed(name, &map) {
-                return Err(bad(
-                    Path::new(&object),
-                    "a compressed file in object storage: read it from a local copy",
-                ));
-            }
-            let entries = format
-                .index(&map)
-                .map_err(|e| bad(Path::new(&object), e.to_string()))?;
-            if !fits(&entries, map.len() as u64) {
-                return Err(Error::Internal(format!(
-                    "{object}: the {} index builder made an entry outside the file",
-                    format.name()
-                )));
-            }
-            // Not kept: built again next time.
-            let _ = record_index::save(&kept, &key, &entries);
+            let copy = unpacked_copy(&index_root, &object, &key.stamp, &key.options);
+            let object_path = Path::new(&object);
+            let map = if copy.is_file() {
+                map_copy(&copy)?
+            } else {
+                let path = crate::store::ahead::cached(&client, &cache, &file.key(LISTED), &[])?;
+                let f = std::fs::File::open(&path).map_err(|e| bad(&path, e.to_string()))?;
+                // SAFETY: read-only, a cache file written whole and renamed into place.
+                let map = unsafe { Mmap::map(&f) }.map_err(|e| bad(&path, e.to_string()))?;
+                if !format.is_packed(name, &map) {
+                    let entries = format
+                        .index(&map)
+                        .map_err(|e| bad(object_path, e.to_string()))?;
+                    if !fits(&entries, map.len() as u64) {
+                        return Err(Error::Internal(format!(
+                            "{object}: the {} index builder made an entry outside the file",
+                            format.name()
+                        )));
+                    }
+                    // Not kept: built again next time.
+                    let _ = record_index::save(&kept, &key, &entries);
+                    indexes.push(entries);
+                    maps.push(None);
+                    continue;
+                }
+                // Fetched whole, then unpacked once into the cache as a local file is.
+                unpack_into(object_path, &copy, &map, format)?
+            };
+            let bytes: &[u8] = map.as_deref().unwrap_or_default();
+            let entries = match record_index::load(&kept, &unpacked_key)
+                .filter(|e| fits(e, bytes.len() as u64))
+            {
+                Some(e) => e,
+                None => {
+                    let entries = format
+                        .index(bytes)
+                        .map_err(|e| bad(object_path, e.to_string()))?;
+                    if !fits(&entries, bytes.len() as u64) {
+                        return Err(Error::Internal(format!(
+                            "{object}: the {} index builder made an entry outside the file",
+                            format.name()
+                        )));
+                    }
+                    let _ = record_index::save(&kept, &unpacked_key, &entries);
+                    entries
+                }
+            };
             indexes.push(entries);
+            // (An empty copy has no samples: nothing reads it.)
+            maps.push(map);
         }
         let mut file_of = Vec::new();
         for (i, e) in indexes.iter().enumerate() {
@@ -548,7 +613,21 @@ impl RecordFiles {
             },
         );
         let names = found.into_iter().map(|(n, _)| n).collect();
-        RecordFiles::assemble(format, &at.root, names, Files::Remote(ahead), indexes)
+        let classes = format.classes(
+            maps.iter()
+                .flatten()
+                .next()
+                .map(|m| &m[..])
+                .unwrap_or_default(),
+        );
+        RecordFiles::assemble(
+            format,
+            &at.root,
+            names,
+            Files::Remote(ahead, maps),
+            indexes,
+            classes,
+        )
     }
 
     /// The files, as listed.
@@ -570,6 +649,10 @@ impl Source for RecordFiles {
 
     fn root(&self) -> &Path {
         &self.root
+    }
+
+    fn classes(&self) -> &[(String, u32)] {
+        &self.classes
     }
 
     fn len(&self) -> usize {
@@ -601,7 +684,12 @@ impl Source for RecordFiles {
                 .get(s.file as usize)
                 .and_then(Option::as_deref)
                 .and_then(|m| m.get(range)),
-            Files::Remote(ahead) => {
+            Files::Remote(_, maps) if maps.get(s.file as usize).is_some_and(Option::is_some) => {
+                maps.get(s.file as usize)
+                    .and_then(Option::as_deref)
+                    .and_then(|m| m.get(range))
+            }
+            Files::Remote(ahead, _) => {
                 ahead.copy(s.file as usize, range, index, scratch)?;
                 Some(&scratch[..])
             }
@@ -619,8 +707,22 @@ impl Source for RecordFiles {
     }
 
     fn epoch_starts(&self, epoch: u64, order: &[usize]) {
-        if let Files::Remote(ahead) = &self.files {
-            ahead.start_epoch(epoch, order);
+        if let Files::Remote(ahead, maps) = &self.files {
+            if maps.iter().all(Option::is_none) {
+                ahead.start_epoch(epoch, order);
+            } else {
+                // Unpacked copies are read from the cache folder: nothing to fetch for them.
+                let fetched: Vec<usize> = order
+                    .iter()
+                    .copied()
+                    .filter(|&i| {
+                        self.samples
+                            .get(i)
+                            .is_some_and(|s| maps.get(s.file as usize).is_some_and(Option::is_none))
+                    })
+                    .collect();
+                ahead.start_epoch(epoch, &fetched);
+            }
         }
     }
 }

@@ -6,7 +6,7 @@
 //! file (`.gz`, or recognised by its first bytes) is decompressed once into the cache and
 //! that copy read. In object storage (an object, a pattern, or a prefix with
 //! `kind = "tfrecord"`) the files are fetched whole into the cache ahead of the epoch, as
-//! tars are; gzip'd ones are refused there.
+//! tars are; gzip'd ones are fetched whole once and unpacked into the cache, as local ones.
 //!
 //! ```toml
 //! [source]

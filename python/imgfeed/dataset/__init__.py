@@ -44,6 +44,7 @@ from ._sources import (
     Cifar100Dataset,
     ImageFolderDataset,
     MindDataset,
+    ParquetDataset,
     TFRecordDataset,
     WebDataset,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "Cifar10Dataset",
     "Cifar100Dataset",
     "WebDataset",
+    "ParquetDataset",
     "MindDataset",
     "TFRecordDataset",
     "TupleIterator",
@@ -77,7 +79,7 @@ def __getattr__(name: str) -> Any:
         if name.endswith("Sampler"):
             why = "samplers are not supported: use the dataset's shuffle, num_samples, num_shards and shard_id"
         else:
-            why = _HINTS.get(name, "imgfeed.dataset reads ImageFolderDataset, Cifar10Dataset, Cifar100Dataset, MindDataset and TFRecordDataset (and its own WebDataset)")
+            why = _HINTS.get(name, "imgfeed.dataset reads ImageFolderDataset, Cifar10Dataset, Cifar100Dataset, MindDataset and TFRecordDataset (and its own WebDataset and ParquetDataset)")
         raise NotImplementedError(f"mindspore.dataset.{name} is not supported by imgfeed.dataset ({why})")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

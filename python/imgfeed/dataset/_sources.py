@@ -1,7 +1,7 @@
 """The datasets a pipeline starts from: ``ImageFolderDataset``, ``Cifar10Dataset``,
 ``Cifar100Dataset``, ``MindDataset`` and ``TFRecordDataset`` (MindSpore's arguments, the
 engine's ``[source]`` table), and imgfeed's own ``WebDataset`` (tars read in place, with the
-same sampling arguments)."""
+same sampling arguments) and ``ParquetDataset`` (Hugging Face Parquet files, alike)."""
 
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ class WebDataset(Dataset):
         num_shards: Optional[int] = None,
         shard_id: Optional[int] = None,
     ) -> None:
-        call = "WebDataset"
+        call = type(self).__name__
         _sampling_args(call, None, None, num_samples)
         n, i = _shards(call, num_shards, shard_id)
         given = [urls] if isinstance(urls, (str, os.PathLike)) else list(urls)
@@ -171,6 +171,44 @@ class WebDataset(Dataset):
         self._init(call, source, num_parallel_workers, ["image", "label"])
         if decode:
             self._ops.append({"op": "decode"})
+
+
+class ParquetDataset(WebDataset):
+    """Parquet files with an image column, as the Hugging Face Hub stores datasets
+    (``datasets``' ``to_parquet``/``push_to_hub``): ``dataset_files`` is one ``.parquet``
+    file, a folder of them, a brace pattern (``"train-{00000..00146}-of-00147.parquet"``), a
+    store URL or a list of these; each file is unpacked once into the cache and read from
+    there. Columns ``image`` (the encoded bytes, ``uint8``; decoded when ``decode=True``) and
+    ``label`` (``uint32``). ``image``: the image column, a struct with a binary ``bytes``
+    field (HF's ``Image()``) or binary (default ``"image"``); ``label``: the integer label
+    column (default ``"label"``). Sampling as ``ImageFolderDataset``'s.
+    """
+
+    _kind = "parquet"
+
+    def __init__(
+        self,
+        dataset_files: Any,
+        image: Optional[str] = None,
+        label: Optional[str] = None,
+        num_samples: Optional[int] = None,
+        num_parallel_workers: Optional[int] = None,
+        shuffle: Optional[bool] = None,
+        decode: bool = False,
+        num_shards: Optional[int] = None,
+        shard_id: Optional[int] = None,
+    ) -> None:
+        super().__init__(
+            dataset_files,
+            image=image,
+            label=label,
+            num_samples=num_samples,
+            num_parallel_workers=num_parallel_workers,
+            shuffle=shuffle,
+            decode=decode,
+            num_shards=num_shards,
+            shard_id=shard_id,
+        )
 
 
 def _local_or_url(p: Any) -> str:
@@ -341,7 +379,15 @@ class TFRecordDataset(Dataset):
 #: reason. ``tests/test_dataset.py`` fails when the engine has a kind in neither.
 KINDS = {
     c._kind: c
-    for c in (ImageFolderDataset, Cifar10Dataset, Cifar100Dataset, WebDataset, MindDataset, TFRecordDataset)
+    for c in (
+        ImageFolderDataset,
+        Cifar10Dataset,
+        Cifar100Dataset,
+        WebDataset,
+        ParquetDataset,
+        MindDataset,
+        TFRecordDataset,
+    )
 }
 
 NOT_EXPOSED = {

@@ -1,0 +1,271 @@
+//! Parquet files with an image column read in place, written by Hugging Face `datasets`
+//! (`Dataset.from_dict` of the fixture tree, `image` an `Image()`, `label` a `ClassLabel`,
+//! the images embedded as `push_to_hub` embeds them, `to_parquet` with small row groups:
+//! `fixtures/records/write_tree.py`, in the `formats` environment: `bash python/envs.sh
+//! formats`). `imgfeed run` on them gives the image tree's digests (eval and train
+//! pipelines, 2 epochs, ranks of 2, 1 and 2 workers); the class names come from the files'
+//! `huggingface` metadata; broken files are errors naming the file and the reason.
+//!
+//! Without the environment each test says how to make it and passes, unless
+//! `IMGFEED_FORMAT_TESTS=required` (as `.ci/run` sets), which turns a skip into a failure.
+
+mod common;
+
+use common::{code, repo, text};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The `formats` environment's python, or why there is none.
+fn formats_python() -> Result<PathBuf, String> {
+    let how = "bash python/envs.sh formats (the formats environment: webdataset, datasets, \
+               tfrecord)";
+    let out = Command::new("bash")
+        .arg(repo().join("python/envs.sh"))
+        .args(["--path", "formats"])
+        .output()
+        .map_err(|e| format!("bash: {e}"))?;
+    let env = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let python = Path::new(&env).join("bin/python");
+    let imports = out.status.success()
+        && Command::new(&python)
+            .args(["-c", "import datasets"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if imports {
+        Ok(python)
+    } else {
+        Err(format!("the formats environment is not made: {how}"))
+    }
+}
+
+/// The python to run the writer with, or `None` (said, or a failure when required).
+fn ready(test: &str) -> Option<PathBuf> {
+    match formats_python() {
+        Ok(p) => Some(p),
+        Err(why) => {
+            assert!(
+                std::env::var("IMGFEED_FORMAT_TESTS").as_deref() != Ok("required"),
+                "{test}: IMGFEED_FORMAT_TESTS=required, but {why}"
+            );
+            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+            None
+        }
+    }
+}
+
+/// The fixture tree as `files` Parquet files in `out`, by HF `datasets`.
+fn write(python: &Path, out: &Path, files: usize, extra: &[&str]) {
+    let o = Command::new(python)
+        .arg(repo().join("fixtures/records/write_tree.py"))
+        .arg("parquet")
+        .arg(repo().join("fixtures/imagefolder"))
+        .arg(out)
+        .arg(files.to_string())
+        .args(extra)
+        .output()
+        .expect("runs python");
+    assert!(o.status.success(), "{}", text(&o).1);
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8")
+}
+
+/// The digests `imgfeed run` printed, one per epoch.
+fn digests(o: &Output) -> Vec<String> {
+    let (so, se) = text(o);
+    assert_eq!(code(o), 0, "{so}{se}");
+    let d: Vec<String> = so
+        .lines()
+        .filter_map(|l| l.split("digest ").nth(1))
+        .map(|d| d.split(';').next().unwrap_or("").to_string())
+        .collect();
+    assert!(!d.is_empty(), "{so}");
+    d
+}
+
+/// `imgfeed ARGS` with `XDG_CACHE_HOME` set to `cache` (where Parquet files are unpacked).
+fn cached(args: &[&str], cache: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_imgfeed"))
+        .args(args)
+        .current_dir(repo())
+        .env("XDG_CACHE_HOME", cache)
+        .output()
+        .expect("run the imgfeed binary")
+}
+
+/// `imgfeed run PIPELINE` on `data` with `workers`, and `(num_shards, shard_id)`.
+fn run(
+    pipeline: &str,
+    data: &str,
+    workers: &str,
+    rank: Option<(&str, &str)>,
+    cache: &Path,
+) -> Output {
+    let mut args = vec![
+        "run",
+        pipeline,
+        "--data",
+        data,
+        "--batch-size",
+        "4",
+        "--workers",
+        workers,
+        "--epochs",
+        "2",
+    ];
+    if let Some((n, i)) = rank {
+        args.extend(["--num-shards", n, "--shard-id", i]);
+    }
+    cached(&args, cache)
+}
+
+const EVAL: &str = "pipelines/resnet50_eval.toml";
+const TRAIN: &str = "pipelines/resnet50_train.toml";
+
+#[test]
+fn parquet_files_give_the_trees_digests() {
+    let Some(python) = ready("parquet_files_give_the_trees_digests") else {
+        return;
+    };
+    let out = tempfile::tempdir().expect("tempdir");
+    let (three, one) = (out.path().join("three"), out.path().join("one"));
+    // Three files of two row groups each; one file of four row groups of three rows.
+    write(&python, &three, 3, &[]);
+    write(&python, &one, 1, &["--row-group", "3"]);
+    let pattern = format!("{}/train-{{00000..00002}}-of-00003.parquet", s(&three));
+    let single = one.join("train-00000-of-00001.parquet");
+    let tree = repo().join("fixtures/imagefolder");
+    let cache = out.path().join("cache");
+    for pipeline in [EVAL, TRAIN] {
+        for workers in ["1", "2"] {
+            for rank in [None, Some(("2", "0")), Some(("2", "1"))] {
+                let want = digests(&run(pipeline, s(&tree), workers, rank, &cache));
+                assert_eq!(want.len(), 2, "two epochs");
+                for data in [s(&three), pattern.as_str(), s(&single)] {
+                    let got = run(pipeline, data, workers, rank, &cache);
+                    assert!(text(&got).0.starts_with("parquet "), "{}", text(&got).0);
+                    assert_eq!(digests(&got), want, "{pipeline} {data} {workers} {rank:?}");
+                }
+            }
+        }
+    }
+    // Each file was unpacked once, into the cache, and its copy's index kept beside it.
+    let unpacked = std::fs::read_dir(cache.join("imgfeed/unpacked"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
+                .count()
+        })
+        .unwrap_or(0);
+    assert_eq!(unpacked, 4, "one unpacked copy per file");
+}
+
+#[test]
+fn the_class_names_come_from_the_huggingface_metadata() {
+    let Some(python) = ready("the_class_names_come_from_the_huggingface_metadata") else {
+        return;
+    };
+    let out = tempfile::tempdir().expect("tempdir");
+    let dir = out.path().join("pq");
+    write(&python, &dir, 2, &[]);
+    // Renamed, so only the metadata can name the classes.
+    let renamed = out.path().join("renamed");
+    std::fs::create_dir_all(&renamed).expect("mkdir");
+    for i in 0..2 {
+        std::fs::copy(
+            dir.join(format!("train-{i:05}-of-00002.parquet")),
+            renamed.join(format!("part{i}.parquet")),
+        )
+        .expect("copies");
+    }
+    let o = cached(&["validate", s(&renamed)], &out.path().join("cache"));
+    let (so, se) = text(&o);
+    assert_eq!(code(&o), 0, "{so}{se}");
+    for (label, name) in ["bird", "cat", "coffee"].iter().enumerate() {
+        let line = so.lines().find(|l| {
+            l.split_whitespace()
+                .take(2)
+                .eq([label.to_string().as_str(), name])
+        });
+        assert!(
+            line.is_some_and(|l| l.contains("4 (0 bad)")),
+            "{name}: {so}"
+        );
+    }
+}
+
+#[test]
+fn broken_parquet_files_are_errors_naming_the_file_and_the_reason() {
+    let Some(python) = ready("broken_parquet_files_are_errors_naming_the_file_and_the_reason")
+    else {
+        return;
+    };
+    let out = tempfile::tempdir().expect("tempdir");
+    let (dir, nulls) = (out.path().join("pq"), out.path().join("nulls"));
+    write(&python, &dir, 1, &[]);
+    write(&python, &nulls, 1, &["--null-image", "5"]);
+    let whole = std::fs::read(dir.join("train-00000-of-00001.parquet")).expect("reads");
+    let broken = out.path().join("broken");
+    std::fs::create_dir_all(&broken).expect("mkdir");
+    // The first page's header (just after the leading `PAR1`) overwritten.
+    let mut bad_page = whole.clone();
+    bad_page[4..40].fill(0xFF);
+    let cases: [(&str, Vec<u8>, &str); 3] = [
+        (
+            "truncated.parquet",
+            whole[..whole.len() - 100].to_vec(),
+            "not a readable Parquet file",
+        ),
+        ("bad_page.parquet", bad_page, "not a readable Parquet file"),
+        (
+            "not.parquet",
+            b"PAR1 but nothing else".to_vec(),
+            "not a readable Parquet file",
+        ),
+    ];
+    let cache = out.path().join("cache");
+    for (file, bytes, says) in cases {
+        let path = broken.join(file);
+        std::fs::write(&path, bytes).expect("writes");
+        let o = run(EVAL, s(&path), "2", None, &cache);
+        let (so, se) = text(&o);
+        assert_eq!(code(&o), 2, "{file}: {so}{se}");
+        assert!(se.contains(s(&path)) && se.contains(says), "{file}: {se}");
+    }
+    // A null image: the file and the row.
+    let null = nulls.join("train-00000-of-00001.parquet");
+    let o = run(EVAL, s(&null), "2", None, &cache);
+    let se = text(&o).1;
+    assert_eq!(code(&o), 2, "{se}");
+    assert!(
+        se.contains(s(&null)) && se.contains("row 5: the image is null"),
+        "{se}"
+    );
+    // A column that is not there: its name and the file's columns (though the file was
+    // unpacked before, with the default columns, into the same cache).
+    let o = run(EVAL, s(&dir), "2", None, &cache);
+    assert_eq!(code(&o), 0, "{}", text(&o).1);
+    let eval = std::fs::read_to_string(repo().join(EVAL)).expect("reads");
+    let source = format!(
+        "[source]\nkind = \"parquet\"\nroot = {:?}\nimage = \"photo\"\n",
+        s(&dir)
+    );
+    let body = eval
+        .split_once("[[ops]]")
+        .map(|(_, ops)| format!("{source}\n[[ops]]{ops}"))
+        .expect("the eval pipeline has ops");
+    let pipeline = out.path().join("photo.toml");
+    std::fs::write(&pipeline, body).expect("writes");
+    let o = cached(&["run", s(&pipeline), "--batch-size", "4"], &cache);
+    let se = text(&o).1;
+    assert_eq!(code(&o), 2, "{se}");
+    assert!(
+        se.contains("train-00000-of-00001.parquet")
+            && se.contains(
+                "no image column \"photo\" (the file's columns: image.bytes, image.path, label)"
+            ),
+        "{se}"
+    );
+}
