@@ -336,6 +336,18 @@ fn unpack_unguarded(
     out: &mut dyn Write,
 ) -> Result<(), ParquetError> {
     let meta = metadata(bytes)?;
+    // The crate asserts (panics) on a negative column offset or size: a lying footer is
+    // refused here first, so no input reaches that assert (the fuzz target found it).
+    let len = bytes.len() as i64;
+    for rg in meta.row_groups() {
+        for c in rg.columns() {
+            let start = c.dictionary_page_offset().unwrap_or(c.data_page_offset());
+            let size = c.compressed_size();
+            if start < 0 || size < 0 || start.checked_add(size).is_none_or(|end| end > len) {
+                return Err(ParquetError::Malformed);
+            }
+        }
+    }
     let schema = meta.file_metadata().schema_descr();
     let image = find(&meta, "image", &options.image_column, true)?;
     let label = find(&meta, "label", &options.label_column, false)?;
