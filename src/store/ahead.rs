@@ -4,23 +4,42 @@
 //! checksums (or versions), the file each sample is in, and the epochs' order.
 //!
 //! A read of a sample's bytes copies them out of its mapped file (fetching the file first
-//! when it is not cached: one download per file, however many workers ask at once). Each
-//! read also moves a cursor along the epoch's order of first use of the files, and a
-//! background thread fetches the next [`PREFETCH`] files of that order, so workers do not
-//! wait for the network when it is fast enough. The order is the one the pipeline
+//! when it is not cached: one download per file, however many workers ask at once), and
+//! holds the map only while it copies: the files in use are exactly those counted
+//! there, with those being fetched. The epoch's order is known: the one the pipeline
 //! announces when it starts an epoch (the source's `epoch_starts`: the samples it will
-//! read, from where a resumed epoch starts); without one (a reader that is not an epoch)
-//! it is the reader's `order` of the epoch, the epoch guessed from the reads' count. When
-//! the cache limit needs room, the least recently used files that no worker is fetching
-//! are removed (their maps dropped first).
+//! read, from where a resumed epoch starts) or, without one (a reader that is not an
+//! epoch), the reader's `order` of the epoch guessed from the reads' count; with the next
+//! epoch's order, it gives every file's next use from the position reached (the lowest
+//! position not yet read, so a worker still on an earlier batch keeps its file).
+//!
+//! - **Eviction by future use** (Belady's rule): when the cache limit needs room, the
+//!   files going are those of the folder that are not ours first, then ours whose next
+//!   use (in this epoch's remaining order, then the next epoch's) is furthest away or
+//!   never; a file a reader is copying from or that is being fetched never goes.
+//! - **Never dying for want of room that the open accepted** (the index and names plus
+//!   the largest file, see the construction sites' check): a read whose file finds no
+//!   room waits for readers to release theirs (at most [`WAIT_FOR_ROOM`]); prefetching
+//!   fetches a file only when it fits without evicting a file needed sooner than it
+//!   (the "do no harm" rule of prefetching), so how far ahead it fetches follows the
+//!   room instead of failing, and it stands back while a read waits for room.
+//! - **Cold reads at the store's speed**: [`PREFETCH`] threads fetch the next files of the
+//!   order at once, and a large file comes as parallel ranged GETs of [`PART`] bytes,
+//!   [`PARTS_IN_FLIGHT`] at a time ([`StoreClient::download_parts`]); the size and CRC-32
+//!   are checked when it is complete, as before.
+//!
+//! A file downloaded again by this process after it was evicted is counted
+//! ([`stats`]' `refetched`): the traffic a cache too small for the sampling costs.
 
+use super::cache::Ranking;
 use super::{stats, Cache, CacheKey, StoreClient, StoreError};
 use crate::error::{Error, Result};
 use memmap2::Mmap;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 /// One file as its reader lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,76 +92,173 @@ pub struct AheadFiles {
     pub check: CheckFile,
 }
 
-/// Files fetched ahead of the one being read.
-pub const PREFETCH: usize = 2;
+/// Files fetched ahead at once (the prefetching threads), when they fit.
+pub const PREFETCH: usize = 4;
 
-/// Why a fetch failed: a full cache (worth waiting for the fetches in flight) or else.
-enum Fetch {
-    Full(StoreError),
-    Other(Error),
+/// Bytes of one ranged GET of a large file's download.
+pub const PART: u64 = 8 << 20;
+
+/// Ranged GETs of one file in flight at once.
+pub const PARTS_IN_FLIGHT: usize = 8;
+
+/// The longest a read waits for readers to release room in the cache.
+pub const WAIT_FOR_ROOM: Duration = Duration::from_secs(600);
+
+/// A reader more than this many samples ahead of the lowest position not yet read moves
+/// the position used for next uses (a process reading only some of the order, a forked
+/// worker, must not leave it behind for good).
+const LAG: usize = 1 << 14;
+
+/// The next use of a file never used again (before one the owner does not list).
+const NEVER: u64 = u64::MAX - 1;
+
+/// How a fetch may make room.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Room {
+    /// A read needs the file now: any file not in use may go, waiting when none can.
+    Read,
+    /// A prefetch of a file next used this far away: only files needed later may go,
+    /// and no room means no prefetch.
+    Ahead(u64),
 }
 
-impl From<Error> for Fetch {
-    fn from(e: Error) -> Fetch {
-        Fetch::Other(e)
+/// The epoch's future as eviction and prefetching rank it.
+#[derive(Default)]
+struct Plan {
+    /// The epoch.
+    epoch: u64,
+    /// Positions in its order.
+    len: usize,
+    /// The positions at which each file is read, ascending.
+    uses: Vec<Vec<u32>>,
+    /// Each sample's position (`u32::MAX`: not read this epoch).
+    pos_of: Vec<u32>,
+    /// Each file's first position in the next epoch (`u32::MAX`: none).
+    next_first: Vec<u32>,
+    /// Positions read, and the lowest one not read yet, and one past the highest read.
+    read: Vec<u64>,
+    low: usize,
+    high: usize,
+}
+
+impl Plan {
+    /// The plan of `epoch` reading `order`, followed by `next` (the next epoch's order).
+    fn new(epoch: u64, order: &[usize], next: &[usize], file_of: &[u32], files: usize) -> Plan {
+        let mut uses = vec![Vec::new(); files];
+        let mut pos_of = vec![u32::MAX; file_of.len()];
+        for (k, &i) in order.iter().enumerate() {
+            if let Some(p) = pos_of.get_mut(i) {
+                if *p == u32::MAX {
+                    *p = k as u32;
+                }
+            }
+            if let Some(u) = file_of.get(i).and_then(|&f| uses.get_mut(f as usize)) {
+                u.push(k as u32);
+            }
+        }
+        let mut next_first = vec![u32::MAX; files];
+        for (k, &i) in next.iter().enumerate() {
+            if let Some(n) = file_of.get(i).and_then(|&f| next_first.get_mut(f as usize)) {
+                if *n == u32::MAX {
+                    *n = k as u32;
+                }
+            }
+        }
+        Plan {
+            epoch,
+            len: order.len(),
+            uses,
+            pos_of,
+            next_first,
+            read: vec![0; order.len().div_ceil(64)],
+            low: 0,
+            high: 0,
+        }
+    }
+
+    /// Sample `index` was read.
+    fn mark(&mut self, index: usize) {
+        let Some(&p) = self.pos_of.get(index) else {
+            return;
+        };
+        let p = p as usize;
+        if p >= self.len {
+            return;
+        }
+        if let Some(w) = self.read.get_mut(p / 64) {
+            *w |= 1 << (p % 64);
+        }
+        self.high = self.high.max(p + 1);
+        while self.low < self.len
+            && self
+                .read
+                .get(self.low / 64)
+                .is_some_and(|w| w & (1 << (self.low % 64)) != 0)
+        {
+            self.low += 1;
+        }
+    }
+
+    /// The position next uses are counted from.
+    fn cursor(&self) -> usize {
+        self.low.max(self.high.saturating_sub(LAG))
+    }
+
+    /// How many positions from now file `f` is next read ([`NEVER`]: not in this epoch
+    /// or the next).
+    fn next_use(&self, f: usize) -> u64 {
+        let c = self.cursor();
+        if let Some(u) = self.uses.get(f) {
+            let i = u.partition_point(|&p| (p as usize) < c);
+            if let Some(&p) = u.get(i) {
+                return (p as usize - c) as u64;
+            }
+        }
+        match self.next_first.get(f) {
+            Some(&n) if n != u32::MAX => (self.len - c.min(self.len)) as u64 + u64::from(n),
+            _ => NEVER,
+        }
     }
 }
 
-/// What the workers and the prefetcher share.
+/// What the workers and the prefetchers share.
 struct Inner {
     client: StoreClient,
     cache: Cache,
     files: AheadFiles,
+    /// The file of each cached path.
+    file_at: HashMap<PathBuf, usize>,
     state: Mutex<State>,
     changed: Condvar,
-    /// Samples read, to know the epoch (reads / samples per epoch).
+    /// Samples read, to know the epoch (reads / samples per epoch) without an announced
+    /// order.
     reads: AtomicU64,
-    /// The process whose prefetcher thread this is (see [`FetchAhead::forked`]).
+    /// The process whose prefetcher threads these are (see [`FetchAhead::forked`]).
     pid: AtomicU32,
-}
-
-/// Start the thread that fetches the queued shards. A failed fetch is left for the read
-/// that needs the shard, which fetches it again and reports the error; without the
-/// thread (it could not start), every shard is fetched by the read that needs it.
-fn spawn_prefetcher(inner: &Arc<Inner>) {
-    let worker = Arc::clone(inner);
-    let spawned = std::thread::Builder::new()
-        .name("imgfeed-prefetch".into())
-        .spawn(move || loop {
-            let next = {
-                let mut st = lock(&worker.state);
-                loop {
-                    if st.stop {
-                        return;
-                    }
-                    if let Some(s) = st.queue.pop_front() {
-                        break s;
-                    }
-                    st = worker.changed.wait(st).unwrap_or_else(|p| p.into_inner());
-                }
-            };
-            let _ = worker.get(next);
-        });
-    if spawned.is_err() {
-        lock(&inner.state).stop = true;
-    }
 }
 
 #[derive(Default)]
 struct State {
+    /// The maps of the files fetched (dropped when evicted).
     maps: Vec<Option<Arc<Mmap>>>,
-    fetching: HashSet<usize>,
-    /// The epoch `position` is for, and where each shard first comes in its order.
-    epoch: Option<u64>,
-    order: Vec<usize>,
-    position: Vec<usize>,
-    /// The last two shards read from (kept in the cache while others are fetched).
-    recent: [Option<usize>; 2],
-    /// Shards for the prefetcher to fetch, first first.
-    queue: std::collections::VecDeque<usize>,
-    stop: bool,
+    /// Maps handed to readers and not yet given back, per file.
+    using: Vec<u32>,
+    /// Files being fetched.
+    fetching: Vec<bool>,
+    /// Files this process downloaded (a second download is a refetch).
+    downloaded: Vec<bool>,
+    /// The epoch's future (`None` until the first read or announcement).
+    plan: Option<Plan>,
     /// The order was announced by [`FetchAhead::start_epoch`] (not guessed from reads).
     announced: bool,
+    /// Reads waiting for room (prefetching stands back meanwhile).
+    waiting_room: usize,
+    /// Bumped whenever room may have appeared or next uses changed (a file released or
+    /// fetched, a new epoch); a prefetch that found no room waits for it to move.
+    room_gen: u64,
+    /// `room_gen` when a prefetch last found no room, and when.
+    no_room: Option<(u64, Instant)>,
+    stop: bool,
 }
 
 /// The files of a location, fetched ahead (see the module).
@@ -162,30 +278,78 @@ fn lock(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Start the threads that fetch ahead. A failed prefetch is left for the read that needs
+/// the file, which fetches it again and reports the error; without the threads (they
+/// could not start), every file is fetched by the read that needs it.
+fn spawn_prefetchers(inner: &Arc<Inner>) {
+    for k in 0..PREFETCH {
+        let worker = Arc::clone(inner);
+        let spawned = std::thread::Builder::new()
+            .name(format!("imgfeed-prefetch-{k}"))
+            .spawn(move || worker.prefetch_loop());
+        if spawned.is_err() && k == 0 {
+            lock(&inner.state).stop = true;
+        }
+    }
+}
+
+/// A map lent to a reader, given back on drop (the file may be evicted again then).
+struct Held<'a> {
+    inner: &'a Inner,
+    file: usize,
+    map: Arc<Mmap>,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        let mut st = lock(&self.inner.state);
+        if let Some(u) = st.using.get_mut(self.file) {
+            *u = u.saturating_sub(1);
+            if *u == 0 {
+                st.room_gen += 1;
+                if st.waiting_room > 0 {
+                    drop(st);
+                    self.inner.changed.notify_all();
+                }
+            }
+        }
+    }
+}
+
 impl FetchAhead {
     /// `files`, fetched by `client` into `cache`.
     pub fn new(client: StoreClient, cache: Cache, files: AheadFiles) -> FetchAhead {
         let n = files.files.len();
+        let paths: Vec<PathBuf> = files
+            .files
+            .iter()
+            .map(|f| cache.path_of(&f.key(files.listed_by)))
+            .collect();
+        let file_at = paths.into_iter().enumerate().map(|(i, p)| (p, i)).collect();
         let inner = Arc::new(Inner {
             client,
             cache,
             files,
+            file_at,
             state: Mutex::new(State {
                 maps: vec![None; n],
+                using: vec![0; n],
+                fetching: vec![false; n],
+                downloaded: vec![false; n],
                 ..State::default()
             }),
             changed: Condvar::new(),
             reads: AtomicU64::new(0),
             pid: AtomicU32::new(std::process::id()),
         });
-        spawn_prefetcher(&inner);
+        spawn_prefetchers(&inner);
         FetchAhead { inner }
     }
 
     /// In a process forked from the one that opened the dataset (a DataLoader worker), the
-    /// prefetcher thread and the downloads it had in flight stayed in the parent: forget
-    /// those downloads (this process fetches the shards itself) and start a prefetcher of
-    /// this process's own. One atomic load when nothing forked.
+    /// prefetcher threads, the readers and the downloads they had in flight stayed in the
+    /// parent: forget those (this process fetches the files itself) and start prefetchers
+    /// of this process's own. One atomic load when nothing forked.
     fn forked(&self) {
         let pid = std::process::id();
         let was = self.inner.pid.load(Ordering::Acquire);
@@ -199,41 +363,35 @@ impl FetchAhead {
             return;
         }
         let mut st = lock(&self.inner.state);
-        st.fetching.clear();
-        st.queue.clear();
+        st.fetching.iter_mut().for_each(|f| *f = false);
+        st.using.iter_mut().for_each(|u| *u = 0);
+        st.waiting_room = 0;
         let stopped = st.stop;
         drop(st);
         // A read of this process already waiting for one of those downloads fetches it.
         self.inner.changed.notify_all();
         if !stopped {
-            spawn_prefetcher(&self.inner);
+            spawn_prefetchers(&self.inner);
         }
     }
 
     /// Epoch `epoch` reads the samples `order` (indices, in order; a resumed epoch's from
-    /// where it resumes): prefetching follows the shards' order of first use in it, and
-    /// starts with its first shards now.
+    /// where it resumes): prefetching and eviction follow it (and the next epoch's order),
+    /// and its first files are fetched now.
     pub fn start_epoch(&self, epoch: u64, order: &[usize]) {
         self.forked();
-        let order = self.inner.shard_order_of(order.iter().copied());
-        let mut position = vec![usize::MAX; self.inner.files.files.len()];
-        for (k, &s) in order.iter().enumerate() {
-            if let Some(p) = position.get_mut(s) {
-                *p = k;
-            }
-        }
+        let next = (self.inner.files.order)(epoch + 1);
+        let plan = Plan::new(
+            epoch,
+            order,
+            &next,
+            &self.inner.files.file_of,
+            self.inner.files.files.len(),
+        );
         let mut st = lock(&self.inner.state);
         st.announced = true;
-        st.epoch = Some(epoch);
-        st.queue.clear();
-        for &s in order.iter().take(PREFETCH) {
-            let have = st.maps.get(s).is_some_and(Option::is_some);
-            if !have && !st.fetching.contains(&s) {
-                st.queue.push_back(s);
-            }
-        }
-        st.order = order;
-        st.position = position;
+        st.plan = Some(plan);
+        st.room_gen += 1;
         drop(st);
         self.inner.changed.notify_all();
     }
@@ -246,13 +404,12 @@ impl FetchAhead {
         index: usize,
         scratch: &mut Vec<u8>,
     ) -> Result<()> {
-        let _ = index;
         self.forked();
-        self.inner.hint(shard);
-        let t0 = std::time::Instant::now();
-        let map = self.inner.get(shard)?;
+        self.inner.note_read(index);
+        let t0 = Instant::now();
+        let held = self.inner.acquire(shard)?;
         stats::waited(t0.elapsed());
-        let bytes = map.get(range).ok_or_else(|| {
+        let bytes = held.map.get(range).ok_or_else(|| {
             Error::Internal(format!(
                 "a record outside file {shard}, past the index checks"
             ))
@@ -267,7 +424,7 @@ impl FetchAhead {
     pub fn verify_all(&self) -> Result<()> {
         self.forked();
         for shard in 0..self.inner.files.files.len() {
-            self.inner.get(shard)?;
+            drop(self.inner.acquire(shard)?);
         }
         Ok(())
     }
@@ -317,146 +474,137 @@ impl Inner {
         f.key(self.files.listed_by)
     }
 
-    /// A read of `shard`: note it, and queue the next shards of the epoch's order.
-    fn hint(&self, shard: usize) {
+    /// A read of sample `index`: move the plan's position (making the plan of the epoch
+    /// the reads' count says when no order was announced).
+    fn note_read(&self, index: usize) {
         let per_epoch = self.files.per_epoch.max(1);
         let epoch = self.reads.fetch_add(1, Ordering::Relaxed) / per_epoch;
         let mut st = lock(&self.state);
-        if !st.announced && st.epoch != Some(epoch) {
+        if !st.announced && st.plan.as_ref().is_none_or(|p| p.epoch != epoch) {
             drop(st);
-            let order = self.shard_order(epoch);
-            let mut position = vec![usize::MAX; self.files.files.len()];
-            for (k, &s) in order.iter().enumerate() {
-                if let Some(p) = position.get_mut(s) {
-                    *p = k;
-                }
-            }
+            let plan = Plan::new(
+                epoch,
+                &(self.files.order)(epoch),
+                &(self.files.order)(epoch + 1),
+                &self.files.file_of,
+                self.files.files.len(),
+            );
             st = lock(&self.state);
-            st.epoch = Some(epoch);
-            st.order = order;
-            st.position = position;
-        }
-        if st.recent[0] != Some(shard) {
-            st.recent = [Some(shard), st.recent[0]];
-        }
-        let Some(&at) = st.position.get(shard) else {
-            return;
-        };
-        let next: Vec<usize> = st
-            .order
-            .iter()
-            .skip(at.saturating_add(1))
-            .take(PREFETCH)
-            .copied()
-            .collect();
-        let mut queued = false;
-        for s in next {
-            let have = st.maps.get(s).is_some_and(Option::is_some);
-            if !have && !st.fetching.contains(&s) && !st.queue.contains(&s) {
-                st.queue.push_back(s);
-                queued = true;
-            }
-        }
-        drop(st);
-        if queued {
+            st.plan = Some(plan);
+            st.room_gen += 1;
+            drop(st);
             self.changed.notify_all();
+            st = lock(&self.state);
+        }
+        if let Some(p) = st.plan.as_mut() {
+            p.mark(index);
         }
     }
 
-    /// The files of `epoch` in their order of first use.
-    fn shard_order(&self, epoch: u64) -> Vec<usize> {
-        self.shard_order_of((self.files.order)(epoch))
-    }
-
-    /// The shards of the samples `order` in their order of first use.
-    fn shard_order_of(&self, order: impl IntoIterator<Item = usize>) -> Vec<usize> {
-        let mut seen = vec![false; self.files.files.len()];
-        let mut out = Vec::new();
-        for i in order {
-            let Some(s) = self.files.file_of.get(i).map(|&s| s as usize) else {
-                continue;
-            };
-            if let Some(f) = seen.get_mut(s) {
-                if !*f {
-                    *f = true;
-                    out.push(s);
-                }
-            }
-        }
-        out
-    }
-
-    /// The map of `shard`, fetching it (once, whoever asks) when it is not there.
-    fn get(&self, shard: usize) -> Result<Arc<Mmap>> {
+    /// The map of `shard`, lent to a reader: fetched (once, whoever asks) when it is not
+    /// there.
+    fn acquire(&self, shard: usize) -> Result<Held<'_>> {
         let mut st = lock(&self.state);
         loop {
-            if let Some(Some(m)) = st.maps.get(shard) {
-                return Ok(Arc::clone(m));
+            if shard >= st.maps.len() {
+                return Err(Error::Internal(format!("file {shard} is not listed")));
             }
-            if !st.fetching.contains(&shard) {
+            if let Some(Some(m)) = st.maps.get(shard) {
+                let map = Arc::clone(m);
+                st.using[shard] += 1;
+                return Ok(Held {
+                    inner: self,
+                    file: shard,
+                    map,
+                });
+            }
+            if !st.fetching[shard] {
                 break;
             }
             st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
         }
-        st.fetching.insert(shard);
-        let busy: Vec<usize> = st
-            .fetching
-            .iter()
-            .copied()
-            .chain(st.recent.iter().flatten().copied())
-            .collect();
+        st.fetching[shard] = true;
         drop(st);
-        let keep: Vec<PathBuf> = self
-            .files
-            .keep
-            .iter()
-            .cloned()
-            .chain(
-                busy.iter()
-                    .filter_map(|&s| self.files.files.get(s))
-                    .map(|e| self.cache.path_of(&self.key(e))),
-            )
-            .collect();
-        let mut got = self.fetch(shard, &keep);
-        // A full cache whose room is held by other fetches in flight: wait for them (they
-        // end: each is bounded by its retries) and try again, for at most ten minutes.
-        let mut waits = 0;
-        while let Err(Fetch::Full(_)) = &got {
-            waits += 1;
-            if waits > 3000 {
-                break;
-            }
-            let mut st = lock(&self.state);
-            if st.fetching.len() <= 1 {
-                break;
-            }
-            st = self
-                .changed
-                .wait_timeout(st, std::time::Duration::from_millis(200))
-                .map_or_else(|p| p.into_inner().0, |(g, _)| g);
-            drop(st);
-            got = self.fetch(shard, &keep);
-        }
-        let got = got.map_err(|e| match e {
-            Fetch::Full(e) => Error::from(e),
-            Fetch::Other(e) => e,
-        });
+        let got = self.fetch(shard, Room::Read);
         let mut st = lock(&self.state);
-        st.fetching.remove(&shard);
-        let out = got.map(|map| {
-            let map = Arc::new(map);
-            if let Some(slot) = st.maps.get_mut(shard) {
-                *slot = Some(Arc::clone(&map));
+        st.fetching[shard] = false;
+        st.room_gen += 1;
+        let out = match got {
+            Ok(Some(map)) => {
+                let map = Arc::new(map);
+                st.maps[shard] = Some(Arc::clone(&map));
+                st.using[shard] += 1;
+                Ok(Held {
+                    inner: self,
+                    file: shard,
+                    map,
+                })
             }
-            map
-        });
+            Ok(None) => Err(Error::Internal(format!(
+                "file {shard}: a read's fetch ended without the file"
+            ))),
+            Err(e) => Err(e),
+        };
         drop(st);
         self.changed.notify_all();
         out
     }
 
-    /// Download (or find in the cache) and map `shard`.
-    fn fetch(&self, shard: usize, keep: &[PathBuf]) -> std::result::Result<Mmap, Fetch> {
+    /// A prefetching thread: fetch the file not cached whose next use comes first, when it
+    /// fits without evicting a file needed sooner; else wait for room or a new plan.
+    fn prefetch_loop(&self) {
+        let mut st = lock(&self.state);
+        loop {
+            if st.stop {
+                return;
+            }
+            let blocked = st.waiting_room > 0
+                || st.no_room.is_some_and(|(g, t)| {
+                    g == st.room_gen && t.elapsed() < Duration::from_millis(200)
+                });
+            let pick = if blocked { None } else { self.pick(&st) };
+            let Some((f, d)) = pick else {
+                st = self
+                    .changed
+                    .wait_timeout(st, Duration::from_millis(20))
+                    .map_or_else(|p| p.into_inner().0, |(g, _)| g);
+                continue;
+            };
+            st.fetching[f] = true;
+            drop(st);
+            let got = self.fetch(f, Room::Ahead(d));
+            st = lock(&self.state);
+            st.fetching[f] = false;
+            match got {
+                Ok(Some(map)) => {
+                    st.maps[f] = Some(Arc::new(map));
+                    st.room_gen += 1;
+                }
+                // No room without harm: wait until some may appear.
+                Ok(None) => st.no_room = Some((st.room_gen, Instant::now())),
+                // Left for the read that needs it (which reports the error).
+                Err(_) => st.no_room = Some((st.room_gen, Instant::now())),
+            }
+            drop(st);
+            self.changed.notify_all();
+            st = lock(&self.state);
+        }
+    }
+
+    /// The file to prefetch: not mapped, not being fetched, read in this epoch or the
+    /// next, the soonest; with its next use.
+    fn pick(&self, st: &State) -> Option<(usize, u64)> {
+        let plan = st.plan.as_ref()?;
+        (0..st.maps.len())
+            .filter(|&f| st.maps[f].is_none() && !st.fetching[f])
+            .map(|f| (f, plan.next_use(f)))
+            .filter(|&(_, d)| d < NEVER)
+            .min_by_key(|&(f, d)| (d, f))
+    }
+
+    /// Download (or find in the cache) and map `shard`, making room as `room` allows:
+    /// `None` when a prefetch finds no room.
+    fn fetch(&self, shard: usize, room: Room) -> Result<Option<Mmap>> {
         let entry = self.entry(shard)?;
         let object = self.client.url().object(&entry.name);
         let key = self.key(entry);
@@ -466,11 +614,9 @@ impl Inner {
                 p
             }
             None => {
-                let (pending, evicted) = self.cache.reserve(&key, keep).map_err(|e| match e {
-                    full @ StoreError::CacheFull { .. } => Fetch::Full(full),
-                    e => Fetch::Other(e.into()),
-                })?;
-                self.forget(&evicted);
+                let Some(pending) = self.reserve(shard, &key, room)? else {
+                    return Ok(None);
+                };
                 match pending {
                     Err(done) => {
                         stats::cache_hit();
@@ -481,32 +627,111 @@ impl Inner {
                             Error::Internal("a pending download without its file".into())
                         })?;
                         self.client
-                            .download(&entry.name, Some((entry.size, key.listed_by)), file)
+                            .download_parts(
+                                &entry.name,
+                                entry.size,
+                                key.listed_by,
+                                file,
+                                PART,
+                                PARTS_IN_FLIGHT,
+                            )
                             .map_err(Error::from)?;
                         stats::download();
-                        pending.commit(&key, &object).map_err(Error::from)?
+                        let path = pending.commit(&key, &object).map_err(Error::from)?;
+                        let mut st = lock(&self.state);
+                        if let Some(d) = st.downloaded.get_mut(shard) {
+                            if *d {
+                                stats::refetched(entry.size);
+                            }
+                            *d = true;
+                        }
+                        drop(st);
+                        path
                     }
                 }
             }
         };
         let map = map_sized(&path, entry.size, self.files.listed_by)?;
         (self.files.check)(std::path::Path::new(&object), &map)?;
-        Ok(map)
+        Ok(Some(map))
     }
 
-    /// Drop the maps of evicted files.
-    fn forget(&self, evicted: &[PathBuf]) {
-        if evicted.is_empty() {
-            return;
-        }
+    /// Reserve room for `shard` (see [`Room`]), evicting by next use under the state's
+    /// lock (so no reader takes a map of a file being evicted): `None` when a prefetch
+    /// finds no room; a read waits for room, at most [`WAIT_FOR_ROOM`].
+    #[allow(clippy::type_complexity)]
+    fn reserve(
+        &self,
+        shard: usize,
+        key: &CacheKey<'_>,
+        room: Room,
+    ) -> Result<Option<std::result::Result<super::cache::Pending, PathBuf>>> {
+        let beyond = match room {
+            Room::Read => 0,
+            Room::Ahead(d) => d.saturating_add(1),
+        };
+        let t0 = Instant::now();
+        let mut waiting = false;
         let mut st = lock(&self.state);
-        for (i, e) in self.files.files.iter().enumerate() {
-            if evicted.contains(&self.cache.path_of(&self.key(e))) {
-                if let Some(slot) = st.maps.get_mut(i) {
-                    *slot = None;
+        let out = loop {
+            let ranked = {
+                let st = &*st;
+                let next_use = |p: &std::path::Path| -> Option<u64> {
+                    match self.file_at.get(p) {
+                        None => Some(u64::MAX),
+                        Some(&f) if f == shard || st.using[f] > 0 || st.fetching[f] => None,
+                        Some(&f) => Some(
+                            st.plan
+                                .as_ref()
+                                .map_or(NEVER, |p| p.next_use(f))
+                                .saturating_add(1)
+                                .min(NEVER),
+                        ),
+                    }
+                };
+                self.cache.reserve_ranked(
+                    key,
+                    &self.files.keep,
+                    Some(&Ranking {
+                        next_use: &next_use,
+                        beyond,
+                    }),
+                )
+            };
+            match ranked {
+                Ok((pending, evicted)) => {
+                    for p in &evicted {
+                        if let Some(&f) = self.file_at.get(p) {
+                            st.maps[f] = None;
+                        }
+                    }
+                    break Ok(Some(pending));
                 }
+                Err(StoreError::CacheFull { .. }) if matches!(room, Room::Ahead(_)) => {
+                    break Ok(None)
+                }
+                Err(e @ StoreError::CacheFull { .. }) => {
+                    if t0.elapsed() >= WAIT_FOR_ROOM {
+                        break Err(Error::from(e));
+                    }
+                    // Files in use (readers copying, fetches in flight, another
+                    // process's downloads) hold the room: wait for one to be released.
+                    if !waiting {
+                        waiting = true;
+                        st.waiting_room += 1;
+                    }
+                    st = self
+                        .changed
+                        .wait_timeout(st, Duration::from_millis(100))
+                        .map_or_else(|p| p.into_inner().0, |(g, _)| g);
+                }
+                Err(e) => break Err(Error::from(e)),
             }
+        };
+        if waiting {
+            st.waiting_room = st.waiting_room.saturating_sub(1);
         }
+        out
     }
 }
 
@@ -530,4 +755,189 @@ fn map_sized(path: &std::path::Path, size: u64, listed_by: &str) -> Result<Mmap>
     }
     // SAFETY: read-only, a cache file written whole and renamed into place.
     unsafe { Mmap::map(&file) }.map_err(|e| bad(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::StoreUrl;
+
+    const SIZE: u64 = 100;
+
+    fn listed(name: &str) -> AheadFile {
+        AheadFile {
+            name: name.into(),
+            size: SIZE,
+            crc32: crc32fast::hash(&[name.as_bytes()[0]; SIZE as usize]),
+            checked: true,
+        }
+    }
+
+    /// Files `a`..`e` (one sample each: sample i is in file i) under a cache of `limit`
+    /// bytes, reading `order`; no prefetching threads and no requests (every file the
+    /// tests use is put in the cache by hand).
+    fn inner(dir: &std::path::Path, limit: u64, order: Vec<usize>) -> Inner {
+        let url = StoreUrl::parse("http://127.0.0.1:9/ds").expect("url");
+        let client = StoreClient::new(&url, None).expect("client");
+        let cache = Cache::open(Some(dir), limit, &url, None).expect("cache");
+        let files: Vec<AheadFile> = ["a", "b", "c", "d", "e"].map(listed).to_vec();
+        let n = files.len();
+        let file_at = files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (cache.path_of(&f.key("the manifest")), i))
+            .collect();
+        let plan = Plan::new(0, &order, &order, &[0, 1, 2, 3, 4], n);
+        Inner {
+            client,
+            cache,
+            files: AheadFiles {
+                files,
+                listed_by: "the manifest",
+                keep: Vec::new(),
+                file_of: vec![0, 1, 2, 3, 4],
+                per_epoch: order.len() as u64,
+                order: Box::new(move |_| order.clone()),
+                check: Box::new(|_, _| Ok(())),
+            },
+            file_at,
+            state: Mutex::new(State {
+                maps: vec![None; n],
+                using: vec![0; n],
+                fetching: vec![false; n],
+                downloaded: vec![false; n],
+                plan: Some(plan),
+                announced: true,
+                ..State::default()
+            }),
+            changed: Condvar::new(),
+            reads: AtomicU64::new(0),
+            pid: AtomicU32::new(std::process::id()),
+        }
+    }
+
+    /// Put file `f` in the cache as a download would, and map it.
+    fn put(inner: &Inner, f: usize) {
+        let e = &inner.files.files[f];
+        let key = inner.key(e);
+        let (pending, _) = inner.cache.reserve(&key, &[]).expect("room");
+        let mut p = pending.expect("not cached yet");
+        let byte = e.name.as_bytes()[0];
+        std::io::Write::write_all(p.file().expect("open"), &[byte; SIZE as usize]).expect("writes");
+        p.commit(&key, "x").expect("commits");
+        let map = inner.fetch(f, Room::Read).expect("maps").expect("cached");
+        lock(&inner.state).maps[f] = Some(Arc::new(map));
+    }
+
+    fn cached(inner: &Inner, f: usize) -> bool {
+        inner
+            .cache
+            .lookup(&inner.key(&inner.files.files[f]))
+            .is_some()
+    }
+
+    #[test]
+    fn next_uses_follow_the_epoch_and_then_the_next_one() {
+        // Positions: e a b a c (d is not read).
+        let plan = Plan::new(0, &[4, 0, 1, 0, 2], &[2, 0, 1, 3, 4], &[0, 1, 2, 3, 4], 5);
+        assert_eq!(plan.next_use(4), 0);
+        assert_eq!(plan.next_use(0), 1);
+        assert_eq!(plan.next_use(2), 4);
+        // d: not this epoch; the next one's position 3, after the 5 left here.
+        assert_eq!(plan.next_use(3), 5 + 3);
+        let mut plan = plan;
+        plan.mark(4);
+        plan.mark(0);
+        // a's next use is now its second read, b is next.
+        assert_eq!((plan.next_use(0), plan.next_use(1)), (1, 0));
+        // A reader still on position 1 keeps the cursor there though 3 is read.
+        let mut p2 = Plan::new(0, &[0, 1, 2, 3, 4], &[], &[0, 1, 2, 3, 4], 5);
+        p2.mark(0);
+        p2.mark(3);
+        assert_eq!(p2.cursor(), 1);
+        assert_eq!(p2.next_use(1), 0);
+        assert_eq!(p2.next_use(0), NEVER);
+    }
+
+    #[test]
+    fn room_goes_to_the_file_needed_furthest_away_and_the_limit_holds() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        // Room for three files; the order reads e, then b, then a; c and d never.
+        let inner = inner(tmp.path(), 3 * SIZE, vec![4, 1, 0]);
+        put(&inner, 0);
+        put(&inner, 1);
+        put(&inner, 2);
+        // A stranger in the folder (an older version of a file): goes first.
+        std::fs::write(inner.cache.dir().join("old.bin.00000000"), [0u8; 10]).expect("write");
+        assert!(cached(&inner, 0) && cached(&inner, 1) && cached(&inner, 2));
+        // e needs room: the stranger and c (never used again) go, not a or b (LRU
+        // would have taken a, the least recently used).
+        let got = inner.reserve(4, &inner.key(&inner.files.files[4]), Room::Read);
+        assert!(matches!(got, Ok(Some(Ok(_)))));
+        assert!(cached(&inner, 0) && cached(&inner, 1) && !cached(&inner, 2));
+        assert!(!inner.cache.dir().join("old.bin.00000000").exists());
+        assert!(
+            lock(&inner.state).maps[2].is_none(),
+            "the evicted map is dropped"
+        );
+        drop(got);
+        assert!(inner.cache.used().expect("scan") <= 3 * SIZE);
+        // With c gone, d's room must come from a (next used after b): a goes.
+        put(&inner, 4);
+        let got = inner.reserve(3, &inner.key(&inner.files.files[3]), Room::Read);
+        assert!(matches!(got, Ok(Some(Ok(_)))));
+        assert!(!cached(&inner, 0) && cached(&inner, 1) && cached(&inner, 4));
+        assert!(inner.cache.used().expect("scan") <= 3 * SIZE);
+    }
+
+    #[test]
+    fn a_prefetch_never_evicts_a_file_needed_sooner() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        // Room for two; order a, b, c: prefetching c may not evict a or b.
+        let inner = inner(tmp.path(), 2 * SIZE, vec![0, 1, 2]);
+        put(&inner, 0);
+        put(&inner, 1);
+        let key = inner.key(&inner.files.files[2]);
+        let d = lock(&inner.state).plan.as_ref().expect("plan").next_use(2);
+        assert!(matches!(inner.reserve(2, &key, Room::Ahead(d)), Ok(None)));
+        assert!(cached(&inner, 0) && cached(&inner, 1));
+        // Past a, a's next use is never: prefetching c may take its room.
+        lock(&inner.state).plan.as_mut().expect("plan").mark(0);
+        let d = lock(&inner.state).plan.as_ref().expect("plan").next_use(2);
+        assert!(matches!(
+            inner.reserve(2, &key, Room::Ahead(d)),
+            Ok(Some(Ok(_)))
+        ));
+        assert!(!cached(&inner, 0) && cached(&inner, 1));
+    }
+
+    #[test]
+    fn a_read_waits_for_room_while_the_files_are_in_use() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let inner = inner(tmp.path(), 2 * SIZE, vec![0, 1, 2]);
+        put(&inner, 0);
+        put(&inner, 1);
+        // Readers hold both files: c's read waits instead of failing.
+        let held_a = inner.acquire(0).expect("a");
+        let held_b = inner.acquire(1).expect("b");
+        assert_eq!(lock(&inner.state).using, vec![1, 1, 0, 0, 0]);
+        let key = inner.key(&inner.files.files[2]);
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| inner.reserve(2, &key, Room::Read).map(|r| r.is_some()));
+            std::thread::sleep(Duration::from_millis(300));
+            assert!(
+                !waiter.is_finished(),
+                "the read waits while both are in use"
+            );
+            assert_eq!(lock(&inner.state).waiting_room, 1);
+            assert!(cached(&inner, 0) && cached(&inner, 1));
+            drop(held_b);
+            assert!(matches!(waiter.join().expect("joins"), Ok(true)));
+        });
+        // b, released, made the room; a, still held, stayed.
+        assert!(cached(&inner, 0) && !cached(&inner, 1));
+        assert_eq!(lock(&inner.state).waiting_room, 0);
+        drop(held_a);
+        assert_eq!(lock(&inner.state).using, vec![0; 5]);
+    }
 }

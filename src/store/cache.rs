@@ -276,27 +276,56 @@ impl Cache {
         entry: &CacheKey<'_>,
         keep: &[PathBuf],
     ) -> Result<(Result<Pending, PathBuf>, Vec<PathBuf>), StoreError> {
+        self.reserve_ranked(entry, keep, None)
+    }
+
+    /// [`Cache::reserve`], choosing what to evict by the caller's `ranking` (the files'
+    /// next use: furthest first) instead of the least recently used first. Nothing is
+    /// removed unless the new file then fits: a refusal ([`StoreError::CacheFull`]) leaves
+    /// the folder as it was.
+    #[allow(clippy::type_complexity)]
+    pub fn reserve_ranked(
+        &self,
+        entry: &CacheKey<'_>,
+        keep: &[PathBuf],
+        ranking: Option<&Ranking<'_>>,
+    ) -> Result<(Result<Pending, PathBuf>, Vec<PathBuf>), StoreError> {
         let _lock = Lock::take(&self.dir.join(".lock"))?;
         if let Some(done) = self.lookup(entry) {
             return Ok((Err(done), Vec::new()));
         }
         let dest = self.path_of(entry);
-        let mut files = self.scan()?;
+        let files = self.scan()?;
         let mut used: u64 = files.iter().map(|(_, s, _)| s).sum();
         let mut evicted = Vec::new();
         if used.saturating_add(entry.size) > self.limit {
-            files.retain(|(p, _, _)| {
-                let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
-                !keep.contains(p) && name.is_some_and(|n| tmp_owner(&n).is_none())
-            });
-            files.sort_by_key(|(_, _, t)| *t);
-            for (path, size, _) in files {
-                if used.saturating_add(entry.size) <= self.limit {
-                    break;
-                }
-                if std::fs::remove_file(&path).is_ok() {
-                    used = used.saturating_sub(size);
-                    evicted.push(path);
+            // Candidates, first to go first: complete files (not temporary ones) not kept.
+            let mut order: Vec<(u64, std::time::SystemTime, PathBuf, u64)> = files
+                .into_iter()
+                .filter(|(p, _, _)| {
+                    let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+                    !keep.contains(p) && name.is_some_and(|n| tmp_owner(&n).is_none())
+                })
+                .filter_map(|(p, size, t)| match ranking {
+                    None => Some((0, t, p, size)),
+                    Some(r) => match (r.next_use)(&p) {
+                        Some(d) if d > r.beyond => Some((d, t, p, size)),
+                        _ => None,
+                    },
+                })
+                .collect();
+            // Furthest next use first (then least recently used); plain LRU without one.
+            order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            let free: u64 = order.iter().map(|o| o.3).sum();
+            if used.saturating_sub(free).saturating_add(entry.size) <= self.limit {
+                for (_, _, path, size) in order {
+                    if used.saturating_add(entry.size) <= self.limit {
+                        break;
+                    }
+                    if std::fs::remove_file(&path).is_ok() {
+                        used = used.saturating_sub(size);
+                        evicted.push(path);
+                    }
                 }
             }
         }
@@ -329,6 +358,19 @@ impl Cache {
             evicted,
         ))
     }
+}
+
+/// How [`Cache::reserve_ranked`] chooses the files to evict: by their next use, as the
+/// caller knows it (the epoch's order), furthest first (Belady's rule).
+pub struct Ranking<'a> {
+    /// How far away the next use of the cached file at a path is (in samples, say):
+    /// `None` when it must stay (a reader holds its map, it is being fetched), `u64::MAX`
+    /// for a file the caller does not list (it goes first).
+    pub next_use: &'a dyn Fn(&Path) -> Option<u64>,
+    /// Only files whose next use is further away than this may go: 0 for a read that
+    /// needs the file now, the file's own next use for a prefetch (which must not evict a
+    /// file needed sooner than the one it fetches).
+    pub beyond: u64,
 }
 
 #[cfg(test)]
@@ -377,5 +419,46 @@ mod tests {
         let e = put(&cache, &bad, &[]).expect_err("checksum");
         assert!(e.to_string().contains("checksum mismatch"), "{e}");
         assert_eq!(cache.lookup(&bad), None);
+    }
+
+    #[test]
+    fn a_ranking_evicts_the_furthest_next_use_and_nothing_when_it_cannot_fit() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let url = StoreUrl::parse("s3://b/p").expect("url");
+        let cache = Cache::open(Some(tmp.path()), 300, &url, None).expect("opens");
+        let a = put(&cache, &entry("a", 100), &[]).expect("a");
+        let b = put(&cache, &entry("b", 100), &[]).expect("b");
+        let c = put(&cache, &entry("c", 100), &[]).expect("c");
+        // a is needed furthest away (LRU would take a too: make it the most recent).
+        assert!(cache.lookup(&entry("a", 100)).is_some());
+        let far = |p: &Path| -> Option<u64> {
+            Some(if p == a {
+                30
+            } else if p == b {
+                20
+            } else {
+                10
+            })
+        };
+        let rank = Ranking {
+            next_use: &far,
+            beyond: 0,
+        };
+        let (pending, evicted) = cache
+            .reserve_ranked(&entry("d", 100), &[], Some(&rank))
+            .expect("room");
+        assert_eq!(evicted, vec![a.clone()]);
+        drop(pending);
+        // Only files needed after 25 may go (none is left): refused, nothing removed.
+        let rank = Ranking {
+            next_use: &far,
+            beyond: 25,
+        };
+        let e = cache
+            .reserve_ranked(&entry("e", 150), &[], Some(&rank))
+            .expect_err("no room");
+        assert!(matches!(e, StoreError::CacheFull { .. }), "{e}");
+        assert!(b.exists() && c.exists());
+        assert!(cache.used().expect("scan") <= 300);
     }
 }

@@ -352,6 +352,143 @@ impl StoreClient {
             })
         })
     }
+
+    /// Download `file` (of `size` bytes, as `listed_by` says) into `out`, which has that
+    /// size already (a reserved cache file): as parts of `part` bytes, up to `in_flight`
+    /// of them at once (one ranged GET each, on threads of their own, each written at its
+    /// offset as it arrives and retried on its own, resuming where it stopped), so one
+    /// large file comes at the store's speed rather than one connection's. Every part asks
+    /// for the ETag the first answer gave: an object replaced meanwhile fails as changed.
+    /// A file of one part, or a plain HTTP server (which need not serve ranges), is
+    /// downloaded as [`StoreClient::download`] does.
+    pub fn download_parts(
+        &self,
+        file: &str,
+        size: u64,
+        listed_by: &str,
+        out: &mut std::fs::File,
+        part: u64,
+        in_flight: usize,
+    ) -> Result<ObjectInfo, StoreError> {
+        let part = part.max(1);
+        let parts = size.div_ceil(part);
+        if parts <= 1 || in_flight <= 1 || self.url.scheme.starts_with("http") {
+            return self.download(file, Some((size, listed_by)), out);
+        }
+        let io = self.io()?;
+        let out: &std::fs::File = out;
+        let next = std::sync::atomic::AtomicU64::new(0);
+        let failed = std::sync::atomic::AtomicBool::new(false);
+        let first: std::sync::Mutex<Option<ObjectInfo>> = std::sync::Mutex::new(None);
+        let errors: std::sync::Mutex<Option<StoreError>> = std::sync::Mutex::new(None);
+        let one = |k: u64| -> Result<(), StoreError> {
+            let start = k * part;
+            let end = (start + part).min(size);
+            let object = self.url.object(file);
+            let location = ObjectPath::from(self.url.key(file));
+            let mut at = start;
+            self.retry.run(&object, |_| {
+                let e_tag = first
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .as_ref()
+                    .and_then(|i| i.e_tag.clone());
+                let opts = GetOptions {
+                    range: Some(GetRange::Bounded(at..end)),
+                    if_match: e_tag.clone(),
+                    ..GetOptions::default()
+                };
+                stats::request();
+                io.runtime.block_on(async {
+                    let got = io
+                        .store
+                        .get_opts(&location, opts)
+                        .await
+                        .map_err(|e| self.classify(file, e))?;
+                    if got.meta.size != size {
+                        return Err(Failure::Fatal(StoreError::Changed {
+                            object: object.clone(),
+                            reason: format!(
+                                "{} bytes on the store, but {listed_by} says {size}: the \
+                                 object was replaced or truncated",
+                                got.meta.size
+                            ),
+                        }));
+                    }
+                    {
+                        let mut seen = first.lock().unwrap_or_else(|p| p.into_inner());
+                        match &*seen {
+                            None => {
+                                *seen = Some(ObjectInfo {
+                                    size,
+                                    e_tag: got.meta.e_tag.clone(),
+                                })
+                            }
+                            Some(i) if i.e_tag.is_some() && i.e_tag != got.meta.e_tag => {
+                                return Err(Failure::Fatal(StoreError::Changed {
+                                    object: object.clone(),
+                                    reason: "the object changed on the store during the \
+                                             download"
+                                        .into(),
+                                }));
+                            }
+                            Some(_) => {}
+                        }
+                    }
+                    let mut stream = got.into_stream();
+                    while let Some(chunk) = stream.next().await {
+                        let chunk = chunk.map_err(|e| self.classify(file, e))?;
+                        stats::bytes(chunk.len() as u64);
+                        let room = end.saturating_sub(at);
+                        let take = (chunk.len() as u64).min(room) as usize;
+                        std::os::unix::fs::FileExt::write_all_at(out, &chunk[..take], at).map_err(
+                            |e| {
+                                Failure::Fatal(StoreError::Cache {
+                                    path: "download".into(),
+                                    reason: format!("writing {object}: {e}"),
+                                })
+                            },
+                        )?;
+                        at += take as u64;
+                    }
+                    if at != end {
+                        return Err(Failure::Transient(format!(
+                            "part body ended at byte {at} of {start}..{end}"
+                        )));
+                    }
+                    Ok(())
+                })
+            })
+        };
+        std::thread::scope(|scope| {
+            for _ in 0..(in_flight as u64).min(parts) {
+                scope.spawn(|| loop {
+                    if failed.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    if k >= parts {
+                        return;
+                    }
+                    if let Err(e) = one(k) {
+                        failed.store(true, Ordering::Relaxed);
+                        errors
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .get_or_insert(e);
+                        return;
+                    }
+                });
+            }
+        });
+        if let Some(e) = errors.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            return Err(e);
+        }
+        Ok(first
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or(ObjectInfo { size, e_tag: None }))
+    }
 }
 
 impl Drop for StoreClient {

@@ -11,6 +11,8 @@ static CACHE_HITS: AtomicU64 = AtomicU64::new(0);
 static WAITED_NS: AtomicU64 = AtomicU64::new(0);
 static SENT: AtomicU64 = AtomicU64::new(0);
 static UPLOADS: AtomicU64 = AtomicU64::new(0);
+static REFETCHED: AtomicU64 = AtomicU64::new(0);
+static REFETCHED_BYTES: AtomicU64 = AtomicU64::new(0);
 
 /// The counters at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -32,6 +34,11 @@ pub struct Traffic {
     pub sent: u64,
     /// Objects written (files uploaded, small objects put).
     pub uploads: u64,
+    /// Files downloaded again by this process after the cache had evicted them (the cost
+    /// of a cache smaller than the sampling needs).
+    pub refetched: u64,
+    /// Bytes of those downloads.
+    pub refetched_bytes: u64,
 }
 
 impl Traffic {
@@ -46,6 +53,8 @@ impl Traffic {
             waited_ns: self.waited_ns.saturating_sub(earlier.waited_ns),
             sent: self.sent.saturating_sub(earlier.sent),
             uploads: self.uploads.saturating_sub(earlier.uploads),
+            refetched: self.refetched.saturating_sub(earlier.refetched),
+            refetched_bytes: self.refetched_bytes.saturating_sub(earlier.refetched_bytes),
         }
     }
 
@@ -76,6 +85,15 @@ impl std::fmt::Display for Traffic {
                 self.sent as f64 / 1e6
             )?;
         }
+        if self.refetched > 0 {
+            write!(
+                f,
+                ", {} files fetched again after eviction ({:.1} MB: the cache is smaller than \
+                 the sampling needs)",
+                self.refetched,
+                self.refetched_bytes as f64 / 1e6
+            )?;
+        }
         Ok(())
     }
 }
@@ -91,6 +109,8 @@ pub fn snapshot() -> Traffic {
         waited_ns: WAITED_NS.load(Ordering::Relaxed),
         sent: SENT.load(Ordering::Relaxed),
         uploads: UPLOADS.load(Ordering::Relaxed),
+        refetched: REFETCHED.load(Ordering::Relaxed),
+        refetched_bytes: REFETCHED_BYTES.load(Ordering::Relaxed),
     }
 }
 
@@ -124,4 +144,9 @@ pub(crate) fn sent(n: u64) {
 
 pub(crate) fn upload() {
     UPLOADS.fetch_add(1, Ordering::Relaxed);
+}
+
+pub(crate) fn refetched(bytes: u64) {
+    REFETCHED.fetch_add(1, Ordering::Relaxed);
+    REFETCHED_BYTES.fetch_add(bytes, Ordering::Relaxed);
 }
