@@ -62,6 +62,8 @@ pub(super) struct Measured {
     interrupted: bool,
     /// The data is a converted (shards) dataset: advice to convert it does not apply.
     converted: bool,
+    /// Seconds from opening the data to the first batch (`None`: no batch came).
+    pub(super) first_batch: Option<f64>,
 }
 
 impl Measured {
@@ -239,6 +241,7 @@ fn measure(
     if let Some(w) = workers {
         cfg.engine.workers = w;
     }
+    let opened = Instant::now();
     let p = Pipeline::new(cfg)?;
     super::warn(&p, false);
     if let Some(w) = super::resume_warning(c, &p) {
@@ -260,6 +263,7 @@ fn measure(
     let (mut wait, mut stepped) = (Duration::ZERO, Duration::ZERO);
     let mut times = imgfeed::StageTimes::default();
     let mut timeline = Vec::new();
+    let mut first_batch = None;
     let range = epoch_range(c, &p, o.epochs)?;
     let bar = progress(super::run_images(c, &p, &range), "images");
     for e in range.clone() {
@@ -273,6 +277,7 @@ fn measure(
             let Some(batch) = epoch.next() else { break };
             wait += w0.elapsed();
             let batch = batch?;
+            first_batch.get_or_insert_with(|| opened.elapsed().as_secs_f64());
             for err in batch.skipped() {
                 bar.suspend(|| bad.add(err, Some(e)))?;
             }
@@ -335,6 +340,7 @@ fn measure(
         step: stepped.as_secs_f64(),
         interrupted,
         converted: p.source().describe().starts_with("shards "),
+        first_batch,
     };
     Ok((p, Some(m)))
 }
@@ -392,6 +398,7 @@ fn to_json(c: &Common, p: &Pipeline, m: &Measured, v: &Verdict) -> serde_json::V
         "peak_rss_mb": round(m.peak_rss as f64 / 1e6, 1),
         "consumer_wait_s": round(m.wait, 3),
         "consumer_step_s": round(m.step, 3),
+        "first_batch_s": m.first_batch.map(|f| round(f, 3)),
         "stage_split": split,
         "verdict": {"bound": v.bound, "finding": v.finding, "advice": v.advice},
         "partial": m.interrupted,
@@ -438,6 +445,9 @@ fn print_table(p: &Pipeline, m: &Measured, v: &Verdict) {
         m.mb_out_per_s()
     );
     println!("peak RSS     {:.1} MB", m.peak_rss as f64 / 1e6);
+    if let Some(f) = m.first_batch {
+        println!("first batch  {f:.3} s after opening the data (opening included)");
+    }
     let store = imgfeed::store::snapshot();
     if !store.is_empty() {
         println!(
@@ -449,19 +459,24 @@ fn print_table(p: &Pipeline, m: &Measured, v: &Verdict) {
         // Worker time spent waiting for shard files: the store's share of the run.
         let share = store.waited_ns as f64 / 1e9 / (m.workers.max(1) as f64 * m.wall).max(1e-9);
         let tree = p.source().per_object();
-        if share > 0.1 && tree {
+        if share > 0.1 {
+            let per = m.images.max(1) as f64;
+            let help = if tree {
+                "one request per image: shards need a few".to_string()
+            } else if store.refetched > 0 {
+                format!(
+                    "{} files came again after eviction: a larger --cache-size would keep them",
+                    store.refetched
+                )
+            } else {
+                "a faster link, a warm --cache-dir or larger shards would help".to_string()
+            };
             println!(
-                "store        the store held the workers up {:.0}% of the time: one request per \
-                 image ({:.0} requests/s); shards need a few",
+                "store        the store is the bottleneck: reads waited for it {:.0}% of the \
+                 workers' time; {:.1} kB and {:.2} requests per image; {help}",
                 share * 100.0,
-                store.requests as f64 / m.wall.max(1e-9)
-            );
-        } else if share > 0.1 {
-            println!(
-                "store        the store held the workers up {:.0}% of the time: a link faster \
-                 than {:.0} MB/s, a warm --cache-dir, or larger shards (fewer requests) would help",
-                share * 100.0,
-                store.bytes as f64 / 1e6 / m.wall.max(1e-9)
+                store.bytes as f64 / 1e3 / per,
+                store.requests as f64 / per,
             );
         }
     }
@@ -613,6 +628,7 @@ mod tests {
             wait,
             step,
             interrupted: false,
+            first_batch: None,
             converted: false,
         }
     }

@@ -591,14 +591,16 @@ impl Inner {
         }
     }
 
-    /// The file to prefetch: not mapped, not being fetched, read in this epoch or the
-    /// next, the soonest; with its next use.
+    /// The file to prefetch: not mapped, not being fetched, read in the rest of this
+    /// epoch (the next epoch's files are fetched when it starts: a run that ends here
+    /// fetches nothing it does not read), the soonest; with its next use.
     fn pick(&self, st: &State) -> Option<(usize, u64)> {
         let plan = st.plan.as_ref()?;
+        let left = plan.len.saturating_sub(plan.cursor()) as u64;
         (0..st.maps.len())
             .filter(|&f| st.maps[f].is_none() && !st.fetching[f])
             .map(|f| (f, plan.next_use(f)))
-            .filter(|&(_, d)| d < NEVER)
+            .filter(|&(_, d)| d < left)
             .min_by_key(|&(f, d)| (d, f))
     }
 
