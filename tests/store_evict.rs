@@ -1,0 +1,284 @@
+//! The whole-file cache of a dataset in object storage when it is smaller than the data
+//! (issue 32), against a real S3-compatible server (moto_server, from
+//! `python/envs.sh moto`) on the loopback interface: a cache of a fraction of the dataset,
+//! and one just above the least that the open accepts, never goes past its limit (the
+//! folder's size is polled during the run) and gives the local digests for shuffled
+//! training and eval (runs that died mid-epoch with "cannot hold ... beside the files in
+//! use" before); the files fetched again after eviction are counted in the traffic line;
+//! and a large file's parallel ranged part downloads get past 503s and cut bodies (through
+//! the fault proxy) with the object's exact bytes, as do whole runs through it.
+//!
+//! Everything runs inside a network namespace holding only loopback: `.ci/run` runs this
+//! file as `unshare -n sh -c 'ip link set lo up && cargo test --test store_evict'` with
+//! `IMGFEED_S3_TESTS=required`. Elsewhere each test says why it is skipped and passes,
+//! unless `IMGFEED_S3_TESTS=required`, which turns a skip into a failure. Every server,
+//! subprocess and loop here is bounded in time.
+
+mod common;
+#[path = "common/moto.rs"]
+mod moto;
+#[path = "common/proxy.rs"]
+mod proxy;
+#[path = "common/remote.rs"]
+mod remote;
+
+use imgfeed::store::{RetryPolicy, StoreClient, StoreUrl};
+use moto::*;
+use proxy::{Fault, Proxy};
+use remote::{convert_fixtures, digests, text, traffic, COMMAND_LIMIT, EVAL, TRAIN};
+use std::path::Path;
+use std::process::Output;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The fixtures converted to shards of about three images each, in `ds/` of a new
+/// temporary folder: a shuffle reads every shard several times an epoch.
+fn shards() -> tempfile::TempDir {
+    let out = tempfile::tempdir().expect("tempdir");
+    let dir = out.path().join("ds");
+    let mut args = convert_fixtures("80kB");
+    args.extend(["--out", dir.to_str().expect("utf-8")]);
+    let o = remote::imgfeed_with_env(&args, &[]);
+    assert!(o.status.success(), "convert: {}", text(&o.stderr));
+    out
+}
+
+/// Bytes of the index and names, and the shards' sizes.
+fn sizes(dir: &Path) -> (u64, Vec<u64>) {
+    let shards: Vec<u64> = std::fs::read_dir(dir)
+        .expect("dir")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("shard-"))
+        .filter_map(|e| e.metadata().ok().map(|m| m.len()))
+        .collect();
+    (bytes_under(dir) - shards.iter().sum::<u64>(), shards)
+}
+
+/// `args` on `url` through a fresh cache of `limit` bytes, polling the cache folder's size
+/// during the run: the output and the most bytes seen there.
+fn watched(args: &[&str], url: &str, limit: u64, env: &[(&str, &str)]) -> (Output, u64) {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let stop = Arc::new(AtomicBool::new(false));
+    let most = Arc::new(AtomicU64::new(0));
+    let watcher = {
+        let (stop, most, root) = (stop.clone(), most.clone(), cache.path().to_path_buf());
+        std::thread::spawn(move || {
+            let t0 = Instant::now();
+            while !stop.load(Ordering::Relaxed) && t0.elapsed() < COMMAND_LIMIT {
+                most.fetch_max(bytes_under(&root), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })
+    };
+    let d = data(url, cache.path());
+    let mut more: Vec<&str> = d.iter().map(String::as_str).collect();
+    let limit_s = limit.to_string();
+    more.extend(["--cache-size", &limit_s]);
+    let o = imgfeed(args, &more, env);
+    stop.store(true, Ordering::Relaxed);
+    let _ = watcher.join();
+    (o, most.load(Ordering::Relaxed))
+}
+
+#[test]
+fn a_cache_smaller_than_the_data_holds_its_limit_and_gives_the_local_digests() {
+    if !ready("a_cache_smaller_than_the_data_holds_its_limit_and_gives_the_local_digests") {
+        return;
+    }
+    let local = shards();
+    let dir = local.path().join("ds");
+    let moto = Moto::start(None);
+    upload(moto.port, "data", "ds", &dir, |_, b| Some(b));
+    let ep = moto.endpoint();
+    let env = [("AWS_ENDPOINT_URL", ep.as_str())];
+    let at = ["--data", dir.to_str().expect("utf-8")];
+    let want_train = digests(&imgfeed(TRAIN, &at, &[]));
+    let want_eval = digests(&imgfeed(EVAL, &at, &[]));
+    assert_eq!(want_train.len(), 2);
+    let (small, shards) = sizes(&dir);
+    let largest = shards.iter().copied().max().unwrap_or(0);
+    let total: u64 = shards.iter().sum();
+    assert!(
+        shards.len() >= 4,
+        "{} shards: the test needs more",
+        shards.len()
+    );
+    // The least the open accepts (the index, the names and the largest shard: one file
+    // at a time), and about a quarter of the shards.
+    let least = small + largest;
+    let quarter = (small + total / 4).max(least);
+    assert!(quarter < small + total / 2);
+    for limit in [least, quarter] {
+        for (args, want) in [(TRAIN, &want_train), (EVAL, &want_eval)] {
+            let (o, most) = watched(args, "s3://data/ds", limit, &env);
+            let what = format!("{:?} with a cache of {limit} bytes", args[1]);
+            assert!(o.status.success(), "{what}: {}", text(&o.stderr));
+            assert_eq!(&digests(&o), want, "{what}");
+            assert!(
+                most > 0 && most <= limit,
+                "{what}: {most} bytes in the cache folder"
+            );
+            if args == TRAIN {
+                // Two shuffled epochs through a cache of a fraction of the shards: files
+                // come again, and the traffic line says how many and how much.
+                let again = traffic(&o, "files fetched again");
+                assert!(again > 0, "{what}: {}", text(&o.stdout));
+                assert!(
+                    traffic(&o, "files downloaded") >= shards.len() as u64 + again,
+                    "{}",
+                    text(&o.stdout)
+                );
+                assert!(
+                    text(&o.stdout).contains("MB: the cache is smaller than the sampling"),
+                    "{}",
+                    text(&o.stdout)
+                );
+            }
+        }
+    }
+    // A cache that holds everything fetches each shard once over both epochs.
+    let (o, _) = watched(TRAIN, "s3://data/ds", 10 * (small + total), &env);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(digests(&o), want_train);
+    assert_eq!(traffic(&o, "files downloaded"), shards.len() as u64 + 2);
+    assert_eq!(traffic(&o, "files fetched again"), 0);
+    // Below the least: refused up front, naming the flag, before any batch.
+    let (o, _) = watched(TRAIN, "s3://data/ds", largest - 1, &env);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("--cache-size"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(digests(&o).is_empty());
+}
+
+/// The in-process client's settings: dummy credentials, no instance metadata.
+fn client_env() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for (k, v) in [
+            ("AWS_ACCESS_KEY_ID", "test"),
+            ("AWS_SECRET_ACCESS_KEY", "test"),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+        ] {
+            std::env::set_var(k, v);
+        }
+    });
+}
+
+#[test]
+fn parallel_part_downloads_get_past_503s_and_cut_bodies() {
+    if !ready("parallel_part_downloads_get_past_503s_and_cut_bodies") {
+        return;
+    }
+    client_env();
+    let moto = Moto::start(None);
+    assert_eq!(http(moto.port, "PUT", "/parts", b""), 200);
+    // 3 MB of bytes that differ from part to part (a part written at the wrong offset
+    // shows).
+    let mut x: u32 = 0x9e37_79b9;
+    let want: Vec<u8> = (0..3_000_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect();
+    assert_eq!(http(moto.port, "PUT", "/parts/p/big.bin", &want), 200);
+    let fast = RetryPolicy {
+        max_attempts: 10,
+        base: Duration::from_millis(10),
+        cap: Duration::from_millis(200),
+        deadline: Duration::from_secs(60),
+    };
+    let url = StoreUrl::parse("s3://parts/p").expect("url");
+    for (fault, faults) in [
+        (None, 0),
+        (Some(Fault::Unavailable), 6),
+        (Some(Fault::CutAfter(40_000)), 6),
+    ] {
+        let proxy = fault.map(|f| Proxy::start(moto.port, f, faults));
+        let ep = proxy
+            .as_ref()
+            .map_or_else(|| moto.endpoint(), Proxy::endpoint);
+        let client = StoreClient::new(&url, Some(&ep))
+            .expect("client")
+            .with_retry(fast);
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let path = tmp.path().join("big.bin");
+        let mut file = std::fs::File::create(&path).expect("creates");
+        file.set_len(want.len() as u64).expect("sized");
+        let before = imgfeed::store::snapshot();
+        let info = client
+            .download_parts(
+                "big.bin",
+                want.len() as u64,
+                "the test",
+                &mut file,
+                256 << 10,
+                8,
+            )
+            .expect("downloads");
+        drop(file);
+        let got = std::fs::read(&path).expect("reads");
+        assert_eq!(info.size, want.len() as u64);
+        assert!(got == want, "the parts make the object's bytes");
+        let t = imgfeed::store::snapshot().since(&before);
+        // 12 parts, each one request at least; every fault cost a retry (a cut part
+        // resumes where it stopped).
+        assert!(t.requests >= 12, "{t}");
+        assert!(t.retries >= faults as u64, "{t}");
+    }
+    // A size that is not the object's is refused, naming the object.
+    let client = StoreClient::new(&url, Some(&moto.endpoint())).expect("client");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut file = std::fs::File::create(tmp.path().join("x")).expect("creates");
+    let e = client
+        .download_parts("big.bin", 2_000_000, "the test", &mut file, 256 << 10, 8)
+        .expect_err("another size");
+    assert!(
+        e.to_string().contains("s3://parts/p/big.bin") && e.to_string().contains("2000000"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_small_cache_through_a_faulty_store_gives_the_local_digests() {
+    if !ready("a_small_cache_through_a_faulty_store_gives_the_local_digests") {
+        return;
+    }
+    let local = shards();
+    let dir = local.path().join("ds");
+    let moto = Moto::start(None);
+    upload(moto.port, "data", "ds", &dir, |_, b| Some(b));
+    let want = digests(&imgfeed(
+        TRAIN,
+        &["--data", dir.to_str().expect("utf-8")],
+        &[],
+    ));
+    let (small, shards) = sizes(&dir);
+    let largest = shards.iter().copied().max().unwrap_or(0);
+    let limit = small + 2 * largest;
+    for (fault, faults) in [(Fault::Unavailable, 6), (Fault::CutAfter(3000), 4)] {
+        let proxy = Proxy::start(moto.port, fault, faults);
+        let ep = proxy.endpoint();
+        let (o, most) = watched(
+            TRAIN,
+            "s3://data/ds",
+            limit,
+            &[("AWS_ENDPOINT_URL", ep.as_str())],
+        );
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert_eq!(digests(&o), want, "nothing lost or repeated");
+        assert!(most <= limit, "{most} bytes in a cache of {limit}");
+        assert!(
+            traffic(&o, "retries") >= faults as u64,
+            "{}",
+            text(&o.stdout)
+        );
+    }
+}
