@@ -229,8 +229,9 @@ pub enum Invalid {
     /// A cache too small for a remote dataset's index, names and largest shard.
     #[error(
         "--cache-size (source.cache_size) {limit} bytes cannot hold {url}'s index, names and \
-         largest shard ({least} bytes); give at least that, better a few shards more (shards \
-         are fetched ahead)"
+         largest shard ({least} bytes); give at least that (then one shard is cached at a \
+         time and reads wait for each other), better a few shards more (the workers read \
+         and shards are fetched ahead at once; shards that do not fit are fetched again)"
     )]
     CacheTooSmall {
         /// The cache's limit in bytes.

@@ -405,9 +405,9 @@ impl FetchAhead {
         scratch: &mut Vec<u8>,
     ) -> Result<()> {
         self.forked();
-        self.inner.note_read(index);
         let t0 = Instant::now();
-        let held = self.inner.acquire(shard)?;
+        let st = self.inner.note_read(index);
+        let held = self.inner.acquire_locked(shard, st)?;
         stats::waited(t0.elapsed());
         let bytes = held.map.get(range).ok_or_else(|| {
             Error::Internal(format!(
@@ -474,9 +474,9 @@ impl Inner {
         f.key(self.files.listed_by)
     }
 
-    /// A read of sample `index`: move the plan's position (making the plan of the epoch
-    /// the reads' count says when no order was announced).
-    fn note_read(&self, index: usize) {
+    /// A read of sample `index`: the state, locked, with the plan's position moved (the
+    /// plan of the epoch the reads' count says made first when no order was announced).
+    fn note_read(&self, index: usize) -> std::sync::MutexGuard<'_, State> {
         let per_epoch = self.files.per_epoch.max(1);
         let epoch = self.reads.fetch_add(1, Ordering::Relaxed) / per_epoch;
         let mut st = lock(&self.state);
@@ -492,19 +492,26 @@ impl Inner {
             st = lock(&self.state);
             st.plan = Some(plan);
             st.room_gen += 1;
-            drop(st);
             self.changed.notify_all();
-            st = lock(&self.state);
         }
         if let Some(p) = st.plan.as_mut() {
             p.mark(index);
         }
+        st
     }
 
     /// The map of `shard`, lent to a reader: fetched (once, whoever asks) when it is not
     /// there.
     fn acquire(&self, shard: usize) -> Result<Held<'_>> {
-        let mut st = lock(&self.state);
+        self.acquire_locked(shard, lock(&self.state))
+    }
+
+    /// [`Inner::acquire`] with the state locked already (by the read's [`Inner::note_read`]).
+    fn acquire_locked<'a>(
+        &'a self,
+        shard: usize,
+        mut st: std::sync::MutexGuard<'a, State>,
+    ) -> Result<Held<'a>> {
         loop {
             if shard >= st.maps.len() {
                 return Err(Error::Internal(format!("file {shard} is not listed")));
