@@ -104,6 +104,10 @@ pub const PARTS_IN_FLIGHT: usize = 8;
 /// The longest a read waits for readers to release room in the cache.
 pub const WAIT_FOR_ROOM: Duration = Duration::from_secs(600);
 
+/// How long a read that needs room first waits for files needed before its own to be
+/// done with, before it may evict any file not in use.
+const NO_HARM_WAIT: Duration = Duration::from_millis(50);
+
 /// A reader more than this many samples ahead of the lowest position not yet read moves
 /// the position used for next uses (a process reading only some of the order, a forked
 /// worker, must not leave it behind for good).
@@ -258,6 +262,8 @@ struct State {
     room_gen: u64,
     /// `room_gen` when a prefetch last found no room, and when.
     no_room: Option<(u64, Instant)>,
+    /// Bytes of the prefetches in flight (their reserved room is not the readers').
+    ahead_bytes: u64,
     stop: bool,
 }
 
@@ -577,11 +583,14 @@ impl Inner {
                     .map_or_else(|p| p.into_inner().0, |(g, _)| g);
                 continue;
             };
+            let size = self.files.files.get(f).map_or(0, |e| e.size);
             st.fetching[f] = true;
+            st.ahead_bytes += size;
             drop(st);
             let got = self.fetch(f, Room::Ahead(d));
             st = lock(&self.state);
             st.fetching[f] = false;
+            st.ahead_bytes = st.ahead_bytes.saturating_sub(size);
             match got {
                 Ok(Some(map)) => {
                     st.maps[f] = Some(Arc::new(map));
@@ -600,12 +609,19 @@ impl Inner {
 
     /// The file to prefetch: not mapped, not being fetched, read in the rest of this
     /// epoch (the next epoch's files are fetched when it starts: a run that ends here
-    /// fetches nothing it does not read), the soonest; with its next use.
+    /// fetches nothing it does not read), the soonest; with its next use. Beside the
+    /// first prefetch in flight, others only while the room they reserve stays within a
+    /// third of the limit (the rest is the readers').
     fn pick(&self, st: &State) -> Option<(usize, u64)> {
         let plan = st.plan.as_ref()?;
         let left = plan.len.saturating_sub(plan.cursor()) as u64;
+        let room = self.cache.limit() / 3;
+        let fits = |f: usize| {
+            let size = self.files.files.get(f).map_or(0, |e| e.size);
+            st.ahead_bytes == 0 || st.ahead_bytes.saturating_add(size) <= room
+        };
         (0..st.maps.len())
-            .filter(|&f| st.maps[f].is_none() && !st.fetching[f])
+            .filter(|&f| st.maps[f].is_none() && !st.fetching[f] && fits(f))
             .map(|f| (f, plan.next_use(f)))
             .filter(|&(_, d)| d < left)
             .min_by_key(|&(f, d)| (d, f))
@@ -667,7 +683,9 @@ impl Inner {
 
     /// Reserve room for `shard` (see [`Room`]), evicting by next use under the state's
     /// lock (so no reader takes a map of a file being evicted): `None` when a prefetch
-    /// finds no room; a read waits for room, at most [`WAIT_FOR_ROOM`].
+    /// finds no room; a read waits for room, at most [`WAIT_FOR_ROOM`], evicting only
+    /// files needed after its own for the first [`NO_HARM_WAIT`] (another worker still
+    /// reading the file before it finishes with it, rather than fetching it again).
     #[allow(clippy::type_complexity)]
     fn reserve(
         &self,
@@ -675,14 +693,22 @@ impl Inner {
         key: &CacheKey<'_>,
         room: Room,
     ) -> Result<Option<std::result::Result<super::cache::Pending, PathBuf>>> {
-        let beyond = match room {
-            Room::Read => 0,
-            Room::Ahead(d) => d.saturating_add(1),
-        };
         let t0 = Instant::now();
         let mut waiting = false;
         let mut st = lock(&self.state);
         let out = loop {
+            let beyond = match room {
+                Room::Read if t0.elapsed() < NO_HARM_WAIT => {
+                    let own = st.plan.as_ref().map_or(NEVER, |p| p.next_use(shard));
+                    if own >= NEVER {
+                        0
+                    } else {
+                        own + 1
+                    }
+                }
+                Room::Read => 0,
+                Room::Ahead(d) => d.saturating_add(1),
+            };
             let ranked = {
                 let st = &*st;
                 let next_use = |p: &std::path::Path| -> Option<u64> {
