@@ -21,6 +21,7 @@ const FLAGS: &[(&str, Option<&str>)] = &[
     ("--num-shards", Some("1")),
     ("--shard-id", Some("0")),
     ("--uneven", Some("pad")),
+    ("--shuffle-window", Some("2")),
     ("--on-error", Some("skip")),
     ("--start-epoch", Some("0")),
     ("--start-batch", Some("0")),
@@ -61,6 +62,7 @@ const SAMPLING: &[&str] = &[
     "--num-shards",
     "--shard-id",
     "--uneven",
+    "--shuffle-window",
 ];
 const RESUME: &[&str] = &[
     "--start-epoch",

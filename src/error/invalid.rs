@@ -309,4 +309,27 @@ pub enum Invalid {
     /// A measurement whose epochs yield nothing (free-form: the empty-epoch warning).
     #[error("nothing to measure: {0}")]
     NothingToMeasure(String),
+    /// `shuffle_window` on a source that is not made of multi-sample files.
+    #[error(
+        "shuffle_window shuffles windows of files and needs a dataset made of multi-sample \
+         files (shards, webdataset, tfrecord, mindrecord, parquet), but {kind} at {} holds \
+         one sample per file or record: leave shuffle_window out (the global shuffle), or \
+         convert the dataset to shards",
+        root.display()
+    )]
+    WindowKind {
+        /// The source's kind.
+        kind: &'static str,
+        /// Its root.
+        root: PathBuf,
+    },
+    /// A cache too small for `shuffle_window`'s window of files.
+    #[error("{url}: {source}")]
+    WindowCache {
+        /// The dataset.
+        url: String,
+        /// What the window needs.
+        #[source]
+        source: crate::plan::window::CacheShort,
+    },
 }

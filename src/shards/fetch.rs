@@ -38,6 +38,7 @@ pub(crate) fn remote_files(
     sampling: Sampling,
 ) -> RemoteFiles {
     let n = manifest.samples as usize;
+    let by_file = sampling.shuffle_window.map(|_| shard_of.clone());
     let files = manifest
         .shards
         .iter()
@@ -60,7 +61,7 @@ pub(crate) fn remote_files(
             keep,
             file_of: shard_of,
             per_epoch: sampling.len(n) as u64,
-            order: Box::new(move |epoch| sampling.order(n, epoch)),
+            order: Box::new(move |epoch| sampling.order(n, epoch, by_file.as_deref())),
             check: Box::new(check),
         },
     )

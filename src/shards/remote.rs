@@ -4,7 +4,7 @@
 //! are fetched when an epoch needs them ([`RemoteFiles`](super::fetch::RemoteFiles)): the same checks as a local
 //! dataset's, the same records, the same batches.
 
-use super::fetch::key;
+use super::fetch::{key, PREFETCH};
 use super::format::{Entry, FileEntry, Manifest, HEADER_LEN, MANIFEST};
 use super::Shards;
 use crate::error::Result;
@@ -39,6 +39,16 @@ pub fn open(
             least,
         }
         .into());
+    }
+    if let Some(window) = sampling.shuffle_window {
+        let sizes: Vec<u64> = manifest.shards.iter().map(|f| f.size).collect();
+        let keep = manifest.index.size + manifest.names.size;
+        crate::plan::window::check_room(&sizes, keep, cache.limit(), window, PREFETCH).map_err(
+            |source| crate::error::Invalid::WindowCache {
+                url: url.to_string(),
+                source,
+            },
+        )?;
     }
     let index = small_file(&client, &cache, &manifest.index, &[])?;
     let names = small_file(

@@ -129,7 +129,15 @@ impl SourceConfig {
             return Err(Invalid::NoRoot.into());
         }
         let def = self.dataset.def();
-        match DatasetRoot::parse(self.root(), &self.remote)? {
+        let root = DatasetRoot::parse(self.root(), &self.remote)?;
+        let root = match root {
+            DatasetRoot::Store(mut at) => {
+                at.sampling = self.sampling;
+                DatasetRoot::Store(at)
+            }
+            local => local,
+        };
+        match root {
             DatasetRoot::Local(root) => {
                 if self.kind() == SourceKind::Shards || Shards::is_dataset(&root) {
                     super::shards::open_local(&root, def.listing())
@@ -321,6 +329,7 @@ mod tests {
         let s = Sampling {
             num_samples: Some(3),
             num_epochs: 2,
+            shuffle_window: Some(2),
             ..Sampling::default()
         };
         let v = toml::Value::try_from(s).expect("serializes");

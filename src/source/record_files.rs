@@ -27,6 +27,7 @@ use super::{Raw, RawSample, Source};
 use crate::error::{Error, Result};
 use crate::formats::{RecordEntry, RecordFormat};
 use crate::spec::{Spec, MAX_LABELS};
+use crate::store::ahead::PREFETCH;
 use crate::store::{AheadFile, AheadFiles, Cache, FetchAhead, StoreClient, StoreUrl};
 use memmap2::Mmap;
 use std::path::{Path, PathBuf};
@@ -43,6 +44,8 @@ pub struct RecordFiles {
     keys: Vec<Box<str>>,
     /// The class names the first file carries (Parquet's metadata), as `(name, label)`.
     classes: Vec<(String, u32)>,
+    /// The file of each sample.
+    file_of: Vec<u32>,
 }
 
 /// Where the files' bytes are.
@@ -425,6 +428,7 @@ impl RecordFiles {
         }
         let mut samples = Vec::with_capacity(total);
         let mut keys = Vec::with_capacity(total);
+        let file_of = file_of(&indexes);
         for (file, entries) in indexes.into_iter().enumerate() {
             for e in entries {
                 samples.push(Slot {
@@ -445,6 +449,7 @@ impl RecordFiles {
             samples,
             keys,
             classes,
+            file_of,
         })
     }
 
@@ -507,6 +512,15 @@ impl RecordFiles {
                 least: largest,
             }
             .into());
+        }
+        if let Some(window) = at.sampling.shuffle_window {
+            let sizes: Vec<u64> = found.iter().map(|(_, i)| i.size).collect();
+            crate::plan::window::check_room(&sizes, 0, cache.limit(), window, PREFETCH).map_err(
+                |source| crate::error::Invalid::WindowCache {
+                    url: url.to_string(),
+                    source,
+                },
+            )?;
         }
         let index_root = at
             .options
@@ -594,11 +608,10 @@ impl RecordFiles {
             // (An empty copy has no samples: nothing reads it.)
             maps.push(map);
         }
-        let mut file_of = Vec::new();
-        for (i, e) in indexes.iter().enumerate() {
-            file_of.extend(std::iter::repeat_n(i as u32, e.len()));
-        }
+        let file_of = file_of(&indexes);
         let n = file_of.len();
+        let sampling = at.sampling;
+        let by_file = sampling.shuffle_window.map(|_| file_of.clone());
         let ahead = FetchAhead::new(
             client,
             cache,
@@ -607,8 +620,8 @@ impl RecordFiles {
                 listed_by: LISTED,
                 keep: Vec::new(),
                 file_of,
-                per_epoch: n as u64,
-                order: Box::new(move |_| (0..n).collect()),
+                per_epoch: sampling.len(n) as u64,
+                order: Box::new(move |epoch| sampling.order(n, epoch, by_file.as_deref())),
                 check: Box::new(|_, _| Ok(())),
             },
         );
@@ -634,6 +647,15 @@ impl RecordFiles {
     pub fn files(&self) -> &[String] {
         &self.names
     }
+}
+
+/// The file of each sample of `indexes` (one per file).
+fn file_of(indexes: &[Vec<RecordEntry>]) -> Vec<u32> {
+    let mut file_of = Vec::with_capacity(indexes.iter().map(Vec::len).sum());
+    for (i, e) in indexes.iter().enumerate() {
+        file_of.extend(std::iter::repeat_n(i as u32, e.len()));
+    }
+    file_of
 }
 
 impl Source for RecordFiles {
@@ -704,6 +726,10 @@ impl Source for RecordFiles {
             raw: Raw::Encoded(bytes),
             labels: s.labels,
         })
+    }
+
+    fn file_of(&self) -> Option<&[u32]> {
+        Some(&self.file_of)
     }
 
     fn epoch_starts(&self, epoch: u64, order: &[usize]) {
