@@ -44,6 +44,32 @@ fn dataset() -> tempfile::TempDir {
         ),
     )
     .expect("writes");
+    // the same images as WebDataset tars of JPEGs (`wds/`, about 3 a tar)
+    let jpeg = dir.path().join("jpeg.toml");
+    std::fs::write(
+        &jpeg,
+        format!(
+            "[source]\nkind = \"image_folder\"\nroot = {:?}\n[[ops]]\nop = \"decode\"\n\
+             [batch]\nsize = 4\n",
+            src.to_str().expect("utf-8")
+        ),
+    )
+    .expect("writes");
+    let o = imgfeed(
+        &[
+            "convert",
+            jpeg.to_str().expect("utf-8"),
+            "--format",
+            "webdataset",
+            "--shard-size",
+            "10kB",
+            "--out",
+            dir.path().join("wds").to_str().expect("utf-8"),
+        ],
+        &[],
+        &[],
+    );
+    assert!(o.status.success(), "convert: {}", text(&o.stderr));
     let out = dir.path().join("ds");
     let o = imgfeed(
         &[
@@ -190,6 +216,70 @@ fn epochs_through_a_small_cache_give_the_local_digests_within_the_limit() {
         limit * 100 / total
     );
     assert!(thrash > 2 * fetched, "global {thrash}, window {fetched}");
+}
+
+#[test]
+fn webdataset_tars_through_a_small_cache_give_the_local_digests_within_the_limit() {
+    if !ready("webdataset_tars_through_a_small_cache_give_the_local_digests_within_the_limit") {
+        return;
+    }
+    let dir = dataset();
+    let wds = dir.path().join("wds");
+    let mut tars: Vec<u64> = std::fs::read_dir(&wds)
+        .expect("dir")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tar"))
+        .map(|e| e.metadata().expect("metadata").len())
+        .collect();
+    tars.sort_unstable_by(|a, b| b.cmp(a));
+    assert!(tars.len() >= 16, "{} tars", tars.len());
+    let total: u64 = tars.iter().sum();
+    let limit = tars[..4].iter().sum::<u64>();
+    assert!(limit * 100 <= total * 30, "{limit} of {total}");
+    let moto = Moto::start(None);
+    upload(moto.port, "data", "wds", &wds, |name, b| {
+        name.ends_with(".tar").then_some(b)
+    });
+    let ep = moto.endpoint();
+    let env = [("AWS_ENDPOINT_URL", ep.as_str())];
+    let flags = ["--epochs", "2", "--shuffle-window", "2"];
+    let local = run(
+        dir.path(),
+        wds.to_str().expect("utf-8"),
+        dir.path(),
+        &flags,
+        &[],
+    );
+    assert!(local.status.success(), "{}", text(&local.stderr));
+    let want = digests(&local);
+    assert_eq!(want.len(), 2);
+    let cache = tempfile::tempdir().expect("tempdir");
+    let limit_s = limit.to_string();
+    let mut more = flags.to_vec();
+    more.extend(["--cache-size", &limit_s]);
+    let pattern = format!("s3://data/wds/shard-{{000000..{:06}}}.tar", tars.len() - 1);
+    let (o, most) = watching(cache.path(), || {
+        run(dir.path(), &pattern, cache.path(), &more, &env)
+    });
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(digests(&o), want, "the store's epochs are the local ones");
+    // (the tars' indexes are kept beside the cache, outside its limit: at most what the
+    // watcher saw less what they hold at the end)
+    let indexes = bytes_under(&cache.path().join("indexes"));
+    assert!(indexes > 0);
+    let most = most - indexes.min(most);
+    assert!(most <= limit, "{most} bytes cached, limit {limit}");
+    let fetched = traffic(&o, "files downloaded");
+    eprintln!(
+        "2 epochs of {} tars through a cache of {limit} bytes: {fetched} files downloaded",
+        tars.len()
+    );
+    // each tar fetched once to index it, then about once an epoch
+    assert!(
+        fetched <= 3 * tars.len() as u64 + 8,
+        "{fetched}: {}",
+        text(&o.stdout)
+    );
 }
 
 #[test]
