@@ -5,7 +5,7 @@
 //! of the image tree (eval and train pipelines, 2 epochs, 1 and 2 workers, ranks of 2),
 //! read from either name of the group, a pattern of both or the prefix; each object is
 //! indexed once, the index kept in the cache (a warm run downloads nothing); a missing file
-//! of the group is an error naming its object.
+//! of the group, or a header that lies, is an error naming its object.
 //!
 //! Runs inside a network namespace holding only loopback (`.ci/run`:
 //! `unshare -n sh -c 'ip link set lo up && cargo test --test mindrecord_store'` with
@@ -158,7 +158,14 @@ fn a_mindspore_group_in_the_store_gives_the_trees_digests_from_either_name() {
     let changed = eval.replacen("kind = \"image_folder\"", "kind = \"mindrecord\"", 1);
     assert_ne!(changed, eval);
     std::fs::write(&pipeline, changed).expect("writes");
-    let prefix = run(s(&pipeline), "s3://mrec/train/", "2", None, fresh.path(), &ep);
+    let prefix = run(
+        s(&pipeline),
+        "s3://mrec/train/",
+        "2",
+        None,
+        fresh.path(),
+        &ep,
+    );
     assert!(
         text(&prefix.stdout).contains("12 samples in 2 files"),
         "{}{}",
@@ -169,8 +176,10 @@ fn a_mindspore_group_in_the_store_gives_the_trees_digests_from_either_name() {
 }
 
 #[test]
-fn a_missing_file_of_the_group_is_named() {
-    let Some(python) = ready("a_missing_file_of_the_group_is_named") else {
+fn a_missing_file_of_the_group_or_a_lying_header_is_named_with_its_object() {
+    let Some(python) =
+        ready("a_missing_file_of_the_group_or_a_lying_header_is_named_with_its_object")
+    else {
         return;
     };
     let local = group(&python);
@@ -193,6 +202,27 @@ fn a_missing_file_of_the_group_is_named() {
     assert!(
         e.contains("s3://mrec/half/tree.mindrecord1")
             && e.contains("no such object (a file of the MindRecord group s3://mrec/half/tree.mindrecord0 belongs to)"),
+        "{e}"
+    );
+    // A header announcing more bytes than the object has: the object and the reason.
+    let lying = tempfile::tempdir().expect("tempdir");
+    let mut bytes = std::fs::read(local.path().join("tree.mindrecord0")).expect("reads");
+    bytes[..8].copy_from_slice(&(1u64 << 60).to_le_bytes());
+    std::fs::write(lying.path().join("tree.mindrecord0"), bytes).expect("writes");
+    moto::upload(moto.port, "lies", "mr", lying.path(), |_, b| Some(b));
+    let o = run(
+        EVAL,
+        "s3://lies/mr/tree.mindrecord0",
+        "2",
+        None,
+        cache.path(),
+        &ep,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stdout));
+    let e = text(&o.stderr);
+    assert!(
+        e.contains("s3://lies/mr/tree.mindrecord0")
+            && e.contains("not a MindRecord file: header of 1152921504606846976 bytes announced"),
         "{e}"
     );
     // The named object itself missing is said too.
