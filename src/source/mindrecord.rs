@@ -204,18 +204,14 @@ fn store_group_of(client: &StoreClient, name: &str, size: u64) -> Result<Vec<Str
     let mut bytes = client.get_range(name, 0..size.min(FIRST_READ))?;
     let n = u64::from_le_bytes(bytes[..8].try_into().unwrap_or([0; 8]));
     if n > size - 8 {
-        return Err(bad(
-            path,
-            format!("not a MindRecord file: header of {n} bytes announced, the object has {size}"),
-        ));
+        let reason = format!(
+            "not a MindRecord file: header of {n} bytes announced, the object has {size}"
+        );
+        return Err(bad(path, reason));
     }
     if n > MAX_HEADER {
-        return Err(bad(
-            path,
-            format!(
-                "a header of {n} bytes announced: more than MindSpore writes ({MAX_HEADER})"
-            ),
-        ));
+        let reason = format!("a header of {n} bytes announced: more than MindSpore writes");
+        return Err(bad(path, reason));
     }
     let end = 8 + n;
     let have = bytes.len() as u64;
@@ -233,9 +229,7 @@ fn store_group_of(client: &StoreClient, name: &str, size: u64) -> Result<Vec<Str
 
 /// The objects `at` names, in MindSpore's order, with the client of the prefix they are
 /// in (see the module).
-fn list_store(
-    at: &StoreRoot,
-) -> Result<(StoreClient, Vec<(String, ObjectInfo)>)> {
+fn list_store(at: &StoreRoot) -> Result<(StoreClient, Vec<(String, ObjectInfo)>)> {
     let text = at.root.to_string_lossy().into_owned();
     let trimmed = text.trim_end_matches('/');
     let pattern = super::brace::is_pattern(trimmed);
