@@ -300,7 +300,7 @@ fn stamp(info: &crate::store::ObjectInfo) -> String {
 /// The prefix a store root lists and the names it picks there: an object or a pattern
 /// (`s3://b/wds/train-{0..9}.tar`: `s3://b/wds` and the names), or a prefix (`None`: every
 /// object there with one of `extensions`).
-fn store_selection(
+pub(super) fn store_selection(
     text: &str,
     extensions: &[&str],
 ) -> std::result::Result<(String, Option<Vec<String>>), String> {
@@ -492,6 +492,21 @@ impl RecordFiles {
                 all
             }
         };
+        RecordFiles::open_objects(at, format, client, found)
+    }
+
+    /// The objects `found` (`(name, info)` under `client`'s prefix, as its listing gave
+    /// them, in the dataset's order) of the dataset at `at`, indexed as
+    /// [`RecordFiles::open_store`] does: for a format whose objects are not picked by
+    /// extension alone (a MindRecord group, named by any one of its files).
+    pub fn open_objects<F: RecordFormat>(
+        at: &StoreRoot,
+        format: &F,
+        client: StoreClient,
+        found: Vec<(String, crate::store::ObjectInfo)>,
+    ) -> Result<RecordFiles> {
+        let url = client.url().clone();
+        let endpoint = at.options.endpoint.as_deref();
         if found.is_empty() {
             return Err(bad(
                 &at.root,
