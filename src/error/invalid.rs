@@ -309,4 +309,15 @@ pub enum Invalid {
     /// A measurement whose epochs yield nothing (free-form: the empty-epoch warning).
     #[error("nothing to measure: {0}")]
     NothingToMeasure(String),
+    /// `fetch = "ranges"` for compressed container files (gzip'd TFRecord, Parquet), which
+    /// are unpacked whole and read from that copy: no sample has a byte range to fetch.
+    #[error(
+        "{object}: --fetch ranges (source.fetch) cannot read a compressed file: it is \
+         unpacked whole into the cache and read from there; use fetch = \"files\" (or \
+         \"auto\")"
+    )]
+    RangesOfPacked {
+        /// The first compressed object.
+        object: String,
+    },
 }

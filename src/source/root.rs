@@ -28,6 +28,8 @@ pub struct StoreRoot {
     pub client: StoreClient,
     /// Where the store is reached and how the cache is kept.
     pub options: StoreOptions,
+    /// How the epochs read it (the `fetch = "auto"` choice depends on it).
+    pub sampling: crate::plan::Sampling,
 }
 
 impl DatasetRoot {
@@ -44,6 +46,7 @@ impl DatasetRoot {
             url,
             client,
             options: options.clone(),
+            sampling: crate::plan::Sampling::default(),
         })))
     }
 }
