@@ -11,48 +11,17 @@
 //! `IMGFEED_FORMAT_TESTS=required` (as `.ci/run` sets), which turns a skip into a failure.
 
 mod common;
+#[path = "common/formats.rs"]
+mod formats;
 
 use common::{code, imgfeed, repo, text};
+use formats::{digests, s, EVAL, TRAIN};
 use imgfeed::formats::mindrecord::{group, index, read_header, MindRecordOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The `mindspore` environment's python, or why there is none.
-fn mindspore_python() -> Result<PathBuf, String> {
-    let how = "bash python/envs.sh mindspore (the MindSpore environment)";
-    let out = Command::new("bash")
-        .arg(repo().join("python/envs.sh"))
-        .args(["--path", "mindspore"])
-        .output()
-        .map_err(|e| format!("bash: {e}"))?;
-    let env = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let python = Path::new(&env).join("bin/python");
-    let imports = out.status.success()
-        && Command::new(&python)
-            .args(["-c", "import mindspore.mindrecord"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-    if imports {
-        Ok(python)
-    } else {
-        Err(format!("the mindspore environment is not made: {how}"))
-    }
-}
-
-/// The python to run MindSpore with, or `None` (said, or a failure when required).
 fn ready(test: &str) -> Option<PathBuf> {
-    match mindspore_python() {
-        Ok(p) => Some(p),
-        Err(why) => {
-            assert!(
-                std::env::var("IMGFEED_FORMAT_TESTS").as_deref() != Ok("required"),
-                "{test}: IMGFEED_FORMAT_TESTS=required, but {why}"
-            );
-            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
-            None
-        }
-    }
+    formats::ready(test, "mindspore", "mindspore.mindrecord")
 }
 
 /// The fixture tree as a MindRecord group of `shards` files `out/tree.mindrecordN`,
@@ -69,45 +38,9 @@ fn write(python: &Path, out: &Path, shards: usize) {
     assert!(o.status.success(), "{}", text(&o).1);
 }
 
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8")
-}
-
-/// The digests `imgfeed run` printed, one per epoch.
-fn digests(o: &Output) -> Vec<String> {
-    let (so, se) = text(o);
-    assert_eq!(code(o), 0, "{so}{se}");
-    let d: Vec<String> = so
-        .lines()
-        .filter_map(|l| l.split("digest ").nth(1))
-        .map(|d| d.split(';').next().unwrap_or("").to_string())
-        .collect();
-    assert!(!d.is_empty(), "{so}");
-    d
-}
-
-/// `imgfeed run PIPELINE` on `data` with `workers`, and `(num_shards, shard_id)`.
 fn run(pipeline: &str, data: &str, workers: &str, rank: Option<(&str, &str)>) -> Output {
-    let mut args = vec![
-        "run",
-        pipeline,
-        "--data",
-        data,
-        "--batch-size",
-        "4",
-        "--workers",
-        workers,
-        "--epochs",
-        "2",
-    ];
-    if let Some((n, i)) = rank {
-        args.extend(["--num-shards", n, "--shard-id", i]);
-    }
-    imgfeed(&args)
+    formats::run(pipeline, data, workers, rank, None)
 }
-
-const EVAL: &str = "pipelines/resnet50_eval.toml";
-const TRAIN: &str = "pipelines/resnet50_train.toml";
 
 #[test]
 fn mindspores_group_gives_the_trees_digests_from_any_of_its_names() {

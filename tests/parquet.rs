@@ -10,92 +10,28 @@
 //! `IMGFEED_FORMAT_TESTS=required` (as `.ci/run` sets), which turns a skip into a failure.
 
 mod common;
+#[path = "common/formats.rs"]
+mod formats;
 
 use common::{code, repo, text};
-use std::io::Write;
+use formats::{digests, s, EVAL, TRAIN};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-/// The `formats` environment's python, or why there is none.
-fn formats_python() -> Result<PathBuf, String> {
-    let how = "bash python/envs.sh formats (the formats environment: webdataset, datasets, \
-               tfrecord)";
-    let out = Command::new("bash")
-        .arg(repo().join("python/envs.sh"))
-        .args(["--path", "formats"])
-        .output()
-        .map_err(|e| format!("bash: {e}"))?;
-    let env = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let python = Path::new(&env).join("bin/python");
-    let imports = out.status.success()
-        && Command::new(&python)
-            .args(["-c", "import datasets"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-    if imports {
-        Ok(python)
-    } else {
-        Err(format!("the formats environment is not made: {how}"))
-    }
-}
-
-/// The python to run the writer with, or `None` (said, or a failure when required).
 fn ready(test: &str) -> Option<PathBuf> {
-    match formats_python() {
-        Ok(p) => Some(p),
-        Err(why) => {
-            assert!(
-                std::env::var("IMGFEED_FORMAT_TESTS").as_deref() != Ok("required"),
-                "{test}: IMGFEED_FORMAT_TESTS=required, but {why}"
-            );
-            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
-            None
-        }
-    }
+    formats::ready(test, "formats", "datasets")
 }
 
 /// The fixture tree as `files` Parquet files in `out`, by HF `datasets`.
 fn write(python: &Path, out: &Path, files: usize, extra: &[&str]) {
-    let o = Command::new(python)
-        .arg(repo().join("fixtures/records/write_tree.py"))
-        .arg("parquet")
-        .arg(repo().join("fixtures/imagefolder"))
-        .arg(out)
-        .arg(files.to_string())
-        .args(extra)
-        .output()
-        .expect("runs python");
-    assert!(o.status.success(), "{}", text(&o).1);
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8")
-}
-
-/// The digests `imgfeed run` printed, one per epoch.
-fn digests(o: &Output) -> Vec<String> {
-    let (so, se) = text(o);
-    assert_eq!(code(o), 0, "{so}{se}");
-    let d: Vec<String> = so
-        .lines()
-        .filter_map(|l| l.split("digest ").nth(1))
-        .map(|d| d.split(';').next().unwrap_or("").to_string())
-        .collect();
-    assert!(!d.is_empty(), "{so}");
-    d
+    formats::write_tree(python, "parquet", out, files, extra);
 }
 
 /// `imgfeed ARGS` with `XDG_CACHE_HOME` set to `cache` (where Parquet files are unpacked).
 fn cached(args: &[&str], cache: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_imgfeed"))
-        .args(args)
-        .current_dir(repo())
-        .env("XDG_CACHE_HOME", cache)
-        .output()
-        .expect("run the imgfeed binary")
+    formats::in_cache(args, Some(cache))
 }
 
-/// `imgfeed run PIPELINE` on `data` with `workers`, and `(num_shards, shard_id)`.
 fn run(
     pipeline: &str,
     data: &str,
@@ -103,26 +39,8 @@ fn run(
     rank: Option<(&str, &str)>,
     cache: &Path,
 ) -> Output {
-    let mut args = vec![
-        "run",
-        pipeline,
-        "--data",
-        data,
-        "--batch-size",
-        "4",
-        "--workers",
-        workers,
-        "--epochs",
-        "2",
-    ];
-    if let Some((n, i)) = rank {
-        args.extend(["--num-shards", n, "--shard-id", i]);
-    }
-    cached(&args, cache)
+    formats::run(pipeline, data, workers, rank, Some(cache))
 }
-
-const EVAL: &str = "pipelines/resnet50_eval.toml";
-const TRAIN: &str = "pipelines/resnet50_train.toml";
 
 #[test]
 fn parquet_files_give_the_trees_digests() {

@@ -10,122 +10,26 @@
 //! `IMGFEED_FORMAT_TESTS=required` (as `.ci/run` sets), which turns a skip into a failure.
 
 mod common;
+#[path = "common/formats.rs"]
+mod formats;
 
 use common::{code, imgfeed, repo, text};
-use std::io::Write;
+use formats::{digests, s, EVAL, TRAIN};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-/// The `formats` environment's python, or why there is none.
-fn formats_python() -> Result<PathBuf, String> {
-    let how = "bash python/envs.sh formats (the formats environment: webdataset, datasets, \
-               tfrecord)";
-    let out = Command::new("bash")
-        .arg(repo().join("python/envs.sh"))
-        .args(["--path", "formats"])
-        .output()
-        .map_err(|e| format!("bash: {e}"))?;
-    let env = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let python = Path::new(&env).join("bin/python");
-    let imports = out.status.success()
-        && Command::new(&python)
-            .args(["-c", "import tfrecord"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-    if imports {
-        Ok(python)
-    } else {
-        Err(format!("the formats environment is not made: {how}"))
-    }
-}
-
-/// The python to run the writer with, or `None` (said, or a failure when required).
 fn ready(test: &str) -> Option<PathBuf> {
-    match formats_python() {
-        Ok(p) => Some(p),
-        Err(why) => {
-            assert!(
-                std::env::var("IMGFEED_FORMAT_TESTS").as_deref() != Ok("required"),
-                "{test}: IMGFEED_FORMAT_TESTS=required, but {why}"
-            );
-            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
-            None
-        }
-    }
+    formats::ready(test, "formats", "tfrecord")
 }
 
 /// The fixture tree as `files` TFRecord files in `out`, by the tfrecord package.
 fn write(python: &Path, out: &Path, files: usize, extra: &[&str]) {
-    let o = Command::new(python)
-        .arg(repo().join("fixtures/records/write_tree.py"))
-        .arg("tfrecord")
-        .arg(repo().join("fixtures/imagefolder"))
-        .arg(out)
-        .arg(files.to_string())
-        .args(extra)
-        .output()
-        .expect("runs python");
-    assert!(o.status.success(), "{}", text(&o).1);
+    formats::write_tree(python, "tfrecord", out, files, extra);
 }
 
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8")
-}
-
-/// The digests `imgfeed run` printed, one per epoch.
-fn digests(o: &Output) -> Vec<String> {
-    let (so, se) = text(o);
-    assert_eq!(code(o), 0, "{so}{se}");
-    let d: Vec<String> = so
-        .lines()
-        .filter_map(|l| l.split("digest ").nth(1))
-        .map(|d| d.split(';').next().unwrap_or("").to_string())
-        .collect();
-    assert!(!d.is_empty(), "{so}");
-    d
-}
-
-/// `imgfeed run PIPELINE` on `data` with `workers`, and `(num_shards, shard_id)`.
 fn run(pipeline: &str, data: &str, workers: &str, rank: Option<(&str, &str)>) -> Output {
-    run_cached(pipeline, data, workers, rank, None)
+    formats::run(pipeline, data, workers, rank, None)
 }
-
-/// [`run`] with `XDG_CACHE_HOME` set to `cache` (where gzip'd files are unpacked).
-fn run_cached(
-    pipeline: &str,
-    data: &str,
-    workers: &str,
-    rank: Option<(&str, &str)>,
-    cache: Option<&Path>,
-) -> Output {
-    let mut args = vec![
-        "run",
-        pipeline,
-        "--data",
-        data,
-        "--batch-size",
-        "4",
-        "--workers",
-        workers,
-        "--epochs",
-        "2",
-    ];
-    if let Some((n, i)) = rank {
-        args.extend(["--num-shards", n, "--shard-id", i]);
-    }
-    match cache {
-        None => imgfeed(&args),
-        Some(c) => Command::new(env!("CARGO_BIN_EXE_imgfeed"))
-            .args(&args)
-            .current_dir(repo())
-            .env("XDG_CACHE_HOME", c)
-            .output()
-            .expect("run the imgfeed binary"),
-    }
-}
-
-const EVAL: &str = "pipelines/resnet50_eval.toml";
-const TRAIN: &str = "pipelines/resnet50_train.toml";
 
 #[test]
 fn tfrecord_files_plain_and_gzipped_give_the_trees_digests() {
@@ -152,7 +56,7 @@ fn tfrecord_files_plain_and_gzipped_give_the_trees_digests() {
                 let want = digests(&run(pipeline, s(&tree), workers, rank));
                 assert_eq!(want.len(), 2, "two epochs");
                 for data in [s(&plain), pattern.as_str(), s(&gz), s(&single)] {
-                    let got = run_cached(pipeline, data, workers, rank, Some(&cache));
+                    let got = formats::run(pipeline, data, workers, rank, Some(&cache));
                     assert!(text(&got).0.starts_with("tfrecord "), "{}", text(&got).0);
                     assert_eq!(digests(&got), want, "{pipeline} {data} {workers} {rank:?}");
                 }

@@ -17,6 +17,14 @@ REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
 PIPELINES = REPO / "pipelines"
 TREE = FIXTURES / "imagefolder"
+# The pipelines every figure is quoted on, as the tests pass them.
+EVAL = str(PIPELINES / "resnet50_eval.toml")
+TRAIN = str(PIPELINES / "resnet50_train.toml")
+
+
+def copies(loader):
+    """Every batch of `loader` as numpy copies: `[(images, labels), ...]`."""
+    return [(np.array(x), np.array(y)) for x, y in loader]
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -13,9 +13,7 @@ import imgfeed.dataset.transforms as C2
 import imgfeed.dataset.vision as C
 from imgfeed import dtype as mstype
 
-from conftest import PIPELINES, TREE
-
-EVAL = str(PIPELINES / "resnet50_eval.toml")
+from conftest import EVAL, TREE
 
 
 def _imgfeed_warnings(caught):

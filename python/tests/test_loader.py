@@ -17,14 +17,7 @@ import pytest
 import imgfeed
 from imgfeed import _imgfeed
 
-from conftest import PIPELINES, REPO, TREE, digest_of, rss_bytes, run_digests
-
-EVAL = str(PIPELINES / "resnet50_eval.toml")
-TRAIN = str(PIPELINES / "resnet50_train.toml")
-
-
-def copies(loader):
-    return [(np.array(x), np.array(y)) for x, y in loader]
+from conftest import EVAL, PIPELINES, REPO, TRAIN, TREE, copies, digest_of, rss_bytes, run_digests
 
 
 def test_loader_equals_convert(converted):

@@ -17,10 +17,7 @@ import imgfeed.dataset.transforms as C2
 import imgfeed.dataset.vision as C
 from imgfeed import dtype as mstype
 
-from conftest import FIXTURES, PIPELINES, REPO, TREE, digest_of, run_digests
-
-EVAL = str(PIPELINES / "resnet50_eval.toml")
-TRAIN = str(PIPELINES / "resnet50_train.toml")
+from conftest import EVAL, FIXTURES, REPO, TRAIN, TREE, copies, digest_of, run_digests
 
 
 @pytest.fixture(scope="module")
@@ -46,10 +43,6 @@ def parquet(tmp_path_factory):
 
 def pattern(folder) -> str:
     return str(folder / "train-{00000..00002}-of-00003.parquet")
-
-
-def copies(loader):
-    return [(np.array(x), np.array(y)) for x, y in loader]
 
 
 def test_loader_reads_parquet_files_as_the_tree(cli, converted, parquet):

@@ -11,9 +11,7 @@ import imgfeed
 import imgfeed.dataset as ds
 import imgfeed.dataset.vision as C
 
-from conftest import PIPELINES, TREE
-
-EVAL = str(PIPELINES / "resnet50_eval.toml")
+from conftest import EVAL, PIPELINES, TREE
 
 
 def test_torchs_num_workers_points_at_workers():

@@ -17,10 +17,8 @@ import imgfeed.dataset.transforms as C2
 import imgfeed.dataset.vision as C
 from imgfeed import dtype as mstype
 
-from conftest import PIPELINES, TREE, digest_of, run_digests
+from conftest import EVAL, TRAIN, TREE, copies, digest_of, run_digests
 
-EVAL = str(PIPELINES / "resnet50_eval.toml")
-TRAIN = str(PIPELINES / "resnet50_train.toml")
 EXTS = {".jpg", ".jpeg", ".png", ".bmp", ".webp"}
 
 
@@ -48,10 +46,6 @@ def tars(tmp_path_factory):
 
 def pattern(tars) -> str:
     return str(tars / "train-{0000..0002}.tar")
-
-
-def copies(loader):
-    return [(np.array(x), np.array(y)) for x, y in loader]
 
 
 def test_loader_reads_a_brace_pattern_of_tars_as_the_tree(cli, converted, tars):
