@@ -12,152 +12,31 @@
 //! time.
 
 mod common;
+#[path = "common/moto.rs"]
+mod moto;
+#[path = "common/proxy.rs"]
+mod proxy;
 #[path = "common/remote.rs"]
 mod remote;
 
-use remote::{digests, free_port, local_shards, text, traffic, COMMAND_LIMIT, EVAL, TRAIN};
+use moto::{bytes_under, imgfeed, ready, Moto};
+use proxy::{Fault, Proxy};
+use remote::{digests, local_shards, text, traffic, COMMAND_LIMIT, EVAL, TRAIN};
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Why this machine cannot run the tests, or `None` when it can.
-fn unavailable() -> Option<String> {
-    let dev = std::fs::read_to_string("/proc/net/dev").unwrap_or_default();
-    let ifaces: Vec<&str> = dev
-        .lines()
-        .skip(2)
-        .filter_map(|l| l.split(':').next().map(str::trim))
-        .collect();
-    if ifaces != ["lo"] {
-        return Some(format!(
-            "not in a network namespace holding only loopback (interfaces: {ifaces:?}); run \
-             `unshare -n sh -c 'ip link set lo up && cargo test --test store_ranges'` as root"
-        ));
-    }
-    if TcpListener::bind("127.0.0.1:0").is_err() {
-        return Some("loopback is down (ip link set lo up)".into());
-    }
-    if moto_server().is_none() {
-        return Some(
-            "moto_server is not installed: bash python/envs.sh moto (or IMGFEED_MOTO_SERVER)"
-                .into(),
-        );
-    }
-    None
-}
-
-/// True when the test may run; otherwise prints why (and fails when they are required).
-fn ready(test: &str) -> bool {
-    match unavailable() {
-        None => true,
-        Some(why) => {
-            assert!(
-                std::env::var("IMGFEED_S3_TESTS").as_deref() != Ok("required"),
-                "{test}: IMGFEED_S3_TESTS=required, but {why}"
-            );
-            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
-            false
-        }
-    }
-}
-
-fn moto_server() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("IMGFEED_MOTO_SERVER") {
-        return Some(PathBuf::from(p));
-    }
-    let out = Command::new("bash")
-        .arg(common::repo().join("python/envs.sh"))
-        .args(["--path", "moto"])
-        .output()
-        .ok()?;
-    let env = String::from_utf8(out.stdout).ok()?;
-    let bin = Path::new(env.trim()).join("bin/moto_server");
-    (out.status.success() && bin.is_file()).then_some(bin)
-}
-
-/// A moto_server on loopback, killed on drop.
-struct Moto {
-    child: Child,
-    port: u16,
-}
-
-impl Moto {
-    fn start() -> Moto {
-        let bin = moto_server().expect("moto_server");
-        let port = free_port();
-        let child = Command::new(bin)
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("moto_server starts");
-        let moto = Moto { child, port };
-        let t0 = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                t0.elapsed() < Duration::from_secs(60),
-                "moto did not listen"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        moto
-    }
-
-    fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Create `bucket` (once) and put every file of `dir` under `prefix`.
+/// Create `bucket` and put every file of `dir` under `prefix`.
 fn upload(port: u16, bucket: &str, prefix: &str, dir: &Path) {
-    let st = remote::request(port, "PUT", &format!("/{bucket}"), &[], b"").0;
-    assert!(st == 200 || st == 409, "create bucket {bucket}: {st}");
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .expect("dir")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_file())
-        .collect();
-    files.sort();
-    for f in files {
-        let name = f.file_name().and_then(|n| n.to_str()).expect("name");
-        let bytes = std::fs::read(&f).expect("reads");
-        let path = format!("/{bucket}/{prefix}/{name}");
-        assert_eq!(
-            remote::request(port, "PUT", &path, &[], &bytes).0,
-            200,
-            "put {name}"
-        );
-    }
-}
-
-/// `imgfeed ARGS MORE` with S3 settings `env` (dummy credentials, no instance metadata).
-fn imgfeed(args: &[&str], more: &[&str], env: &[(&str, &str)]) -> Output {
-    let all: Vec<&str> = args.iter().chain(more).copied().collect();
-    let mut vars = vec![
-        ("AWS_ACCESS_KEY_ID", "test"),
-        ("AWS_SECRET_ACCESS_KEY", "test"),
-        ("AWS_REGION", "us-east-1"),
-        ("AWS_EC2_METADATA_DISABLED", "true"),
-    ];
-    vars.extend_from_slice(env);
-    remote::imgfeed_with_env(&all, &vars)
+    moto::upload(port, bucket, prefix, dir, |_, b| Some(b));
 }
 
 /// `imgfeed ARGS --data URL --cache-dir CACHE --cache-size LIMIT MORE`.
-fn run_remote(
+fn run_ranged(
     args: &[&str],
     url: &str,
     cache: &Path,
@@ -170,21 +49,6 @@ fn run_remote(
     let mut all = vec!["--data", url, "--cache-dir", cache, "--cache-size", &limit];
     all.extend_from_slice(more);
     imgfeed(args, &all, env)
-}
-
-/// Bytes of the files under `dir` (recursively).
-fn bytes_under(dir: &Path) -> u64 {
-    let mut n = 0;
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            match e.metadata() {
-                Ok(m) if m.is_dir() => n += bytes_under(&e.path()),
-                Ok(m) => n += m.len(),
-                Err(_) => {}
-            }
-        }
-    }
-    n
 }
 
 /// The shards' bytes and the rest's (index, names, manifest) of a local dataset.
@@ -214,7 +78,7 @@ fn ranges_with_a_tenth_of_the_dataset_cached_give_the_local_digests() {
     }
     let local = local_shards();
     let dir = local.path().join("ds");
-    let moto = Moto::start();
+    let moto = Moto::start(None);
     upload(moto.port, "data", "ds", &dir);
     let ep = moto.endpoint();
     let env = [("AWS_ENDPOINT_URL", ep.as_str())];
@@ -240,7 +104,7 @@ fn ranges_with_a_tenth_of_the_dataset_cached_give_the_local_digests() {
                 }
             })
         };
-        let o = run_remote(TRAIN, "s3://data/ds", cache.path(), limit, fetch, &env);
+        let o = run_ranged(TRAIN, "s3://data/ds", cache.path(), limit, fetch, &env);
         stop.store(true, Ordering::Relaxed);
         let _ = watcher.join();
         assert!(o.status.success(), "{fetch:?}: {}", text(&o.stderr));
@@ -267,7 +131,7 @@ fn ranges_with_a_tenth_of_the_dataset_cached_give_the_local_digests() {
         &["--data", dir.to_str().expect("utf-8")],
         &[],
     ));
-    let o = run_remote(
+    let o = run_ranged(
         EVAL,
         "s3://data/ds",
         cache.path(),
@@ -299,7 +163,7 @@ fn a_run_by_ranges_resumes_mid_epoch_like_the_local_one() {
     let local = local_shards();
     let dir = local.path().join("ds");
     let dir_s = dir.to_str().expect("utf-8");
-    let moto = Moto::start();
+    let moto = Moto::start(None);
     upload(moto.port, "data", "ds", &dir);
     let ep = moto.endpoint();
     let env = [("AWS_ENDPOINT_URL", ep.as_str())];
@@ -311,7 +175,7 @@ fn a_run_by_ranges_resumes_mid_epoch_like_the_local_one() {
     for data in [dir_s, "s3://data/ds"] {
         let cache = tempfile::tempdir().expect("tempdir");
         let args = [TRAIN, &stop[..]].concat();
-        let o = run_remote(
+        let o = run_ranged(
             &args,
             data,
             cache.path(),
@@ -329,7 +193,7 @@ fn a_run_by_ranges_resumes_mid_epoch_like_the_local_one() {
             .copied()
             .chain(hint.iter().map(String::as_str))
             .collect();
-        let r = run_remote(
+        let r = run_ranged(
             &args,
             data,
             cache.path(),
@@ -353,126 +217,6 @@ fn a_run_by_ranges_resumes_mid_epoch_like_the_local_one() {
     );
 }
 
-/// What the proxy does to the first faults.
-#[derive(Clone, Copy)]
-enum Fault {
-    /// Answer 503 SlowDown without asking the server.
-    Unavailable,
-    /// Forward, but close the connection after this many response bytes.
-    CutAfter(usize),
-}
-
-/// A fault-injecting TCP proxy on loopback in front of `upstream`; stops on drop.
-struct Proxy {
-    port: u16,
-    stop: Arc<AtomicBool>,
-}
-
-impl Proxy {
-    fn start(upstream: u16, fault: Fault, faults: usize) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("binds");
-        let port = listener.local_addr().expect("addr").port();
-        listener.set_nonblocking(true).expect("nonblocking");
-        let stop = Arc::new(AtomicBool::new(false));
-        let left = Arc::new(AtomicUsize::new(faults));
-        let st = stop.clone();
-        std::thread::spawn(move || {
-            let t0 = Instant::now();
-            while !st.load(Ordering::Relaxed) && t0.elapsed() < COMMAND_LIMIT * 2 {
-                match listener.accept() {
-                    Ok((client, _)) => {
-                        let left = left.clone();
-                        std::thread::spawn(move || serve(client, upstream, fault, &left));
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
-                }
-            }
-        });
-        Proxy { port, stop }
-    }
-
-    fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
-
-/// Take one of the faults left, if any.
-fn take(left: &AtomicUsize) -> bool {
-    left.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-        .is_ok()
-}
-
-/// One connection: a 503 (while faults are left), or forwarded, cut once it has carried
-/// more response bytes than the cut (while faults are left).
-fn serve(mut client: TcpStream, upstream: u16, fault: Fault, left: &AtomicUsize) {
-    let _ = client.set_nonblocking(false);
-    let _ = client.set_read_timeout(Some(Duration::from_secs(30)));
-    let cut = match fault {
-        Fault::Unavailable if take(left) => {
-            let mut head = Vec::new();
-            let mut b = [0u8; 4096];
-            while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 1 << 16 {
-                match client.read(&mut b) {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => head.extend_from_slice(&b[..n]),
-                }
-            }
-            let body = "<?xml version=\"1.0\"?><Error><Code>SlowDown</Code>\
-                        <Message>Please reduce your request rate.</Message></Error>";
-            let _ = write!(
-                client,
-                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/xml\r\n\
-                 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            return;
-        }
-        Fault::Unavailable => usize::MAX,
-        Fault::CutAfter(n) => n,
-    };
-    let Ok(mut server) = TcpStream::connect(("127.0.0.1", upstream)) else {
-        return;
-    };
-    let _ = server.set_read_timeout(Some(Duration::from_secs(30)));
-    let (Ok(mut c2), Ok(mut s2)) = (client.try_clone(), server.try_clone()) else {
-        return;
-    };
-    let up = std::thread::spawn(move || {
-        let _ = std::io::copy(&mut c2, &mut s2);
-        let _ = s2.shutdown(std::net::Shutdown::Write);
-    });
-    let mut cut = cut;
-    let mut sent = 0usize;
-    let mut b = [0u8; 8192];
-    loop {
-        match server.read(&mut b) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                if sent + n > cut && !take(left) {
-                    cut = usize::MAX;
-                }
-                let n = n.min(cut - sent);
-                if client.write_all(&b[..n]).is_err() {
-                    break;
-                }
-                sent += n;
-                if sent >= cut {
-                    break;
-                }
-            }
-        }
-    }
-    let _ = client.shutdown(std::net::Shutdown::Both);
-    let _ = server.shutdown(std::net::Shutdown::Both);
-    let _ = up.join();
-}
-
 #[test]
 fn faults_during_range_reads_are_retried_and_the_digests_match() {
     if !ready("faults_during_range_reads_are_retried_and_the_digests_match") {
@@ -480,7 +224,7 @@ fn faults_during_range_reads_are_retried_and_the_digests_match() {
     }
     let local = local_shards();
     let dir = local.path().join("ds");
-    let moto = Moto::start();
+    let moto = Moto::start(None);
     upload(moto.port, "data", "ds", &dir);
     let want = digests(&imgfeed(
         TRAIN,
@@ -493,7 +237,7 @@ fn faults_during_range_reads_are_retried_and_the_digests_match() {
         let proxy = Proxy::start(moto.port, fault, faults);
         let ep = proxy.endpoint();
         let cache = tempfile::tempdir().expect("tempdir");
-        let o = run_remote(
+        let o = run_ranged(
             TRAIN,
             "s3://data/ds",
             cache.path(),
@@ -550,7 +294,7 @@ fn webdataset_tars_read_by_ranges_equal_the_local_tars() {
         .expect("runs python");
     assert!(o.status.success(), "{}", text(&o.stderr));
     let tars = local.path().join("shards");
-    let moto = Moto::start();
+    let moto = Moto::start(None);
     upload(moto.port, "wds", "train", &tars);
     let ep = moto.endpoint();
     let env = [("AWS_ENDPOINT_URL", ep.as_str())];
@@ -568,7 +312,7 @@ fn webdataset_tars_read_by_ranges_equal_the_local_tars() {
     assert!(largest < total);
     for fetch in [&["--fetch", "ranges"][..], &[]] {
         let cache = tempfile::tempdir().expect("tempdir");
-        let o = run_remote(TRAIN, pattern, cache.path(), largest, fetch, &env);
+        let o = run_ranged(TRAIN, pattern, cache.path(), largest, fetch, &env);
         assert!(o.status.success(), "{fetch:?}: {}", text(&o.stderr));
         assert_eq!(digests(&o), digests(&want), "{fetch:?}");
         assert!(traffic(&o, "range requests") > 0, "{}", text(&o.stdout));
@@ -580,10 +324,10 @@ fn webdataset_tars_read_by_ranges_equal_the_local_tars() {
         gz.path().join("small.tfrecord.gz"),
     )
     .expect("copies");
-    upload(moto.port, "wds", "gz", gz.path());
+    upload(moto.port, "packed", "gz", gz.path());
     let cache = tempfile::tempdir().expect("tempdir");
-    let url = "s3://wds/gz/small.tfrecord.gz";
-    let o = run_remote(
+    let url = "s3://packed/gz/small.tfrecord.gz";
+    let o = run_ranged(
         EVAL,
         url,
         cache.path(),
@@ -597,7 +341,7 @@ fn webdataset_tars_read_by_ranges_equal_the_local_tars() {
         e.contains("small.tfrecord.gz") && e.contains("compressed"),
         "{e}"
     );
-    let o = run_remote(EVAL, url, cache.path(), 1 << 30, &[], &env);
+    let o = run_ranged(EVAL, url, cache.path(), 1 << 30, &[], &env);
     assert!(
         o.status.success(),
         "auto reads it whole: {}",
