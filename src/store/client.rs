@@ -354,8 +354,8 @@ impl StoreClient {
     }
 
     /// Bytes `ranges` of files (`(file, range)` each), at most `parallel` requests in
-    /// flight at once on the client's runtime, each one retried as [`get_range`]
-    /// (Self::get_range) retries it and counted as a range request; `done(i, bytes)` is
+    /// flight at once on the client's runtime, each one retried as
+    /// [`get_range`](Self::get_range) retries it and counted as a range request; `done(i, bytes)` is
     /// called on this thread for request `i` as it ends (in any order).
     pub fn get_ranges(
         &self,
