@@ -296,45 +296,12 @@ impl RangeAhead {
         self.forked();
         let t0 = std::time::Instant::now();
         let inner = &self.inner;
-        let mut st = lock(&inner.state);
-        loop {
-            let Some(slot) = st.slots.get(&index) else {
-                if st.announced && st.next < st.order.len() {
-                    *st.early.entry(index).or_insert(0) += 1;
-                }
-                break;
-            };
-            if slot.file as usize != file
-                || slot.start != range.start as u64
-                || slot.len != range.len()
-            {
-                break;
-            }
-            let (chunk, at, len) = (slot.chunk, slot.at, slot.len);
-            let body = match st.chunks.get(&chunk).map(|c| &c.body) {
-                Some(Body::Pending) => {
-                    st = inner.changed.wait(st).unwrap_or_else(|p| p.into_inner());
-                    continue;
-                }
-                Some(Body::Ready(b)) => Some(b.clone()),
-                Some(Body::Failed) | None => None,
-            };
-            let freed = inner.consume(&mut st, index, chunk);
-            drop(st);
-            if freed {
-                inner.changed.notify_all();
-            }
-            if let Some(b) = body.as_ref().and_then(|b| b.get(at..at + len)) {
-                scratch.clear();
-                scratch.extend_from_slice(b);
-                stats::waited(t0.elapsed());
-                return Ok(());
-            }
-            // Its request failed: this read asks again, and reports the error.
-            st = lock(&inner.state);
-            break;
+        if let Some(b) = inner.take(file, &range, index) {
+            scratch.clear();
+            scratch.extend_from_slice(&b);
+            stats::waited(t0.elapsed());
+            return Ok(());
         }
-        drop(st);
         let name = &inner.entry(file)?.name;
         let mut got = None;
         inner.client.get_ranges(
@@ -421,6 +388,43 @@ impl Inner {
             .ok_or_else(|| Error::Internal(format!("file {file} is not listed")))
     }
 
+    /// The prefetched bytes of sample `index` (bytes `range` of `file`), waiting while
+    /// they are in flight, this use of them consumed; `None` when nothing prefetched them
+    /// (or their request failed): the read fetches them itself. A read before the
+    /// prefetchers got to its sample is noted, so they skip that use.
+    fn take(&self, file: usize, range: &Range<usize>, index: usize) -> Option<bytes::Bytes> {
+        let mut st = lock(&self.state);
+        loop {
+            let Some(slot) = st.slots.get(&index) else {
+                if st.announced && st.next < st.order.len() {
+                    *st.early.entry(index).or_insert(0) += 1;
+                }
+                return None;
+            };
+            if slot.file as usize != file
+                || slot.start != range.start as u64
+                || slot.len != range.len()
+            {
+                return None;
+            }
+            let (chunk, at, len) = (slot.chunk, slot.at, slot.len);
+            let body = match st.chunks.get(&chunk).map(|c| &c.body) {
+                Some(Body::Pending) => {
+                    st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
+                    continue;
+                }
+                Some(Body::Ready(b)) => b.get(at..at + len).map(|_| b.slice(at..at + len)),
+                Some(Body::Failed) | None => None,
+            };
+            let freed = self.consume(&mut st, index, chunk);
+            drop(st);
+            if freed {
+                self.changed.notify_all();
+            }
+            return body;
+        }
+    }
+
     /// A read of sample `index` from `chunk` is done: forget what no later read needs.
     /// True when bytes were freed.
     fn consume(&self, st: &mut State, index: usize, chunk: u64) -> bool {
@@ -461,26 +465,28 @@ impl Inner {
                 })
                 .collect();
             self.client.get_ranges(&requests, IN_FLIGHT, |i, got| {
-                let Some(&(id, _, _)) = wave.get(i) else {
-                    return;
-                };
-                let mut st = lock(&self.state);
-                if let Some(c) = st.chunks.get_mut(&id) {
-                    if c.left == 0 {
-                        let size = c.size;
-                        st.chunks.remove(&id);
-                        st.held -= size;
-                    } else {
-                        c.body = match got {
-                            Ok(b) => Body::Ready(b),
-                            Err(_) => Body::Failed,
-                        };
-                    }
+                if let Some(&(id, _, _)) = wave.get(i) {
+                    self.deposit(id, got.ok());
                 }
-                drop(st);
-                self.changed.notify_all();
             });
         }
+    }
+
+    /// Chunk `id`'s bytes arrived (`None`: its request failed, its reads ask again).
+    fn deposit(&self, id: u64, got: Option<bytes::Bytes>) {
+        let mut st = lock(&self.state);
+        if let Some(c) = st.chunks.get_mut(&id) {
+            if c.left == 0 {
+                // Of an order given up, or every sample's use went to another request.
+                let size = c.size;
+                st.chunks.remove(&id);
+                st.held -= size;
+            } else {
+                c.body = got.map_or(Body::Failed, Body::Ready);
+            }
+        }
+        drop(st);
+        self.changed.notify_all();
     }
 
     /// The next wave's requests, `(chunk, file, range)` in the order of their first
@@ -668,6 +674,122 @@ mod tests {
             }
         }
         assert!(seen.iter().all(|&n| n == 1), "{seen:?}");
+    }
+
+    /// The byte of file `f` at `at`.
+    fn byte(f: u32, at: u64) -> u8 {
+        ((f as u64 * 131 + at) % 251) as u8
+    }
+
+    /// Plan, fetch (from the pattern) and read an epoch's `order` as the prefetchers and
+    /// the workers do, one step at a time, with `budget` bytes; `early` is read before
+    /// anything is planned. Every read gets its sample's bytes (but `early`'s planned
+    /// use: it read them itself), memory never passes the budget, and nothing is left.
+    fn walk(budget: u64, order: &[usize], early: usize) {
+        let n = 60;
+        let file_of: Vec<u32> = (0..n).map(|i| (i % 4) as u32).collect();
+        let ranges: Vec<Range<u64>> = (0..n as u64)
+            .map(|i| {
+                let start = (i / 4) * 400;
+                start..start + 100 + (i * 37) % 200
+            })
+            .collect();
+        let files = AheadFiles {
+            files: (0..4)
+                .map(|k| super::super::AheadFile {
+                    name: format!("f{k}"),
+                    size: 6000,
+                    crc32: 0,
+                    checked: false,
+                })
+                .collect(),
+            listed_by: "the test",
+            keep: Vec::new(),
+            file_of: file_of.clone(),
+            per_epoch: order.len() as u64,
+            order: Box::new(|_| Vec::new()),
+            check: Box::new(|_, _| Ok(())),
+        };
+        let url = super::super::StoreUrl::parse("http://127.0.0.1:9/none").expect("url");
+        let client = StoreClient::new(&url, None).expect("client");
+        let ahead = RangeAhead::new(client, files, ranges.clone(), budget);
+        let inner = &ahead.inner;
+        {
+            let mut st = lock(&inner.state);
+            st.announced = true;
+            st.order = order.to_vec();
+        }
+        let early_at = order
+            .iter()
+            .rposition(|&i| i == early)
+            .expect("in the order");
+        let read = |i: usize| {
+            inner.take(
+                file_of[i] as usize,
+                &(ranges[i].start as usize..ranges[i].end as usize),
+                i,
+            )
+        };
+        assert!(read(early).is_none(), "nothing planned yet");
+        let mut r = 0;
+        while r < order.len() {
+            let (next, held) = {
+                let st = lock(&inner.state);
+                (st.next, st.held)
+            };
+            if next < order.len() && held + 300 <= budget {
+                let wave = inner.plan().expect("a wave");
+                assert!(lock(&inner.state).held <= budget, "over the budget");
+                for (id, f, range) in wave {
+                    let bytes: Vec<u8> = range.clone().map(|at| byte(f, at)).collect();
+                    inner.deposit(id, Some(bytes::Bytes::from(bytes)));
+                }
+                continue;
+            }
+            assert!(r < next, "a read past the plan with the budget full");
+            let i = order[r];
+            let got = read(i);
+            if r == early_at {
+                assert!(got.is_none(), "the early read's use is not fetched again");
+            } else {
+                let got = got.unwrap_or_else(|| panic!("position {r}, sample {i}: not fetched"));
+                let want: Vec<u8> = ranges[i].clone().map(|at| byte(file_of[i], at)).collect();
+                assert_eq!(&got[..], &want[..], "position {r}, sample {i}");
+            }
+            r += 1;
+        }
+        let st = lock(&inner.state);
+        assert_eq!(st.next, order.len());
+        assert_eq!(st.held, 0, "memory freed");
+        assert!(st.slots.is_empty() && st.chunks.is_empty(), "all read");
+        // (The early sample's own read, at its place, is noted early again: an extra
+        // request if it came once more, never a lost one.)
+        assert!(st.early.len() <= 1, "{:?}", st.early);
+    }
+
+    /// A shuffled order of 60 samples, padded with its first five again.
+    fn padded_order() -> Vec<usize> {
+        let mut order: Vec<usize> = (0..60).collect();
+        let mut x = 99u64;
+        for k in (1..order.len()).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            order.swap(k, (x % (k as u64 + 1)) as usize);
+        }
+        let pad: Vec<usize> = order[..5].to_vec();
+        order.extend(pad);
+        order
+    }
+
+    #[test]
+    fn every_read_gets_its_bytes_within_the_budget_and_nothing_is_left() {
+        let order = padded_order();
+        // A budget of a few samples: many waves, each within it.
+        walk(1500, &order, order[40]);
+        // A budget larger than the epoch: one wave, the padded samples kept for their
+        // second use.
+        walk(1 << 20, &order, order[40]);
     }
 
     #[test]
