@@ -46,8 +46,9 @@ use std::sync::{Arc, Condvar, Mutex};
 /// thrown away. A GET costs about what a few hundred KB of transfer do: a store's time to
 /// first byte (10-30 ms on S3, a few ms on the loopback emulators) at the 20-100 MB/s one
 /// connection streams, and on S3's price list $0.0004 per 1000 GETs while transfer inside
-/// a region is free. 256 KiB is the low end, so a merge never costs more time than the
-/// request it saves.
+/// a region is free. Measured (`benches/range_gap.py`): fake-gcs-server on loopback
+/// answers in 0.15 ms + 0.70 ns a byte, a request worth 216 KiB. 256 KiB is the low end,
+/// so a merge never costs more time than the request it saves.
 pub const GAP: u64 = 256 * 1024;
 
 /// Longest coalesced request (a few samples' bytes, not a whole shard).
