@@ -46,6 +46,7 @@ const FLAGS: &[(&str, Option<&str>)] = &[
     ("--tile", Some("32")),
     ("--html", Some("x.html")),
     ("--against", Some("fixtures/imagefolder")),
+    ("--fetch", Some("ranges")),
 ];
 
 const INPUT: &[&str] = &[
@@ -54,6 +55,7 @@ const INPUT: &[&str] = &[
     "--workers",
     "--batch-size",
     "--work-unit",
+    "--fetch",
 ];
 const SAMPLING: &[&str] = &[
     "--seed",
@@ -240,6 +242,8 @@ fn every_command_accepts_the_flags_the_readme_gives_it() {
         "1",
         "--max-batches",
         "1",
+        "--fetch",
+        "auto",
     ]);
     assert_eq!(code(&o), 0, "{}", text(&o).1);
     // and a shards conversion with its own

@@ -28,6 +28,7 @@ CASES = [
     ({"endpoint": "http://127.0.0.1:9"}, ["--endpoint", "http://127.0.0.1:9"], "resnet50_eval.toml"),
     ({"cache_dir": "/tmp/c"}, ["--cache-dir", "/tmp/c"], "resnet50_eval.toml"),
     ({"cache_size": "2GB"}, ["--cache-size", "2GB"], "resnet50_eval.toml"),
+    ({"fetch": "ranges"}, ["--fetch", "ranges"], "resnet50_eval.toml"),
 ]
 
 

@@ -332,4 +332,15 @@ pub enum Invalid {
         #[source]
         source: crate::plan::window::CacheShort,
     },
+    /// `fetch = "ranges"` for compressed container files (gzip'd TFRecord, Parquet), which
+    /// are unpacked whole and read from that copy: no sample has a byte range to fetch.
+    #[error(
+        "{object}: --fetch ranges (source.fetch) cannot read a compressed file: it is \
+         unpacked whole into the cache and read from there; use fetch = \"files\" (or \
+         \"auto\")"
+    )]
+    RangesOfPacked {
+        /// The first compressed object.
+        object: String,
+    },
 }

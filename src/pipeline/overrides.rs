@@ -29,7 +29,7 @@ macro_rules! choice {
         }
     )*};
 }
-choice!(Usage, Uneven, OnError);
+choice!(Usage, Uneven, OnError, crate::store::Fetch);
 
 /// Declares the settings: for each, its [`Overrides`] field (doc and type), the pipeline
 /// key it replaces, its flag, its default in words and its application to a config (the
@@ -178,6 +178,18 @@ settings! {
     apply: |n, c| {
         c.source.remote.cache_size = Some(n.clone());
         c.source.remote.cache_limit()?;
+    }
+
+    /// How a store's shard or container files are read: whole through the cache, or
+    /// samples' byte ranges (the global shuffle kept with a small cache).
+    fetch: crate::store::Fetch => "source"."fetch",
+    flag: flag("fetch", "FETCH", FlagGroup::Input),
+    default: Some(
+        "default auto: ranges for a global shuffle over files larger than the cache, else \
+         files"
+    ),
+    apply: |f, c| {
+        c.source.remote.fetch = *f;
     }
 
     /// Shuffle every epoch.

@@ -31,7 +31,10 @@ pub fn open(
         options.endpoint.as_deref(),
     )?;
     let largest = manifest.shards.iter().map(|f| f.size).max().unwrap_or(0);
-    let least = manifest.index.size + manifest.names.size + largest;
+    let total = manifest.shards.iter().map(|f| f.size).sum();
+    let ranged = super::fetch::by_ranges(options.fetch, sampling, cache.limit(), total);
+    // By ranges, no shard goes to the cache: only the index and the names.
+    let least = manifest.index.size + manifest.names.size + if ranged { 0 } else { largest };
     if cache.limit() < least {
         return Err(crate::error::Invalid::CacheTooSmall {
             limit: cache.limit(),
@@ -64,8 +67,16 @@ pub fn open(
         for_messages(&manifest.index.file),
         for_messages(&manifest.names.file),
     );
-    let files =
-        super::fetch::remote_files(client, cache, manifest.clone(), keep, shard_of, *sampling);
+    let ranges = ranged.then(|| super::fetch::sample_ranges(&index.1, manifest.samples));
+    let files = super::fetch::remote_files(
+        client,
+        cache,
+        manifest.clone(),
+        keep,
+        shard_of,
+        *sampling,
+        ranges,
+    );
     Shards::remote(root, manifest, (ipath, index.1), (npath, names.1), files)
 }
 

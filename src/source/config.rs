@@ -145,11 +145,14 @@ impl SourceConfig {
                     def.open_local(&root)
                 }
             }
-            DatasetRoot::Store(at) => match at.manifest()? {
+            DatasetRoot::Store(mut at) => match at.manifest()? {
                 Some(manifest) => {
                     super::shards::open_store(*at, &manifest, &self.sampling, def.listing())
                 }
-                None => def.open_store(*at),
+                None => {
+                    at.sampling = self.sampling;
+                    def.open_store(*at)
+                }
             },
         }
     }

@@ -12,6 +12,8 @@
 //! In object storage ([`RecordFiles::open_store`]) the root names objects the same ways
 //! (an object, a pattern, or a prefix holding them); the prefix is listed once, each object
 //! fetched whole into the cache (the store's [`FetchAhead`], ahead of the epoch's order),
+//! or, in range mode (`fetch`: see [`crate::store::ranges`]), each sample's record by its
+//! byte range ahead of the epoch's exact order ([`RangeAhead`]; not for packed objects),
 //! its index kept under the cache root keyed by size and ETag. A packed object (a Parquet
 //! file, a gzip'd TFRecord) is fetched whole once, unpacked into the cache folder
 //! (`unpacked/`, named by the object and its size and ETag) as a local packed file is, and
@@ -28,7 +30,9 @@ use crate::error::{Error, Result};
 use crate::formats::{RecordEntry, RecordFormat};
 use crate::spec::{Spec, MAX_LABELS};
 use crate::store::ahead::PREFETCH;
-use crate::store::{AheadFile, AheadFiles, Cache, FetchAhead, StoreClient, StoreUrl};
+use crate::store::{
+    AheadFile, AheadFiles, Cache, Fetch, FetchAhead, RangeAhead, RemoteFiles, StoreClient, StoreUrl,
+};
 use memmap2::Mmap;
 use std::path::{Path, PathBuf};
 
@@ -52,9 +56,10 @@ pub struct RecordFiles {
 enum Files {
     /// Each local file mapped (`None`: an empty file).
     Mapped(Vec<Option<Mmap>>),
-    /// Objects in a store, fetched into the cache ahead of the epoch's order; a packed
-    /// object's unpacked copy is mapped instead (`Some`).
-    Remote(FetchAhead, Vec<Option<Mmap>>),
+    /// Objects in a store, fetched whole into the cache ahead of the epoch's order or by
+    /// samples' byte ranges (the `fetch` option); a packed object's unpacked copy is
+    /// mapped instead (`Some`).
+    Remote(RemoteFiles, Vec<Option<Mmap>>),
 }
 
 /// Where a sample is.
@@ -627,19 +632,49 @@ impl RecordFiles {
         let n = file_of.len();
         let sampling = at.sampling;
         let by_file = sampling.shuffle_window.map(|_| file_of.clone());
-        let ahead = FetchAhead::new(
-            client,
-            cache,
-            AheadFiles {
+        // Range mode reads records in place: not an unpacked copy.
+        let packed = found.iter().zip(&maps).find(|(_, m)| m.is_some());
+        let total = files.iter().map(|f| f.size).sum();
+        let ranged = match packed {
+            Some(((name, _), _)) if at.options.fetch == Fetch::Ranges => {
+                return Err(crate::error::Invalid::RangesOfPacked {
+                    object: url.object(name),
+                }
+                .into());
+            }
+            Some(_) => false,
+            None => crate::shards::fetch::by_ranges(
+                at.options.fetch,
+                &at.sampling,
+                cache.limit(),
+                total,
+            ),
+        };
+        let limit = cache.limit();
+        let files = AheadFiles {
+            files,
+            listed_by: LISTED,
+            keep: Vec::new(),
+            file_of,
+            per_epoch: sampling.len(n) as u64,
+            order: Box::new(move |epoch| sampling.order(n, epoch, by_file.as_deref())),
+            check: Box::new(|_, _| Ok(())),
+        };
+        let ahead = if ranged {
+            let ranges = indexes
+                .iter()
+                .flatten()
+                .map(|e| e.offset..e.offset.saturating_add(e.len))
+                .collect();
+            RemoteFiles::Ranges(RangeAhead::new(
+                client,
                 files,
-                listed_by: LISTED,
-                keep: Vec::new(),
-                file_of,
-                per_epoch: sampling.len(n) as u64,
-                order: Box::new(move |epoch| sampling.order(n, epoch, by_file.as_deref())),
-                check: Box::new(|_, _| Ok(())),
-            },
-        );
+                ranges,
+                crate::store::ranges::budget(limit),
+            ))
+        } else {
+            RemoteFiles::Whole(FetchAhead::new(client, cache, files))
+        };
         let names = found.into_iter().map(|(n, _)| n).collect();
         let classes = format.classes(
             maps.iter()

@@ -11,6 +11,7 @@ static CACHE_HITS: AtomicU64 = AtomicU64::new(0);
 static WAITED_NS: AtomicU64 = AtomicU64::new(0);
 static SENT: AtomicU64 = AtomicU64::new(0);
 static UPLOADS: AtomicU64 = AtomicU64::new(0);
+static RANGED: AtomicU64 = AtomicU64::new(0);
 
 /// The counters at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -32,6 +33,9 @@ pub struct Traffic {
     pub sent: u64,
     /// Objects written (files uploaded, small objects put).
     pub uploads: u64,
+    /// Range requests of samples' bytes (range mode, `fetch = "ranges"`; retries
+    /// included), counted in `requests` too.
+    pub ranged: u64,
 }
 
 impl Traffic {
@@ -46,6 +50,7 @@ impl Traffic {
             waited_ns: self.waited_ns.saturating_sub(earlier.waited_ns),
             sent: self.sent.saturating_sub(earlier.sent),
             uploads: self.uploads.saturating_sub(earlier.uploads),
+            ranged: self.ranged.saturating_sub(earlier.ranged),
         }
     }
 
@@ -76,6 +81,9 @@ impl std::fmt::Display for Traffic {
                 self.sent as f64 / 1e6
             )?;
         }
+        if self.ranged > 0 {
+            write!(f, ", {} range requests", self.ranged)?;
+        }
         Ok(())
     }
 }
@@ -91,6 +99,7 @@ pub fn snapshot() -> Traffic {
         waited_ns: WAITED_NS.load(Ordering::Relaxed),
         sent: SENT.load(Ordering::Relaxed),
         uploads: UPLOADS.load(Ordering::Relaxed),
+        ranged: RANGED.load(Ordering::Relaxed),
     }
 }
 
@@ -124,4 +133,8 @@ pub(crate) fn sent(n: u64) {
 
 pub(crate) fn upload() {
     UPLOADS.fetch_add(1, Ordering::Relaxed);
+}
+
+pub(crate) fn ranged() {
+    RANGED.fetch_add(1, Ordering::Relaxed);
 }
