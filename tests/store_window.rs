@@ -205,7 +205,16 @@ fn epochs_through_a_small_cache_give_the_local_digests_within_the_limit() {
         dir.path(),
         "s3://data/ds",
         cache.path(),
-        &["--epochs", "2", "--cache-size", &limit_s],
+        // Whole files, as the window reads them (auto would read the global shuffle's
+        // samples by ranges: no files at all).
+        &[
+            "--epochs",
+            "2",
+            "--cache-size",
+            &limit_s,
+            "--fetch",
+            "files",
+        ],
         &env,
     );
     assert!(global.status.success(), "{}", text(&global.stderr));
