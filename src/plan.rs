@@ -2,7 +2,9 @@
 //!
 //! Semantics follow MindSpore's samplers:
 //! * `shuffle`: one permutation of all samples per epoch, seeded by `(seed, epoch)`, shared
-//!   by every shard (so shards stay disjoint).
+//!   by every shard (so shards stay disjoint). With `shuffle_window = N` (a dataset made of
+//!   multi-sample files) the permutation reads `N` files at a time ([`window`]: the
+//!   shard-aware shuffle); everything after it is the same.
 //! * sharding (`DistributedSampler`): shard `s` takes positions `s, s + num_shards, …` of
 //!   the (shuffled) order. What happens when `num_shards` does not divide `N` is the
 //!   [`Uneven`] policy: `pad` (MindSpore's and PyTorch's default: every shard gets
@@ -20,6 +22,8 @@
 use crate::rng::mix;
 use crate::rng::SplitMix64;
 use serde::{Deserialize, Serialize};
+
+pub mod window;
 
 /// What sharding does with the `N mod num_shards` samples left over.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -93,6 +97,11 @@ pub struct Sampling {
     /// Epochs a run makes (the permutation is reseeded every epoch).
     #[serde(default = "one_epoch", skip_serializing_if = "is_one_epoch")]
     pub num_epochs: u64,
+    /// The shard-aware shuffle: read the dataset's files `N` at a time (a window of files
+    /// shuffled together; see [`window`]). Needs `shuffle` and a dataset made of
+    /// multi-sample files; `None`: the global shuffle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shuffle_window: Option<usize>,
 }
 
 impl Default for Sampling {
@@ -106,6 +115,7 @@ impl Default for Sampling {
             shard: ShardFrom::Config,
             uneven: Uneven::Pad,
             num_epochs: 1,
+            shuffle_window: None,
         }
     }
 }
@@ -134,11 +144,20 @@ pub enum SamplingError {
     /// `shard = "env"` and the launcher's variables are missing or wrong.
     #[error("shard = \"env\": {0}")]
     Env(String),
+    /// `shuffle_window` is 0.
+    #[error("shuffle_window (--shuffle-window) must be at least 1 (files)")]
+    NoWindow,
+    /// `shuffle_window` without `shuffle`.
+    #[error(
+        "shuffle_window = {0} (--shuffle-window) shuffles within windows of files: it needs \
+         shuffle = true (--shuffle)"
+    )]
+    WindowWithoutShuffle(usize),
 }
 
 /// The sampling fields as the `[source]` table spells them (every other field of the
 /// table belongs to the kind of dataset).
-pub const SAMPLING_FIELDS: [&str; 8] = [
+pub const SAMPLING_FIELDS: [&str; 9] = [
     "shuffle",
     "seed",
     "num_samples",
@@ -147,6 +166,7 @@ pub const SAMPLING_FIELDS: [&str; 8] = [
     "shard",
     "uneven",
     "num_epochs",
+    "shuffle_window",
 ];
 
 impl Sampling {
@@ -166,6 +186,11 @@ impl Sampling {
         }
         if self.num_epochs == 0 {
             return Err(SamplingError::NoEpochs);
+        }
+        match self.shuffle_window {
+            Some(0) => return Err(SamplingError::NoWindow),
+            Some(n) if !self.shuffle => return Err(SamplingError::WindowWithoutShuffle(n)),
+            _ => {}
         }
         Ok(())
     }
@@ -198,21 +223,28 @@ impl Sampling {
     }
 
     /// Epoch `epoch`'s order of all `n` samples, before sharding (shared by every shard).
-    pub fn permutation(&self, n: usize, epoch: u64) -> Vec<usize> {
+    /// `file_of` is the file of each sample (the source's `file_of`): with
+    /// `shuffle_window` the order reads that many files at a time ([`window`]); without
+    /// it (or for a source not made of files, which a pipeline refuses with a window) the
+    /// shuffle is global.
+    pub fn permutation(&self, n: usize, epoch: u64, file_of: Option<&[u32]>) -> Vec<usize> {
+        if let (true, Some(w), Some(files)) = (self.shuffle, self.shuffle_window, file_of) {
+            if files.len() == n {
+                return window::permutation(files, w, self.seed, epoch);
+            }
+        }
         let mut all: Vec<usize> = (0..n).collect();
         if self.shuffle {
             let mut g = SplitMix64::new(mix(&[self.seed, epoch, 0x5348]));
-            for i in (1..n).rev() {
-                let j = g.below(i as u64 + 1) as usize;
-                all.swap(i, j);
-            }
+            window::fisher_yates(&mut all, &mut g);
         }
         all
     }
 
-    /// The ordered source indices this shard reads in `epoch`.
-    pub fn order(&self, n: usize, epoch: u64) -> Vec<usize> {
-        let mut all = self.permutation(n, epoch);
+    /// The ordered source indices this shard reads in `epoch` (`file_of`: see
+    /// [`Sampling::permutation`]).
+    pub fn order(&self, n: usize, epoch: u64, file_of: Option<&[u32]>) -> Vec<usize> {
+        let mut all = self.permutation(n, epoch, file_of);
         let len = self.len(n);
         if self.num_shards == 1 {
             all.truncate(len);
@@ -289,16 +321,16 @@ mod tests {
     fn shuffle_is_a_permutation_that_changes_with_epoch_and_repeats_with_seed() {
         for n in [1, 2, 10, 1000] {
             let s = sampling(true, 1, 0);
-            let mut o = s.order(n, 3);
-            assert_eq!(o, s.order(n, 3));
+            let mut o = s.order(n, 3, None);
+            assert_eq!(o, s.order(n, 3, None));
             o.sort();
             assert_eq!(o, (0..n).collect::<Vec<_>>());
         }
         let s = sampling(true, 1, 0);
-        assert_ne!(s.order(1000, 0), s.order(1000, 1));
-        assert_ne!(s.order(1000, 0), (0..1000).collect::<Vec<_>>());
+        assert_ne!(s.order(1000, 0, None), s.order(1000, 1, None));
+        assert_ne!(s.order(1000, 0, None), (0..1000).collect::<Vec<_>>());
         let other = Sampling { seed: 43, ..s };
-        assert_ne!(s.order(1000, 0), other.order(1000, 0));
+        assert_ne!(s.order(1000, 0, None), other.order(1000, 0, None));
     }
 
     #[test]
@@ -308,7 +340,7 @@ mod tests {
                 let mut seen = vec![0usize; n];
                 let per = n.div_ceil(shards);
                 for id in 0..shards {
-                    let o = sampling(true, shards, id).order(n, 5);
+                    let o = sampling(true, shards, id).order(n, 5, None);
                     assert_eq!(o.len(), per);
                     for i in o {
                         seen[i] += 1;
@@ -321,8 +353,8 @@ mod tests {
         }
         // MindSpore DistributedSampler, no shuffle, 5 samples over 2 shards:
         // shard 0: 0 2 4, shard 1: 1 3 0 (wrapped)
-        assert_eq!(sampling(false, 2, 0).order(5, 0), vec![0, 2, 4]);
-        assert_eq!(sampling(false, 2, 1).order(5, 0), vec![1, 3, 0]);
+        assert_eq!(sampling(false, 2, 0).order(5, 0, None), vec![0, 2, 4]);
+        assert_eq!(sampling(false, 2, 1).order(5, 0, None), vec![1, 3, 0]);
     }
 
     fn policy(uneven: Uneven, shuffle: bool, shards: usize, id: usize) -> Sampling {
@@ -343,7 +375,7 @@ mod tests {
             for (id, &want) in lens.iter().enumerate() {
                 let s = policy(uneven, true, 4, id);
                 assert_eq!(s.len(110), want, "{uneven:?} shard {id}");
-                let o = s.order(110, 1);
+                let o = s.order(110, 1, None);
                 assert_eq!(o.len(), want);
                 for i in o {
                     seen[i] += 1;
@@ -409,15 +441,15 @@ mod tests {
                 n in 1usize..500, seed in any::<u64>(), epoch in 0u64..1000
             ) {
                 let s = Sampling { shuffle: true, seed, ..Sampling::default() };
-                let o = s.order(n, epoch);
-                prop_assert_eq!(&o, &s.order(n, epoch));
+                let o = s.order(n, epoch, None);
+                prop_assert_eq!(&o, &s.order(n, epoch, None));
                 let mut sorted = o.clone();
                 sorted.sort_unstable();
                 prop_assert_eq!(sorted, (0..n).collect::<Vec<_>>());
                 if n >= 8 {
                     // 8! orders: a collision between two epochs is a 1-in-40320 event at
                     // worst, and these seeds are fixed by proptest's own seed.
-                    prop_assert_ne!(o, s.order(n, epoch + 1));
+                    prop_assert_ne!(o, s.order(n, epoch + 1, None));
                 }
             }
 
@@ -431,7 +463,7 @@ mod tests {
                 for id in 0..shards {
                     let s = Sampling { shuffle, seed, num_shards: shards, shard_id: id, uneven,
                                        ..Sampling::default() };
-                    let o = s.order(n, epoch);
+                    let o = s.order(n, epoch, None);
                     prop_assert_eq!(o.len(), s.len(n));
                     lens.push(o.len());
                     for i in o { seen[i] += 1; }
@@ -485,12 +517,12 @@ mod tests {
             num_samples: Some(3),
             ..sampling(false, 1, 0)
         };
-        assert_eq!(s.order(10, 0), vec![0, 1, 2]);
+        assert_eq!(s.order(10, 0, None), vec![0, 1, 2]);
         let s = Sampling {
             num_samples: Some(100),
             ..s
         };
-        assert_eq!(s.order(10, 0).len(), 10);
+        assert_eq!(s.order(10, 0, None).len(), 10);
     }
 
     #[test]

@@ -21,6 +21,7 @@ const FLAGS: &[(&str, Option<&str>)] = &[
     ("--num-shards", Some("1")),
     ("--shard-id", Some("0")),
     ("--uneven", Some("pad")),
+    ("--shuffle-window", Some("2")),
     ("--on-error", Some("skip")),
     ("--start-epoch", Some("0")),
     ("--start-batch", Some("0")),
@@ -45,6 +46,7 @@ const FLAGS: &[(&str, Option<&str>)] = &[
     ("--tile", Some("32")),
     ("--html", Some("x.html")),
     ("--against", Some("fixtures/imagefolder")),
+    ("--fetch", Some("ranges")),
 ];
 
 const INPUT: &[&str] = &[
@@ -53,6 +55,7 @@ const INPUT: &[&str] = &[
     "--workers",
     "--batch-size",
     "--work-unit",
+    "--fetch",
 ];
 const SAMPLING: &[&str] = &[
     "--seed",
@@ -61,6 +64,7 @@ const SAMPLING: &[&str] = &[
     "--num-shards",
     "--shard-id",
     "--uneven",
+    "--shuffle-window",
 ];
 const RESUME: &[&str] = &[
     "--start-epoch",
@@ -238,6 +242,8 @@ fn every_command_accepts_the_flags_the_readme_gives_it() {
         "1",
         "--max-batches",
         "1",
+        "--fetch",
+        "auto",
     ]);
     assert_eq!(code(&o), 0, "{}", text(&o).1);
     // and a shards conversion with its own

@@ -179,7 +179,8 @@ fn the_cache_stays_within_its_limit() {
     let d = data("s3://data/ds", cache.path());
     let mut more: Vec<&str> = d.iter().map(String::as_str).collect();
     let limit_s = limit.to_string();
-    more.extend(["--cache-size", &limit_s]);
+    // Whole files (range mode, auto's choice here, is tests/store_ranges.rs's).
+    more.extend(["--cache-size", &limit_s, "--fetch", "files"]);
     let o = imgfeed(TRAIN, &more, &env);
     stop.store(true, Ordering::Relaxed);
     let _ = watcher.join();
@@ -196,7 +197,7 @@ fn the_cache_stays_within_its_limit() {
     let tiny = (small + largest / 2).to_string();
     let d = data("s3://data/ds", cache.path());
     let mut more: Vec<&str> = d.iter().map(String::as_str).collect();
-    more.extend(["--cache-size", &tiny]);
+    more.extend(["--cache-size", &tiny, "--fetch", "files"]);
     let o = imgfeed(TRAIN, &more, &env);
     assert_eq!(o.status.code(), Some(2));
     assert!(

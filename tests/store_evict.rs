@@ -74,7 +74,8 @@ fn watched(args: &[&str], url: &str, limit: u64, env: &[(&str, &str)]) -> (Outpu
     let d = data(url, cache.path());
     let mut more: Vec<&str> = d.iter().map(String::as_str).collect();
     let limit_s = limit.to_string();
-    more.extend(["--cache-size", &limit_s]);
+    // Whole files (`auto` reads a global shuffle through a small cache by ranges).
+    more.extend(["--cache-size", &limit_s, "--fetch", "files"]);
     let o = imgfeed(args, &more, env);
     stop.store(true, Ordering::Relaxed);
     let _ = watcher.join();

@@ -464,7 +464,7 @@ fn replace_keeps_every_shard_at_its_announced_batch_count() {
             .seed(3)
             .shards(4, id)
             .sampling
-            .order(names.len(), 0)
+            .order(names.len(), 0, None)
             .into_iter()
             .map(|i| i as u64)
             .collect();

@@ -22,11 +22,13 @@ CASES = [
     ({"seed": 7}, ["--seed", "7"], "resnet50_train.toml"),
     ({"num_shards": 2, "shard_id": 1}, ["--num-shards", "2", "--shard-id", "1"], "resnet50_train.toml"),
     ({"uneven": "drop"}, ["--uneven", "drop"], "resnet50_train.toml"),
+    ({"shuffle_window": 2}, ["--shuffle-window", "2"], "resnet50_train.toml"),
     ({"on_error": "skip"}, ["--on-error", "skip"], "resnet50_eval.toml"),
     ({"usage": "test"}, ["--usage", "test"], "cifar10_train.toml"),
     ({"endpoint": "http://127.0.0.1:9"}, ["--endpoint", "http://127.0.0.1:9"], "resnet50_eval.toml"),
     ({"cache_dir": "/tmp/c"}, ["--cache-dir", "/tmp/c"], "resnet50_eval.toml"),
     ({"cache_size": "2GB"}, ["--cache-size", "2GB"], "resnet50_eval.toml"),
+    ({"fetch": "ranges"}, ["--fetch", "ranges"], "resnet50_eval.toml"),
 ]
 
 

@@ -65,6 +65,23 @@ def test_mind_dataset_reads_a_group_from_any_of_its_names_as_the_tree(group):
         ds.MindDataset(str(group[0]), columns_list=["nope", "label"])
 
 
+def test_mind_dataset_hands_a_store_url_to_the_engine_as_one(monkeypatch):
+    """A file named by a store URL reaches the engine as that URL, not made a local path
+    (the read itself, against moto, is tests/mindrecord_store.rs's): here, with no
+    credentials and the metadata server not asked, the client's setup fails naming it,
+    before any request."""
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+                "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_SKIP_SIGNATURE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("IMGFEED_NO_METADATA", "true")
+    first, second = "s3://bucket/mr/tree.mindrecord0", "s3://bucket/mr/tree.mindrecord1"
+    with pytest.raises(ValueError, match=r"^dataset s3://bucket/mr/tree\.mindrecord0: cannot set up"):
+        ds.MindDataset(first)
+    with pytest.raises(ValueError, match=r"^dataset s3://bucket/mr/tree\.mindrecord0::s3://bucket/mr/tree\.mindrecord1: "):
+        ds.MindDataset([first, second])
+
+
 def test_tfrecord_dataset_reads_the_tfrecord_packages_file():
     path = str(FIXTURES / "records" / "small.tfrecord")
 

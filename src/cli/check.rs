@@ -45,7 +45,7 @@ pub fn check(c: &Common, print_config: bool) -> Result<i32> {
     }
     let src = &cfg.source;
     println!(
-        "epoch: {} samples in {} batches, {} workers; shard {} of {} (uneven {}); shuffle {}, seed {}; {} epoch(s); on_error {}",
+        "epoch: {} samples in {} batches, {} workers; shard {} of {} (uneven {}); shuffle {}{}, seed {}; {} epoch(s); on_error {}",
         p.samples_per_epoch(),
         p.batches_per_epoch(),
         cfg.engine.workers,
@@ -53,6 +53,10 @@ pub fn check(c: &Common, print_config: bool) -> Result<i32> {
         src.sampling.num_shards,
         src.sampling.uneven,
         src.sampling.shuffle,
+        src.sampling
+            .shuffle_window
+            .map(|w| format!(" (windows of {w} files)"))
+            .unwrap_or_default(),
         src.sampling.seed,
         src.sampling.num_epochs,
         cfg.engine.on_error,

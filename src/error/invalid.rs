@@ -310,4 +310,38 @@ pub enum Invalid {
     /// A measurement whose epochs yield nothing (free-form: the empty-epoch warning).
     #[error("nothing to measure: {0}")]
     NothingToMeasure(String),
+    /// `shuffle_window` on a source that is not made of multi-sample files.
+    #[error(
+        "shuffle_window shuffles windows of files and needs a dataset made of multi-sample \
+         files (shards, webdataset, tfrecord, mindrecord, parquet), but {kind} at {} holds \
+         one sample per file or record: leave shuffle_window out (the global shuffle), or \
+         convert the dataset to shards",
+        root.display()
+    )]
+    WindowKind {
+        /// The source's kind.
+        kind: &'static str,
+        /// Its root.
+        root: PathBuf,
+    },
+    /// A cache too small for `shuffle_window`'s window of files.
+    #[error("{url}: {source}")]
+    WindowCache {
+        /// The dataset.
+        url: String,
+        /// What the window needs.
+        #[source]
+        source: crate::plan::window::CacheShort,
+    },
+    /// `fetch = "ranges"` for compressed container files (gzip'd TFRecord, Parquet), which
+    /// are unpacked whole and read from that copy: no sample has a byte range to fetch.
+    #[error(
+        "{object}: --fetch ranges (source.fetch) cannot read a compressed file: it is \
+         unpacked whole into the cache and read from there; use fetch = \"files\" (or \
+         \"auto\")"
+    )]
+    RangesOfPacked {
+        /// The first compressed object.
+        object: String,
+    },
 }

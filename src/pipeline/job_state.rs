@@ -25,6 +25,9 @@ pub struct Fingerprint {
     pub seed: u64,
     /// Whether epochs are shuffled.
     pub shuffle: bool,
+    /// The shard-aware shuffle's window (`None`: the global shuffle).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shuffle_window: Option<usize>,
 }
 
 impl Fingerprint {
@@ -47,6 +50,7 @@ impl Fingerprint {
             pipeline: format!("{:016x}", fingerprint(ops.as_bytes())),
             seed: c.source.sampling.seed,
             shuffle: c.source.sampling.shuffle,
+            shuffle_window: c.source.sampling.shuffle_window,
         }
     }
 
@@ -72,6 +76,14 @@ impl Fingerprint {
             diffs.push(format!(
                 "shuffle (state: {}; here: {})",
                 self.shuffle, here.shuffle
+            ));
+        }
+        if self.shuffle_window != here.shuffle_window {
+            let show = |w: Option<usize>| w.map_or("none".to_string(), |w| w.to_string());
+            diffs.push(format!(
+                "shuffle_window (state: {}; here: {})",
+                show(self.shuffle_window),
+                show(here.shuffle_window)
             ));
         }
         if diffs.is_empty() {
@@ -243,7 +255,7 @@ impl JobState {
             && here.batch_size == old.batch_size
             && here.drop_remainder == old.drop_remainder;
         let n = p.source().len();
-        let perm = s.permutation(n, self.epoch);
+        let perm = p.permutation(self.epoch);
         let (worlds, start) = if same_world {
             // The same world: every rank goes on in its own share (the writer after the
             // samples it skipped, the others after the batches they yielded).

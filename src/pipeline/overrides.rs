@@ -29,7 +29,7 @@ macro_rules! choice {
         }
     )*};
 }
-choice!(Usage, Uneven, OnError);
+choice!(Usage, Uneven, OnError, crate::store::Fetch);
 
 /// Declares the settings: for each, its [`Overrides`] field (doc and type), the pipeline
 /// key it replaces, its flag, its default in words and its application to a config (the
@@ -180,6 +180,18 @@ settings! {
         c.source.remote.cache_limit()?;
     }
 
+    /// How a store's shard or container files are read: whole through the cache, or
+    /// samples' byte ranges (the global shuffle kept with a small cache).
+    fetch: crate::store::Fetch => "source"."fetch",
+    flag: flag("fetch", "FETCH", FlagGroup::Input),
+    default: Some(
+        "default auto: ranges for a global shuffle over files larger than the cache, else \
+         files"
+    ),
+    apply: |f, c| {
+        c.source.remote.fetch = *f;
+    }
+
     /// Shuffle every epoch.
     shuffle: bool => "source"."shuffle",
     flag: Some(Flag {
@@ -235,6 +247,17 @@ settings! {
     ),
     apply: |u, c| {
         c.source.sampling.uneven = *u;
+    }
+
+    /// The shard-aware shuffle: read the dataset's files this many at a time (a window of
+    /// files shuffled together), so a cache of that many files keeps reads local; needs
+    /// shuffle and a dataset of multi-sample files (shards, webdataset, tfrecord,
+    /// mindrecord, parquet).
+    shuffle_window: usize => "source"."shuffle_window",
+    flag: flag("shuffle-window", "FILES", FlagGroup::Sampling),
+    default: Some("default none: the global shuffle"),
+    apply: |w, c| {
+        c.source.sampling.shuffle_window = Some(*w);
     }
 
     /// Samples per batch, at least 1.
@@ -359,7 +382,7 @@ mod tests {
         let before = eval();
         let json = r#"{"data": "/d", "batch_size": 4, "drop_remainder": false, "workers": 3,
             "work_unit": 2, "shuffle": true, "seed": 9, "num_shards": 2, "shard_id": 1,
-            "uneven": "drop", "on_error": "skip", "endpoint": "http://127.0.0.1:9",
+            "uneven": "drop", "shuffle_window": 3, "on_error": "skip", "endpoint": "http://127.0.0.1:9",
             "cache_dir": "/c", "cache_size": "2GB", "usage": null}"#;
         let o = Overrides::from_json(json).expect("parses");
         let mut cfg = before.clone();
@@ -374,6 +397,7 @@ mod tests {
             (true, 9, 2, 1)
         );
         assert_eq!((s.shard, s.uneven), (ShardFrom::Config, Uneven::Drop));
+        assert_eq!(s.shuffle_window, Some(3));
         let r = &cfg.source.remote;
         assert_eq!(r.endpoint.as_deref(), Some("http://127.0.0.1:9"));
         assert_eq!(r.cache_dir.as_deref(), Some(std::path::Path::new("/c")));
@@ -394,7 +418,8 @@ mod tests {
         let values = serde_json::json!({
             "data": "/d", "usage": null, "endpoint": "http://127.0.0.1:9", "cache_dir": "/c",
             "cache_size": "2GB", "shuffle": true, "seed": 9, "num_shards": 2, "shard_id": 1,
-            "uneven": "drop", "batch_size": 4, "drop_remainder": false, "workers": 3,
+            "uneven": "drop", "shuffle_window": 3, "batch_size": 4, "drop_remainder": false,
+            "workers": 3,
             "work_unit": 2, "on_error": "skip"
         });
         let fields = values.as_object().expect("an object");

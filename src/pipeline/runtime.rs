@@ -138,6 +138,13 @@ impl Pipeline {
     /// Build over `source` a config whose settings [`check::settings`] has checked (once: it
     /// also reads the launcher's variables for `shard = "env"`).
     fn checked(config: PipelineConfig, source: Arc<dyn Source>) -> Result<Pipeline> {
+        if config.source.sampling.shuffle_window.is_some() && source.file_of().is_none() {
+            return Err(Invalid::WindowKind {
+                kind: config.source.kind().name(),
+                root: source.root().to_path_buf(),
+            }
+            .into());
+        }
         let Checked {
             stages,
             spec,
@@ -240,9 +247,28 @@ impl Pipeline {
         )
     }
 
+    /// Epoch `epoch`'s order of all the samples, before sharding: the global shuffle, or
+    /// the shard-aware one over the source's files (`shuffle_window`), or the source's
+    /// order. Every epoch, resume and prefetch of this pipeline reads this order.
+    pub fn permutation(&self, epoch: u64) -> Vec<usize> {
+        self.config
+            .source
+            .sampling
+            .permutation(self.source.len(), epoch, self.source.file_of())
+    }
+
+    /// The samples this rank reads in epoch `epoch`, in order (its shard of
+    /// [`Pipeline::permutation`], after `num_samples`).
+    pub fn order(&self, epoch: u64) -> Vec<usize> {
+        self.config
+            .source
+            .sampling
+            .order(self.source.len(), epoch, self.source.file_of())
+    }
+
     /// Start epoch `epoch` (it seeds the shuffle and the random ops).
     pub fn epoch(&self, epoch: u64) -> Epoch {
-        let order = self.config.source.sampling.order(self.source.len(), epoch);
+        let order = self.order(epoch);
         self.launch(State::epoch_start(epoch), order, 0, self.first_world())
     }
 
@@ -285,11 +311,7 @@ impl Pipeline {
     /// yielded next, with any worker count (the order and every random choice depend
     /// only on the seed, the epoch and the sample).
     pub fn resume(&self, state: State) -> Result<Epoch> {
-        let order = self
-            .config
-            .source
-            .sampling
-            .order(self.source.len(), state.epoch);
+        let order = self.order(state.epoch);
         let (bs, drop) = (self.config.batch.size, self.config.batch.drop_remainder);
         let batches = batch_count(order.len(), bs, drop);
         if state.batch > batches {
@@ -341,7 +363,7 @@ impl Pipeline {
         if count == 0 || id >= count {
             return Err(Invalid::Slice { id, count }.into());
         }
-        let mut order = self.config.source.sampling.order(self.source.len(), epoch);
+        let mut order = self.order(epoch);
         let (first, end) = crate::shards::slice_range(order.len(), id, count);
         order.truncate(end);
         Ok(self.launch(State::epoch_start(epoch), order, first, self.first_world()))

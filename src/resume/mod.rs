@@ -233,9 +233,9 @@ mod tests {
             for id in 0..shards {
                 let s = Sampling { shuffle: true, seed, num_shards: shards, shard_id: id, uneven,
                                    num_samples: cap, ..Sampling::default() };
-                let perm = s.permutation(n, epoch);
+                let perm = s.permutation(n, epoch, None);
                 let got: Vec<usize> = layout.rank_positions(id).iter().map(|&p| perm[p]).collect();
-                prop_assert_eq!(got, s.order(n, epoch));
+                prop_assert_eq!(got, s.order(n, epoch, None));
             }
         }
 

@@ -4,7 +4,7 @@
 //! are fetched when an epoch needs them ([`RemoteFiles`](super::fetch::RemoteFiles)): the same checks as a local
 //! dataset's, the same records, the same batches.
 
-use super::fetch::key;
+use super::fetch::{key, PREFETCH};
 use super::format::{Entry, FileEntry, Manifest, HEADER_LEN, MANIFEST};
 use super::Shards;
 use crate::error::Result;
@@ -31,7 +31,10 @@ pub fn open(
         options.endpoint.as_deref(),
     )?;
     let largest = manifest.shards.iter().map(|f| f.size).max().unwrap_or(0);
-    let least = manifest.index.size + manifest.names.size + largest;
+    let total = manifest.shards.iter().map(|f| f.size).sum();
+    let ranged = super::fetch::by_ranges(options.fetch, sampling, cache.limit(), total);
+    // By ranges, no shard goes to the cache: only the index and the names.
+    let least = manifest.index.size + manifest.names.size + if ranged { 0 } else { largest };
     if cache.limit() < least {
         return Err(crate::error::Invalid::CacheTooSmall {
             limit: cache.limit(),
@@ -39,6 +42,16 @@ pub fn open(
             least,
         }
         .into());
+    }
+    if let Some(window) = sampling.shuffle_window {
+        let sizes: Vec<u64> = manifest.shards.iter().map(|f| f.size).collect();
+        let keep = manifest.index.size + manifest.names.size;
+        crate::plan::window::check_room(&sizes, keep, cache.limit(), window, PREFETCH).map_err(
+            |source| crate::error::Invalid::WindowCache {
+                url: url.to_string(),
+                source,
+            },
+        )?;
     }
     let index = small_file(&client, &cache, &manifest.index, &[])?;
     let names = small_file(
@@ -54,8 +67,16 @@ pub fn open(
         for_messages(&manifest.index.file),
         for_messages(&manifest.names.file),
     );
-    let files =
-        super::fetch::remote_files(client, cache, manifest.clone(), keep, shard_of, *sampling);
+    let ranges = ranged.then(|| super::fetch::sample_ranges(&index.1, manifest.samples));
+    let files = super::fetch::remote_files(
+        client,
+        cache,
+        manifest.clone(),
+        keep,
+        shard_of,
+        *sampling,
+        ranges,
+    );
     Shards::remote(root, manifest, (ipath, index.1), (npath, names.1), files)
 }
 

@@ -32,6 +32,8 @@ pub struct Shards {
     index: Mmap,
     names: Mmap,
     files: Files,
+    /// The shard of each sample (read from the index as it is checked).
+    file_of: Vec<u32>,
 }
 
 /// Where the shard files' bytes are.
@@ -179,22 +181,25 @@ impl Shards {
             return Err(bad(&mpath, "the dataset has no samples"));
         }
         check_crc(&npath, &names, manifest.names.crc32)?;
-        let s = Shards {
+        let mut s = Shards {
             root: root.to_path_buf(),
             manifest,
             index,
             names,
             files,
+            file_of: Vec::new(),
         };
-        s.check_entries(&ipath)?;
+        s.file_of = s.check_entries(&ipath)?;
         Ok(s)
     }
 
     /// Every entry must point inside its shard and the names, and a raw record must be
-    /// exactly its pixels: after this, reads cannot go out of bounds.
-    fn check_entries(&self, ipath: &Path) -> Result<()> {
+    /// exactly its pixels: after this, reads cannot go out of bounds. Returns the shard of
+    /// each sample.
+    fn check_entries(&self, ipath: &Path) -> Result<Vec<u32>> {
         let body = &self.index[HEADER_LEN..];
         let raw = self.manifest.storage == Storage::Raw;
+        let mut file_of = Vec::with_capacity(self.manifest.samples as usize);
         for i in 0..self.manifest.samples as usize {
             let e = Entry::at(body, i).ok_or_else(|| bad(ipath, "index ends early"))?;
             let fail = |why: String| bad(ipath, format!("entry {i}: {why}"));
@@ -228,8 +233,14 @@ impl Shards {
                     )));
                 }
             }
+            file_of.push(e.shard);
         }
-        Ok(())
+        Ok(file_of)
+    }
+
+    /// The shard of each sample.
+    pub fn file_of(&self) -> &[u32] {
+        &self.file_of
     }
 
     /// The manifest.

@@ -129,7 +129,15 @@ impl SourceConfig {
             return Err(Invalid::NoRoot.into());
         }
         let def = self.dataset.def();
-        match DatasetRoot::parse(self.root(), &self.remote)? {
+        let root = DatasetRoot::parse(self.root(), &self.remote)?;
+        let root = match root {
+            DatasetRoot::Store(mut at) => {
+                at.sampling = self.sampling;
+                DatasetRoot::Store(at)
+            }
+            local => local,
+        };
+        match root {
             DatasetRoot::Local(root) => {
                 if self.kind() == SourceKind::Shards || Shards::is_dataset(&root) {
                     super::shards::open_local(&root, def.listing())
@@ -137,11 +145,14 @@ impl SourceConfig {
                     def.open_local(&root)
                 }
             }
-            DatasetRoot::Store(at) => match at.manifest()? {
+            DatasetRoot::Store(mut at) => match at.manifest()? {
                 Some(manifest) => {
                     super::shards::open_store(*at, &manifest, &self.sampling, def.listing())
                 }
-                None => def.open_store(*at),
+                None => {
+                    at.sampling = self.sampling;
+                    def.open_store(*at)
+                }
             },
         }
     }
@@ -321,6 +332,7 @@ mod tests {
         let s = Sampling {
             num_samples: Some(3),
             num_epochs: 2,
+            shuffle_window: Some(2),
             ..Sampling::default()
         };
         let v = toml::Value::try_from(s).expect("serializes");

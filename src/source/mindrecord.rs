@@ -6,6 +6,13 @@
 //! folder reads every group in it (by the first name of each); a list (`a::b`) or a
 //! pattern (`train.mindrecord{0..3}`) reads exactly the files it names.
 //!
+//! In object storage (`s3://`, `gs://`, `az://`, `http(s)://`) the root names objects the
+//! same ways: one object reads its group (its header's first bytes asked for by a ranged
+//! GET, the names it lists found in the prefix's listing), a prefix every group in it, a
+//! list or pattern exactly its objects. The objects are then read as WebDataset tars are
+//! ([`RecordFiles::open_objects`]): each indexed once (the index kept in the cache, keyed
+//! by the object's size and ETag), fetched whole into the cache ahead of the epoch's order.
+//!
 //! ```toml
 //! [source]
 //! kind = "mindrecord"
@@ -16,11 +23,13 @@
 
 use super::kind::SourceDef;
 use super::record_files::{self, RecordFiles};
+use super::root::StoreRoot;
 use super::Source;
 use crate::error::{Error, Result};
 use crate::formats::mindrecord::{
     group, is_mindrecord_name, read_header, MindRecord, MindRecordOptions,
 };
+use crate::store::{ObjectInfo, StoreClient, StoreUrl};
 use serde::{Deserialize, Serialize};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -177,6 +186,118 @@ fn list(root: &Path) -> Result<Vec<(String, PathBuf)>> {
     Ok(out)
 }
 
+/// Bytes of an object's start asked for to read its header: MindSpore's JSON header is
+/// mostly far shorter (a longer one is asked for in a second request).
+const FIRST_READ: u64 = 64 << 10;
+
+/// The longest header read from a store: MindSpore's `header_size` is at most 128 MiB.
+const MAX_HEADER: u64 = 128 << 20;
+
+/// The group names in the header of the object `name` (`size` bytes) under `client`'s
+/// prefix: its first bytes only (see [`FIRST_READ`]).
+fn store_group_of(client: &StoreClient, name: &str, size: u64) -> Result<Vec<String>> {
+    let object = client.url().object(name);
+    let path = Path::new(&object);
+    if size < 8 {
+        return Err(bad(path, "not a MindRecord file: shorter than 8 bytes"));
+    }
+    let mut bytes = client.get_range(name, 0..size.min(FIRST_READ))?;
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap_or([0; 8]));
+    if n > size - 8 {
+        let reason = format!(
+            "not a MindRecord file: header of {n} bytes announced, the object has {size}"
+        );
+        return Err(bad(path, reason));
+    }
+    if n > MAX_HEADER {
+        let reason = format!("a header of {n} bytes announced: more than MindSpore writes");
+        return Err(bad(path, reason));
+    }
+    let end = 8 + n;
+    let have = bytes.len() as u64;
+    if end > have {
+        bytes.extend(client.get_range(name, have..end)?);
+    }
+    bytes.truncate(end as usize);
+    let header = read_header(&bytes).map_err(|e| bad(path, e.to_string()))?;
+    let names = group(&header, Path::new(name)).map_err(|e| bad(path, e.to_string()))?;
+    Ok(names
+        .into_iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect())
+}
+
+/// The objects `at` names, in MindSpore's order, with the client of the prefix they are
+/// in (see the module).
+fn list_store(at: &StoreRoot) -> Result<(StoreClient, Vec<(String, ObjectInfo)>)> {
+    let text = at.root.to_string_lossy().into_owned();
+    let trimmed = text.trim_end_matches('/');
+    let pattern = super::brace::is_pattern(trimmed);
+    let one = !pattern && is_mindrecord_name(trimmed.rsplit('/').next().unwrap_or_default());
+    let (parent, wanted) = if pattern || one {
+        // Every name is picked ("" ends them all): the pattern's, or the one object.
+        record_files::store_selection(trimmed, &[""]).map_err(|reason| bad(&at.root, reason))?
+    } else {
+        (trimmed.to_string(), None)
+    };
+    let url = StoreUrl::parse(&parent)?;
+    let client = StoreClient::new(&url, at.options.endpoint.as_deref())?;
+    let listed = client.list_info(super::store_tree::MAX_OBJECTS)?;
+    let by_name: std::collections::HashMap<&str, &ObjectInfo> =
+        listed.iter().map(|(k, i)| (k.as_str(), i)).collect();
+    let info = |n: &str, why: &dyn Fn() -> String| match by_name.get(n) {
+        Some(i) => Ok((n.to_string(), (*i).clone())),
+        None => Err(bad(Path::new(&url.object(n)), why())),
+    };
+    let mut found: Vec<(String, ObjectInfo)> = Vec::new();
+    let add_group = |first: &str, found: &mut Vec<(String, ObjectInfo)>| -> Result<()> {
+        let (_, first_info) = info(first, &|| "no such object".to_string())?;
+        for name in store_group_of(&client, first, first_info.size)? {
+            if !found.iter().any(|(n, _)| *n == name) {
+                let member = info(&name, &|| {
+                    format!(
+                        "no such object (a file of the MindRecord group {} belongs to)",
+                        url.object(first)
+                    )
+                })?;
+                found.push(member);
+            }
+        }
+        Ok(())
+    };
+    match wanted {
+        Some(names) if pattern => {
+            for n in names {
+                found.push(info(&n, &|| {
+                    "no such object (named by the pattern)".to_string()
+                })?);
+            }
+        }
+        Some(names) => {
+            for n in names {
+                add_group(&n, &mut found)?;
+            }
+        }
+        None => {
+            let mut firsts: Vec<&str> = listed
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .filter(|k| !k.contains('/') && is_mindrecord_name(k))
+                .collect();
+            firsts.sort_unstable();
+            if firsts.is_empty() {
+                return Err(bad(&at.root, "no .mindrecord objects there"));
+            }
+            for f in firsts {
+                if !found.iter().any(|(n, _)| n == f) {
+                    add_group(f, &mut found)?;
+                }
+            }
+        }
+    }
+    Ok((client, found))
+}
+
 impl SourceDef for MindRecordConfig {
     fn name(&self) -> &'static str {
         "mindrecord"
@@ -200,6 +321,16 @@ impl SourceDef for MindRecordConfig {
             root,
             files,
             &self.format(),
+        )?))
+    }
+
+    fn open_store(&self, at: StoreRoot) -> Result<Arc<dyn Source>> {
+        let (client, found) = list_store(&at)?;
+        Ok(Arc::new(RecordFiles::open_objects(
+            &at,
+            &self.format(),
+            client,
+            found,
         )?))
     }
 }

@@ -281,4 +281,11 @@ pub trait Source: Send + Sync {
     fn per_object(&self) -> bool {
         false
     }
+    /// The file each sample is in, for a source made of multi-sample files (shards,
+    /// container files): what the shard-aware shuffle (`shuffle_window`) windows. `None`
+    /// (the default) for sources of one sample per file or record (ImageFolder, CIFAR),
+    /// which refuse a window.
+    fn file_of(&self) -> Option<&[u32]> {
+        None
+    }
 }

@@ -12,6 +12,8 @@
 //! In object storage ([`RecordFiles::open_store`]) the root names objects the same ways
 //! (an object, a pattern, or a prefix holding them); the prefix is listed once, each object
 //! fetched whole into the cache (the store's [`FetchAhead`], ahead of the epoch's order),
+//! or, in range mode (`fetch`: see [`crate::store::ranges`]), each sample's record by its
+//! byte range ahead of the epoch's exact order ([`RangeAhead`]; not for packed objects),
 //! its index kept under the cache root keyed by size and ETag. A packed object (a Parquet
 //! file, a gzip'd TFRecord) is fetched whole once, unpacked into the cache folder
 //! (`unpacked/`, named by the object and its size and ETag) as a local packed file is, and
@@ -27,7 +29,10 @@ use super::{Raw, RawSample, Source};
 use crate::error::{Error, Result};
 use crate::formats::{RecordEntry, RecordFormat};
 use crate::spec::{Spec, MAX_LABELS};
-use crate::store::{AheadFile, AheadFiles, Cache, FetchAhead, StoreClient, StoreUrl};
+use crate::store::ahead::PREFETCH;
+use crate::store::{
+    AheadFile, AheadFiles, Cache, Fetch, FetchAhead, RangeAhead, RemoteFiles, StoreClient, StoreUrl,
+};
 use memmap2::Mmap;
 use std::path::{Path, PathBuf};
 
@@ -43,15 +48,18 @@ pub struct RecordFiles {
     keys: Vec<Box<str>>,
     /// The class names the first file carries (Parquet's metadata), as `(name, label)`.
     classes: Vec<(String, u32)>,
+    /// The file of each sample.
+    file_of: Vec<u32>,
 }
 
 /// Where the files' bytes are.
 enum Files {
     /// Each local file mapped (`None`: an empty file).
     Mapped(Vec<Option<Mmap>>),
-    /// Objects in a store, fetched into the cache ahead of the epoch's order; a packed
-    /// object's unpacked copy is mapped instead (`Some`).
-    Remote(FetchAhead, Vec<Option<Mmap>>),
+    /// Objects in a store, fetched whole into the cache ahead of the epoch's order or by
+    /// samples' byte ranges (the `fetch` option); a packed object's unpacked copy is
+    /// mapped instead (`Some`).
+    Remote(RemoteFiles, Vec<Option<Mmap>>),
 }
 
 /// Where a sample is.
@@ -297,7 +305,7 @@ fn stamp(info: &crate::store::ObjectInfo) -> String {
 /// The prefix a store root lists and the names it picks there: an object or a pattern
 /// (`s3://b/wds/train-{0..9}.tar`: `s3://b/wds` and the names), or a prefix (`None`: every
 /// object there with one of `extensions`).
-fn store_selection(
+pub(super) fn store_selection(
     text: &str,
     extensions: &[&str],
 ) -> std::result::Result<(String, Option<Vec<String>>), String> {
@@ -425,6 +433,7 @@ impl RecordFiles {
         }
         let mut samples = Vec::with_capacity(total);
         let mut keys = Vec::with_capacity(total);
+        let file_of = file_of(&indexes);
         for (file, entries) in indexes.into_iter().enumerate() {
             for e in entries {
                 samples.push(Slot {
@@ -445,6 +454,7 @@ impl RecordFiles {
             samples,
             keys,
             classes,
+            file_of,
         })
     }
 
@@ -487,6 +497,21 @@ impl RecordFiles {
                 all
             }
         };
+        RecordFiles::open_objects(at, format, client, found)
+    }
+
+    /// The objects `found` (`(name, info)` under `client`'s prefix, as its listing gave
+    /// them, in the dataset's order) of the dataset at `at`, indexed as
+    /// [`RecordFiles::open_store`] does: for a format whose objects are not picked by
+    /// extension alone (a MindRecord group, named by any one of its files).
+    pub fn open_objects<F: RecordFormat>(
+        at: &StoreRoot,
+        format: &F,
+        client: StoreClient,
+        found: Vec<(String, crate::store::ObjectInfo)>,
+    ) -> Result<RecordFiles> {
+        let url = client.url().clone();
+        let endpoint = at.options.endpoint.as_deref();
         if found.is_empty() {
             return Err(bad(
                 &at.root,
@@ -507,6 +532,15 @@ impl RecordFiles {
                 least: largest,
             }
             .into());
+        }
+        if let Some(window) = at.sampling.shuffle_window {
+            let sizes: Vec<u64> = found.iter().map(|(_, i)| i.size).collect();
+            crate::plan::window::check_room(&sizes, 0, cache.limit(), window, PREFETCH).map_err(
+                |source| crate::error::Invalid::WindowCache {
+                    url: url.to_string(),
+                    source,
+                },
+            )?;
         }
         let index_root = at
             .options
@@ -594,24 +628,53 @@ impl RecordFiles {
             // (An empty copy has no samples: nothing reads it.)
             maps.push(map);
         }
-        let mut file_of = Vec::new();
-        for (i, e) in indexes.iter().enumerate() {
-            file_of.extend(std::iter::repeat_n(i as u32, e.len()));
-        }
+        let file_of = file_of(&indexes);
         let n = file_of.len();
-        let ahead = FetchAhead::new(
-            client,
-            cache,
-            AheadFiles {
+        let sampling = at.sampling;
+        let by_file = sampling.shuffle_window.map(|_| file_of.clone());
+        // Range mode reads records in place: not an unpacked copy.
+        let packed = found.iter().zip(&maps).find(|(_, m)| m.is_some());
+        let total = files.iter().map(|f| f.size).sum();
+        let ranged = match packed {
+            Some(((name, _), _)) if at.options.fetch == Fetch::Ranges => {
+                return Err(crate::error::Invalid::RangesOfPacked {
+                    object: url.object(name),
+                }
+                .into());
+            }
+            Some(_) => false,
+            None => crate::shards::fetch::by_ranges(
+                at.options.fetch,
+                &at.sampling,
+                cache.limit(),
+                total,
+            ),
+        };
+        let limit = cache.limit();
+        let files = AheadFiles {
+            files,
+            listed_by: LISTED,
+            keep: Vec::new(),
+            file_of,
+            per_epoch: sampling.len(n) as u64,
+            order: Box::new(move |epoch| sampling.order(n, epoch, by_file.as_deref())),
+            check: Box::new(|_, _| Ok(())),
+        };
+        let ahead = if ranged {
+            let ranges = indexes
+                .iter()
+                .flatten()
+                .map(|e| e.offset..e.offset.saturating_add(e.len))
+                .collect();
+            RemoteFiles::Ranges(RangeAhead::new(
+                client,
                 files,
-                listed_by: LISTED,
-                keep: Vec::new(),
-                file_of,
-                per_epoch: n as u64,
-                order: Box::new(move |_| (0..n).collect()),
-                check: Box::new(|_, _| Ok(())),
-            },
-        );
+                ranges,
+                crate::store::ranges::budget(limit),
+            ))
+        } else {
+            RemoteFiles::Whole(FetchAhead::new(client, cache, files))
+        };
         let names = found.into_iter().map(|(n, _)| n).collect();
         let classes = format.classes(
             maps.iter()
@@ -634,6 +697,15 @@ impl RecordFiles {
     pub fn files(&self) -> &[String] {
         &self.names
     }
+}
+
+/// The file of each sample of `indexes` (one per file).
+fn file_of(indexes: &[Vec<RecordEntry>]) -> Vec<u32> {
+    let mut file_of = Vec::with_capacity(indexes.iter().map(Vec::len).sum());
+    for (i, e) in indexes.iter().enumerate() {
+        file_of.extend(std::iter::repeat_n(i as u32, e.len()));
+    }
+    file_of
 }
 
 impl Source for RecordFiles {
@@ -704,6 +776,10 @@ impl Source for RecordFiles {
             raw: Raw::Encoded(bytes),
             labels: s.labels,
         })
+    }
+
+    fn file_of(&self) -> Option<&[u32]> {
+        Some(&self.file_of)
     }
 
     fn epoch_starts(&self, epoch: u64, order: &[usize]) {

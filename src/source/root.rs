@@ -4,6 +4,7 @@
 //! the GET of its manifest, whose bytes the shards reader then takes.
 
 use crate::error::Result;
+use crate::plan::Sampling;
 use crate::shards::format::{MANIFEST, MAX_MANIFEST_BYTES};
 use crate::store::{StoreClient, StoreError, StoreOptions, StoreUrl};
 use std::path::{Path, PathBuf};
@@ -28,6 +29,8 @@ pub struct StoreRoot {
     pub client: StoreClient,
     /// Where the store is reached and how the cache is kept.
     pub options: StoreOptions,
+    /// The sampling the dataset is read with (what its files are fetched ahead for).
+    pub sampling: Sampling,
 }
 
 impl DatasetRoot {
@@ -44,6 +47,7 @@ impl DatasetRoot {
             url,
             client,
             options: options.clone(),
+            sampling: Sampling::default(),
         })))
     }
 }

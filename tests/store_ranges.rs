@@ -1,0 +1,355 @@
+//! Range mode (`fetch = "ranges"`): a dataset in object storage read by its samples' byte
+//! ranges, ahead of the epoch's exact order, when its files do not fit the cache, against
+//! a real S3-compatible server (moto_server, `python/envs.sh moto`) on loopback: the local
+//! run's digests with the cache at 10% of the dataset (asked for and picked by `auto`),
+//! the cache folder within its limit (nothing big written there), a mid-epoch resume equal
+//! to the local one, 503s and bodies cut during range reads retried, WebDataset tars read
+//! by ranges as the local tars, and a compressed container refused by name.
+//!
+//! Like tests/s3.rs: inside `unshare -n sh -c 'ip link set lo up && cargo test --test
+//! store_ranges'` (`.ci/run`, `IMGFEED_S3_TESTS=required`); elsewhere each test says why
+//! it is skipped and passes, unless `IMGFEED_S3_TESTS=required`. Everything is bounded in
+//! time.
+
+mod common;
+#[path = "common/moto.rs"]
+mod moto;
+#[path = "common/proxy.rs"]
+mod proxy;
+#[path = "common/remote.rs"]
+mod remote;
+
+use moto::{bytes_under, imgfeed, ready, Moto};
+use proxy::{Fault, Proxy};
+use remote::{digests, local_shards, text, traffic, COMMAND_LIMIT, EVAL, TRAIN};
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Create `bucket` and put every file of `dir` under `prefix`.
+fn upload(port: u16, bucket: &str, prefix: &str, dir: &Path) {
+    moto::upload(port, bucket, prefix, dir, |_, b| Some(b));
+}
+
+/// `imgfeed ARGS --data URL --cache-dir CACHE --cache-size LIMIT MORE`.
+fn run_ranged(
+    args: &[&str],
+    url: &str,
+    cache: &Path,
+    limit: u64,
+    more: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
+    let limit = limit.to_string();
+    let cache = cache.to_str().expect("utf-8");
+    let mut all = vec!["--data", url, "--cache-dir", cache, "--cache-size", &limit];
+    all.extend_from_slice(more);
+    imgfeed(args, &all, env)
+}
+
+/// The shards' bytes and the rest's (index, names, manifest) of a local dataset.
+fn sizes(dir: &Path) -> (u64, u64) {
+    let shards: u64 = std::fs::read_dir(dir)
+        .expect("dir")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("shard-"))
+        .filter_map(|e| e.metadata().ok().map(|m| m.len()))
+        .sum();
+    (shards, bytes_under(dir) - shards)
+}
+
+/// Samples in a local dataset (its index's entries).
+fn samples(dir: &Path) -> u64 {
+    (std::fs::metadata(dir.join("index.bin"))
+        .expect("index")
+        .len()
+        - 32)
+        / 56
+}
+
+#[test]
+fn ranges_with_a_tenth_of_the_dataset_cached_give_the_local_digests() {
+    if !ready("ranges_with_a_tenth_of_the_dataset_cached_give_the_local_digests") {
+        return;
+    }
+    let local = local_shards();
+    let dir = local.path().join("ds");
+    let moto = Moto::start(None);
+    upload(moto.port, "data", "ds", &dir);
+    let ep = moto.endpoint();
+    let env = [("AWS_ENDPOINT_URL", ep.as_str())];
+    let want = imgfeed(TRAIN, &["--data", dir.to_str().expect("utf-8")], &[]);
+    assert!(want.status.success(), "{}", text(&want.stderr));
+    let want = digests(&want);
+    assert_eq!(want.len(), 2, "two epochs");
+    let (shards, small) = sizes(&dir);
+    let limit = (shards + small) / 10;
+    assert!(limit > small, "the index and the names fit");
+    let n = samples(&dir);
+    for fetch in [&["--fetch", "ranges"][..], &[]] {
+        let cache = tempfile::tempdir().expect("tempdir");
+        let stop = Arc::new(AtomicBool::new(false));
+        let most = Arc::new(AtomicUsize::new(0));
+        let watcher = {
+            let (stop, most, root) = (stop.clone(), most.clone(), cache.path().to_path_buf());
+            std::thread::spawn(move || {
+                let t0 = Instant::now();
+                while !stop.load(Ordering::Relaxed) && t0.elapsed() < COMMAND_LIMIT {
+                    most.fetch_max(bytes_under(&root) as usize, Ordering::Relaxed);
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            })
+        };
+        let o = run_ranged(TRAIN, "s3://data/ds", cache.path(), limit, fetch, &env);
+        stop.store(true, Ordering::Relaxed);
+        let _ = watcher.join();
+        assert!(o.status.success(), "{fetch:?}: {}", text(&o.stderr));
+        assert_eq!(digests(&o), want, "{fetch:?}: the local run's digests");
+        // By ranges (auto picks them: a shuffle over files larger than the cache): the
+        // index and the names are the only files downloaded, every sample a range read.
+        let out = text(&o.stdout);
+        assert_eq!(traffic(&o, "files downloaded"), 2, "{fetch:?}: {out}");
+        let ranged = traffic(&o, "range requests");
+        assert!(
+            ranged >= 1 && ranged <= 2 * n,
+            "{fetch:?}: {ranged} for {n}: {out}"
+        );
+        let most = most.load(Ordering::Relaxed) as u64;
+        assert!(
+            most <= limit && most <= small,
+            "{most} bytes on disk, limit {limit}"
+        );
+    }
+    // Unshuffled, with the cache at 30%: auto reads whole shards through the cache.
+    let cache = tempfile::tempdir().expect("tempdir");
+    let want = digests(&imgfeed(
+        EVAL,
+        &["--data", dir.to_str().expect("utf-8")],
+        &[],
+    ));
+    let o = run_ranged(
+        EVAL,
+        "s3://data/ds",
+        cache.path(),
+        (shards + small) * 3 / 10,
+        &[],
+        &env,
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(digests(&o), want);
+    assert_eq!(traffic(&o, "range requests"), 0, "{}", text(&o.stdout));
+    assert!(traffic(&o, "files downloaded") > 2, "{}", text(&o.stdout));
+}
+
+/// The flags after `resume with ` in a run's output.
+fn resume_hint(o: &Output) -> Vec<String> {
+    let out = text(&o.stdout);
+    let line = out
+        .lines()
+        .find_map(|l| l.split("resume with ").nth(1))
+        .unwrap_or_else(|| panic!("no resume hint: {out}"));
+    line.split_whitespace().map(str::to_string).collect()
+}
+
+#[test]
+fn a_run_by_ranges_resumes_mid_epoch_like_the_local_one() {
+    if !ready("a_run_by_ranges_resumes_mid_epoch_like_the_local_one") {
+        return;
+    }
+    let local = local_shards();
+    let dir = local.path().join("ds");
+    let dir_s = dir.to_str().expect("utf-8");
+    let moto = Moto::start(None);
+    upload(moto.port, "data", "ds", &dir);
+    let ep = moto.endpoint();
+    let env = [("AWS_ENDPOINT_URL", ep.as_str())];
+    let (shards, small) = sizes(&dir);
+    let limit = (shards + small) / 10;
+    // Stopped in the middle of epoch 1 (3 batches an epoch), then resumed.
+    let stop = ["--max-batches", "5"];
+    let mut runs: Vec<Vec<String>> = Vec::new();
+    for data in [dir_s, "s3://data/ds"] {
+        let cache = tempfile::tempdir().expect("tempdir");
+        let args = [TRAIN, &stop[..]].concat();
+        let o = run_ranged(
+            &args,
+            data,
+            cache.path(),
+            limit,
+            &["--fetch", "ranges"],
+            &env,
+        );
+        assert!(o.status.success(), "{data}: {}", text(&o.stderr));
+        let hint = resume_hint(&o);
+        assert_eq!(hint[..4], ["--start-epoch", "1", "--start-batch", "2"]);
+        let mut seen = digests(&o);
+        let cache = tempfile::tempdir().expect("tempdir");
+        let args: Vec<&str> = TRAIN
+            .iter()
+            .copied()
+            .chain(hint.iter().map(String::as_str))
+            .collect();
+        let r = run_ranged(
+            &args,
+            data,
+            cache.path(),
+            limit,
+            &["--fetch", "ranges"],
+            &env,
+        );
+        assert!(r.status.success(), "{data}: {}", text(&r.stderr));
+        seen.extend(digests(&r));
+        assert_eq!(seen.len(), 3, "{}", text(&r.stdout));
+        if data.starts_with("s3://") {
+            // The resumed part of the epoch reads its 4 samples' ranges, no more.
+            let ranged = traffic(&r, "range requests");
+            assert!((1..=4).contains(&ranged), "{}", text(&r.stdout));
+        }
+        runs.push(seen);
+    }
+    assert_eq!(
+        runs[1], runs[0],
+        "the store's run resumes like the local one"
+    );
+}
+
+#[test]
+fn faults_during_range_reads_are_retried_and_the_digests_match() {
+    if !ready("faults_during_range_reads_are_retried_and_the_digests_match") {
+        return;
+    }
+    let local = local_shards();
+    let dir = local.path().join("ds");
+    let moto = Moto::start(None);
+    upload(moto.port, "data", "ds", &dir);
+    let want = digests(&imgfeed(
+        TRAIN,
+        &["--data", dir.to_str().expect("utf-8")],
+        &[],
+    ));
+    let (shards, small) = sizes(&dir);
+    let limit = (shards + small) / 10;
+    // 503s to range requests (not to the manifest or the index), then bodies cut (only
+    // the records' answers are longer than the cut).
+    for (fault, faults) in [
+        (Fault::UnavailableIf("range: bytes="), 6),
+        (Fault::CutAfter(3000), 4),
+    ] {
+        let proxy = Proxy::start(moto.port, fault, faults);
+        let ep = proxy.endpoint();
+        let cache = tempfile::tempdir().expect("tempdir");
+        let o = run_ranged(
+            TRAIN,
+            "s3://data/ds",
+            cache.path(),
+            limit,
+            &["--fetch", "ranges"],
+            &[("AWS_ENDPOINT_URL", ep.as_str())],
+        );
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert_eq!(digests(&o), want, "nothing lost or repeated");
+        assert!(traffic(&o, "range requests") > 0, "{}", text(&o.stdout));
+        assert!(
+            traffic(&o, "retries") >= faults as u64,
+            "every fault cost a retry: {}",
+            text(&o.stdout)
+        );
+    }
+}
+
+/// The `formats` environment's python (webdataset's writers), or `None`.
+fn formats_python() -> Option<PathBuf> {
+    let out = Command::new("bash")
+        .arg(common::repo().join("python/envs.sh"))
+        .args(["--path", "formats"])
+        .output()
+        .ok()?;
+    let python = Path::new(String::from_utf8(out.stdout).ok()?.trim()).join("bin/python");
+    let ok = Command::new(&python)
+        .args(["-c", "import webdataset"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok.then_some(python)
+}
+
+#[test]
+fn webdataset_tars_read_by_ranges_equal_the_local_tars() {
+    if !ready("webdataset_tars_read_by_ranges_equal_the_local_tars") {
+        return;
+    }
+    let Some(python) = formats_python() else {
+        assert!(
+            std::env::var("IMGFEED_S3_TESTS").as_deref() != Ok("required"),
+            "IMGFEED_S3_TESTS=required, but the formats environment is not made: bash \
+             python/envs.sh formats"
+        );
+        let _ = writeln!(std::io::stderr(), "SKIPPED: bash python/envs.sh formats");
+        return;
+    };
+    let local = tempfile::tempdir().expect("tempdir");
+    let o = Command::new(&python)
+        .arg(common::repo().join("fixtures/make_webdataset.py"))
+        .arg(common::repo().join("fixtures/imagefolder"))
+        .arg(local.path())
+        .output()
+        .expect("runs python");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let tars = local.path().join("shards");
+    let moto = Moto::start(None);
+    upload(moto.port, "wds", "train", &tars);
+    let ep = moto.endpoint();
+    let env = [("AWS_ENDPOINT_URL", ep.as_str())];
+    let local_pattern = format!("{}/train-{{0000..0002}}.tar", tars.display());
+    let want = imgfeed(TRAIN, &["--data", &local_pattern], &[]);
+    assert!(want.status.success(), "{}", text(&want.stderr));
+    let pattern = "s3://wds/train/train-{0000..0002}.tar";
+    // The cache holds the largest tar (each is indexed once, whole), not all three.
+    let (mut total, mut largest) = (0, 0);
+    for e in std::fs::read_dir(&tars).expect("dir").flatten() {
+        let len = e.metadata().expect("meta").len();
+        total += len;
+        largest = largest.max(len);
+    }
+    assert!(largest < total);
+    for fetch in [&["--fetch", "ranges"][..], &[]] {
+        let cache = tempfile::tempdir().expect("tempdir");
+        let o = run_ranged(TRAIN, pattern, cache.path(), largest, fetch, &env);
+        assert!(o.status.success(), "{fetch:?}: {}", text(&o.stderr));
+        assert_eq!(digests(&o), digests(&want), "{fetch:?}");
+        assert!(traffic(&o, "range requests") > 0, "{}", text(&o.stdout));
+    }
+    // A gzip'd TFRecord is read from its unpacked copy: no ranges to read there.
+    let gz = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(
+        common::repo().join("fixtures/records/small.tfrecord.gz"),
+        gz.path().join("small.tfrecord.gz"),
+    )
+    .expect("copies");
+    upload(moto.port, "packed", "gz", gz.path());
+    let cache = tempfile::tempdir().expect("tempdir");
+    let url = "s3://packed/gz/small.tfrecord.gz";
+    let o = run_ranged(
+        EVAL,
+        url,
+        cache.path(),
+        1 << 30,
+        &["--fetch", "ranges"],
+        &env,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let e = text(&o.stderr);
+    assert!(
+        e.contains("small.tfrecord.gz") && e.contains("compressed"),
+        "{e}"
+    );
+    let o = run_ranged(EVAL, url, cache.path(), 1 << 30, &[], &env);
+    assert!(
+        o.status.success(),
+        "auto reads it whole: {}",
+        text(&o.stderr)
+    );
+}
