@@ -37,7 +37,7 @@ use crate::error::{Error, Result};
 use memmap2::Mmap;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -230,6 +230,30 @@ impl Plan {
     }
 }
 
+/// The state's lock and condition. A process forked from the one that opened the files
+/// (a DataLoader worker) makes its own: the parent's lock may have been held at the fork by
+/// a thread that the child does not have (a prefetcher reserving room), and would never be
+/// released there. The parent's is leaked in the child.
+struct Shared {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+impl Shared {
+    fn fresh(files: usize) -> *mut Shared {
+        Box::into_raw(Box::new(Shared {
+            state: Mutex::new(State {
+                maps: vec![None; files],
+                using: vec![0; files],
+                fetching: vec![false; files],
+                downloaded: vec![false; files],
+                ..State::default()
+            }),
+            changed: Condvar::new(),
+        }))
+    }
+}
+
 /// What the workers and the prefetchers share.
 struct Inner {
     client: StoreClient,
@@ -237,8 +261,8 @@ struct Inner {
     files: AheadFiles,
     /// The file of each cached path.
     file_at: HashMap<PathBuf, usize>,
-    state: Mutex<State>,
-    changed: Condvar,
+    /// This process's state and its condition (see [`Shared`]); never null, freed on drop.
+    shared: AtomicPtr<Shared>,
     /// Samples read, to know the epoch (reads / samples per epoch) without an announced
     /// order.
     reads: AtomicU64,
@@ -299,7 +323,7 @@ fn spawn_prefetchers(inner: &Arc<Inner>) {
             .name(format!("imgfeed-prefetch-{k}"))
             .spawn(move || worker.prefetch_loop());
         if spawned.is_err() && k == 0 {
-            lock(&inner.state).stop = true;
+            lock(inner.state()).stop = true;
         }
     }
 }
@@ -313,14 +337,14 @@ struct Held<'a> {
 
 impl Drop for Held<'_> {
     fn drop(&mut self) {
-        let mut st = lock(&self.inner.state);
+        let mut st = lock(self.inner.state());
         if let Some(u) = st.using.get_mut(self.file) {
             *u = u.saturating_sub(1);
             if *u == 0 {
                 st.room_gen += 1;
                 if st.waiting_room > 0 {
                     drop(st);
-                    self.inner.changed.notify_all();
+                    self.inner.changed().notify_all();
                 }
             }
         }
@@ -342,14 +366,7 @@ impl FetchAhead {
             cache,
             files,
             file_at,
-            state: Mutex::new(State {
-                maps: vec![None; n],
-                using: vec![0; n],
-                fetching: vec![false; n],
-                downloaded: vec![false; n],
-                ..State::default()
-            }),
-            changed: Condvar::new(),
+            shared: AtomicPtr::new(Shared::fresh(n)),
             reads: AtomicU64::new(0),
             pid: AtomicU32::new(std::process::id()),
         });
@@ -373,17 +390,11 @@ impl FetchAhead {
         {
             return;
         }
-        let mut st = lock(&self.inner.state);
-        st.fetching.iter_mut().for_each(|f| *f = false);
-        st.using.iter_mut().for_each(|u| *u = 0);
-        st.waiting_room = 0;
-        let stopped = st.stop;
-        drop(st);
-        // A read of this process already waiting for one of those downloads fetches it.
-        self.inner.changed.notify_all();
-        if !stopped {
-            spawn_prefetchers(&self.inner);
-        }
+        // A fresh state: the parent's lock may be held by a thread not in this process.
+        // Maps, plan and counts start again (a cached file maps again without a request).
+        let fresh = Shared::fresh(self.inner.files.files.len());
+        let _leaked = self.inner.shared.swap(fresh, Ordering::AcqRel);
+        spawn_prefetchers(&self.inner);
     }
 
     /// Epoch `epoch` reads the samples `order` (indices, in order; a resumed epoch's from
@@ -399,12 +410,12 @@ impl FetchAhead {
             &self.inner.files.file_of,
             self.inner.files.files.len(),
         );
-        let mut st = lock(&self.inner.state);
+        let mut st = lock(self.inner.state());
         st.announced = true;
         st.plan = Some(plan);
         st.room_gen += 1;
         drop(st);
-        self.inner.changed.notify_all();
+        self.inner.changed().notify_all();
     }
 
     /// Copy bytes `range` of file `shard` into `scratch` (the read of sample `index`).
@@ -468,12 +479,34 @@ pub fn cached(
 
 impl Drop for FetchAhead {
     fn drop(&mut self) {
-        lock(&self.inner.state).stop = true;
-        self.inner.changed.notify_all();
+        lock(self.inner.state()).stop = true;
+        self.inner.changed().notify_all();
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // SAFETY: from `Shared::fresh`, freed only here (a replaced one is leaked).
+        drop(unsafe { Box::from_raw(*self.shared.get_mut()) });
     }
 }
 
 impl Inner {
+    /// This process's [`Shared`].
+    fn shared(&self) -> &Shared {
+        // SAFETY: never null; what it points to is freed only in `drop` (a replaced one
+        // is leaked), so it lives as long as `&self`.
+        unsafe { &*self.shared.load(Ordering::Acquire) }
+    }
+
+    fn state(&self) -> &Mutex<State> {
+        &self.shared().state
+    }
+
+    fn changed(&self) -> &Condvar {
+        &self.shared().changed
+    }
+
     fn entry(&self, shard: usize) -> Result<&AheadFile> {
         self.files
             .files
@@ -490,7 +523,7 @@ impl Inner {
     fn note_read(&self, index: usize) -> std::sync::MutexGuard<'_, State> {
         let per_epoch = self.files.per_epoch.max(1);
         let epoch = self.reads.fetch_add(1, Ordering::Relaxed) / per_epoch;
-        let mut st = lock(&self.state);
+        let mut st = lock(self.state());
         if !st.announced && st.plan.as_ref().is_none_or(|p| p.epoch != epoch) {
             drop(st);
             let plan = Plan::new(
@@ -500,10 +533,10 @@ impl Inner {
                 &self.files.file_of,
                 self.files.files.len(),
             );
-            st = lock(&self.state);
+            st = lock(self.state());
             st.plan = Some(plan);
             st.room_gen += 1;
-            self.changed.notify_all();
+            self.changed().notify_all();
         }
         if let Some(p) = st.plan.as_mut() {
             p.mark(index);
@@ -514,7 +547,7 @@ impl Inner {
     /// The map of `shard`, lent to a reader: fetched (once, whoever asks) when it is not
     /// there.
     fn acquire(&self, shard: usize) -> Result<Held<'_>> {
-        self.acquire_locked(shard, lock(&self.state))
+        self.acquire_locked(shard, lock(self.state()))
     }
 
     /// [`Inner::acquire`] with the state locked already (by the read's [`Inner::note_read`]).
@@ -539,12 +572,12 @@ impl Inner {
             if !st.fetching[shard] {
                 break;
             }
-            st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
+            st = self.changed().wait(st).unwrap_or_else(|p| p.into_inner());
         }
         st.fetching[shard] = true;
         drop(st);
         let got = self.fetch(shard, Room::Read);
-        let mut st = lock(&self.state);
+        let mut st = lock(self.state());
         st.fetching[shard] = false;
         st.room_gen += 1;
         let out = match got {
@@ -564,14 +597,14 @@ impl Inner {
             Err(e) => Err(e),
         };
         drop(st);
-        self.changed.notify_all();
+        self.changed().notify_all();
         out
     }
 
     /// A prefetching thread: fetch the file not cached whose next use comes first, when it
     /// fits without evicting a file needed sooner; else wait for room or a new plan.
     fn prefetch_loop(&self) {
-        let mut st = lock(&self.state);
+        let mut st = lock(self.state());
         loop {
             if st.stop {
                 return;
@@ -583,7 +616,7 @@ impl Inner {
             let pick = if blocked { None } else { self.pick(&st) };
             let Some((f, d)) = pick else {
                 st = self
-                    .changed
+                    .changed()
                     .wait_timeout(st, Duration::from_millis(20))
                     .map_or_else(|p| p.into_inner().0, |(g, _)| g);
                 continue;
@@ -593,7 +626,7 @@ impl Inner {
             st.ahead_bytes += size;
             drop(st);
             let got = self.fetch(f, Room::Ahead(d));
-            st = lock(&self.state);
+            st = lock(self.state());
             st.fetching[f] = false;
             st.ahead_bytes = st.ahead_bytes.saturating_sub(size);
             match got {
@@ -607,8 +640,8 @@ impl Inner {
                 Err(_) => st.no_room = Some((st.room_gen, Instant::now())),
             }
             drop(st);
-            self.changed.notify_all();
-            st = lock(&self.state);
+            self.changed().notify_all();
+            st = lock(self.state());
         }
     }
 
@@ -668,7 +701,7 @@ impl Inner {
                             .map_err(Error::from)?;
                         stats::download();
                         let path = pending.commit(&key, &object).map_err(Error::from)?;
-                        let mut st = lock(&self.state);
+                        let mut st = lock(self.state());
                         if let Some(d) = st.downloaded.get_mut(shard) {
                             if *d {
                                 stats::refetched(entry.size);
@@ -700,7 +733,7 @@ impl Inner {
     ) -> Result<Option<std::result::Result<super::cache::Pending, PathBuf>>> {
         let t0 = Instant::now();
         let mut waiting = false;
-        let mut st = lock(&self.state);
+        let mut st = lock(self.state());
         let out = loop {
             let beyond = match room {
                 Room::Read if t0.elapsed() < NO_HARM_WAIT => {
@@ -761,7 +794,7 @@ impl Inner {
                         st.waiting_room += 1;
                     }
                     st = self
-                        .changed
+                        .changed()
                         .wait_timeout(st, Duration::from_millis(100))
                         .map_or_else(|p| p.into_inner().0, |(g, _)| g);
                 }
@@ -828,7 +861,7 @@ mod tests {
             .map(|(i, f)| (cache.path_of(&f.key("the manifest")), i))
             .collect();
         let plan = Plan::new(0, &order, &order, &[0, 1, 2, 3, 4], n);
-        Inner {
+        let inner = Inner {
             client,
             cache,
             files: AheadFiles {
@@ -841,19 +874,16 @@ mod tests {
                 check: Box::new(|_, _| Ok(())),
             },
             file_at,
-            state: Mutex::new(State {
-                maps: vec![None; n],
-                using: vec![0; n],
-                fetching: vec![false; n],
-                downloaded: vec![false; n],
-                plan: Some(plan),
-                announced: true,
-                ..State::default()
-            }),
-            changed: Condvar::new(),
+            shared: AtomicPtr::new(Shared::fresh(n)),
             reads: AtomicU64::new(0),
             pid: AtomicU32::new(std::process::id()),
+        };
+        {
+            let mut st = lock(inner.state());
+            st.plan = Some(plan);
+            st.announced = true;
         }
+        inner
     }
 
     /// Put file `f` in the cache as a download would, and map it.
@@ -866,7 +896,7 @@ mod tests {
         std::io::Write::write_all(p.file().expect("open"), &[byte; SIZE as usize]).expect("writes");
         p.commit(&key, "x").expect("commits");
         let map = inner.fetch(f, Room::Read).expect("maps").expect("cached");
-        lock(&inner.state).maps[f] = Some(Arc::new(map));
+        lock(inner.state()).maps[f] = Some(Arc::new(map));
     }
 
     fn cached(inner: &Inner, f: usize) -> bool {
@@ -917,7 +947,7 @@ mod tests {
         assert!(cached(&inner, 0) && cached(&inner, 1) && !cached(&inner, 2));
         assert!(!inner.cache.dir().join("old.bin.00000000").exists());
         assert!(
-            lock(&inner.state).maps[2].is_none(),
+            lock(inner.state()).maps[2].is_none(),
             "the evicted map is dropped"
         );
         drop(got);
@@ -938,12 +968,12 @@ mod tests {
         put(&inner, 0);
         put(&inner, 1);
         let key = inner.key(&inner.files.files[2]);
-        let d = lock(&inner.state).plan.as_ref().expect("plan").next_use(2);
+        let d = lock(inner.state()).plan.as_ref().expect("plan").next_use(2);
         assert!(matches!(inner.reserve(2, &key, Room::Ahead(d)), Ok(None)));
         assert!(cached(&inner, 0) && cached(&inner, 1));
         // Past a, a's next use is never: prefetching c may take its room.
-        lock(&inner.state).plan.as_mut().expect("plan").mark(0);
-        let d = lock(&inner.state).plan.as_ref().expect("plan").next_use(2);
+        lock(inner.state()).plan.as_mut().expect("plan").mark(0);
+        let d = lock(inner.state()).plan.as_ref().expect("plan").next_use(2);
         assert!(matches!(
             inner.reserve(2, &key, Room::Ahead(d)),
             Ok(Some(Ok(_)))
@@ -960,7 +990,7 @@ mod tests {
         // Readers hold both files: c's read waits instead of failing.
         let held_a = inner.acquire(0).expect("a");
         let held_b = inner.acquire(1).expect("b");
-        assert_eq!(lock(&inner.state).using, vec![1, 1, 0, 0, 0]);
+        assert_eq!(lock(inner.state()).using, vec![1, 1, 0, 0, 0]);
         let key = inner.key(&inner.files.files[2]);
         std::thread::scope(|s| {
             let waiter = s.spawn(|| inner.reserve(2, &key, Room::Read).map(|r| r.is_some()));
@@ -969,15 +999,15 @@ mod tests {
                 !waiter.is_finished(),
                 "the read waits while both are in use"
             );
-            assert_eq!(lock(&inner.state).waiting_room, 1);
+            assert_eq!(lock(inner.state()).waiting_room, 1);
             assert!(cached(&inner, 0) && cached(&inner, 1));
             drop(held_b);
             assert!(matches!(waiter.join().expect("joins"), Ok(true)));
         });
         // b, released, made the room; a, still held, stayed.
         assert!(cached(&inner, 0) && !cached(&inner, 1));
-        assert_eq!(lock(&inner.state).waiting_room, 0);
+        assert_eq!(lock(inner.state()).waiting_room, 0);
         drop(held_a);
-        assert_eq!(lock(&inner.state).using, vec![0; 5]);
+        assert_eq!(lock(inner.state()).using, vec![0; 5]);
     }
 }
