@@ -13,6 +13,8 @@
 //! failure. Every server, subprocess and loop here is bounded in time.
 
 mod common;
+#[path = "common/formats.rs"]
+mod formats;
 #[path = "common/moto.rs"]
 mod moto;
 #[path = "common/proxy.rs"]
@@ -1130,17 +1132,7 @@ fn fork_reads_alike(work: &Path, url: &str, local: &Path, ep: &str) {
 
 /// The `formats` environment's python (webdataset's writers), or `None`.
 fn formats_python() -> Option<PathBuf> {
-    let out = Command::new("bash")
-        .arg(common::repo().join("python/envs.sh"))
-        .args(["--path", "formats"])
-        .output()
-        .ok()?;
-    let python = Path::new(String::from_utf8(out.stdout).ok()?.trim()).join("bin/python");
-    let ok = Command::new(&python)
-        .args(["-c", "import webdataset"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    ok.then_some(python)
+    formats::env_python("formats", "webdataset").ok()
 }
 
 #[test]

@@ -12,6 +12,8 @@
 //! time.
 
 mod common;
+#[path = "common/formats.rs"]
+mod formats;
 #[path = "common/moto.rs"]
 mod moto;
 #[path = "common/proxy.rs"]
@@ -263,17 +265,7 @@ fn faults_during_range_reads_are_retried_and_the_digests_match() {
 
 /// The `formats` environment's python (webdataset's writers), or `None`.
 fn formats_python() -> Option<PathBuf> {
-    let out = Command::new("bash")
-        .arg(common::repo().join("python/envs.sh"))
-        .args(["--path", "formats"])
-        .output()
-        .ok()?;
-    let python = Path::new(String::from_utf8(out.stdout).ok()?.trim()).join("bin/python");
-    let ok = Command::new(&python)
-        .args(["-c", "import webdataset"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    ok.then_some(python)
+    formats::env_python("formats", "webdataset").ok()
 }
 
 #[test]

@@ -379,15 +379,7 @@ impl FetchAhead {
     /// parent: forget those (this process fetches the files itself) and start prefetchers
     /// of this process's own. One atomic load when nothing forked.
     fn forked(&self) {
-        let pid = std::process::id();
-        let was = self.inner.pid.load(Ordering::Acquire);
-        if was == pid
-            || self
-                .inner
-                .pid
-                .compare_exchange(was, pid, Ordering::AcqRel, Ordering::Acquire)
-                .is_err()
-        {
+        if !super::forked::first_call_in_child(&self.inner.pid) {
             return;
         }
         // A fresh state: the parent's lock may be held by a thread not in this process.

@@ -22,6 +22,7 @@ pub mod azure;
 pub mod cache;
 pub mod client;
 pub mod error;
+mod forked;
 pub mod gcs;
 pub mod http;
 pub mod kind;

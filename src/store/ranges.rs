@@ -39,7 +39,7 @@ use super::{stats, AheadFiles, StoreClient};
 use crate::error::{Error, Result};
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Condvar, Mutex};
 
 /// Ranges of one file less than this apart are fetched by one request, the gap's bytes
@@ -223,15 +223,7 @@ impl RangeAhead {
     /// In a process forked from the one that started the prefetchers (a DataLoader
     /// worker), they and their requests stayed in the parent: start afresh here.
     fn forked(&self) {
-        let pid = std::process::id();
-        let was = self.inner.pid.load(Ordering::Acquire);
-        if was == pid
-            || self
-                .inner
-                .pid
-                .compare_exchange(was, pid, Ordering::AcqRel, Ordering::Acquire)
-                .is_err()
-        {
+        if !super::forked::first_call_in_child(&self.inner.pid) {
             return;
         }
         let mut st = lock(&self.inner.state);
