@@ -34,6 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let mut f = std::fs::File::create(dir.path().join(format!("{i}")))?;
             bytes += client
                 .download(&s.file, Some((s.size, "the manifest")), &mut f)?
+                .0
                 .size;
         }
         let whole = t0.elapsed().as_secs_f64();

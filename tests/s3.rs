@@ -951,12 +951,18 @@ fn epoch_digest(p: &imgfeed::Pipeline, epoch: u64) -> String {
 
 /// A pipeline file reading `root` (shuffled, batches of 4) through `endpoint`, with its
 /// cache in `cache`.
-fn fork_pipeline(dir: &Path, root: &str, endpoint: Option<&str>, cache: &Path) -> PathBuf {
+fn fork_pipeline(
+    dir: &Path,
+    root: &str,
+    endpoint: Option<&str>,
+    cache: &Path,
+    remote_lines: &str,
+) -> PathBuf {
     let toml = std::fs::read_to_string(common::repo().join("pipelines/resnet50_eval.toml"))
         .expect("reads");
     let mut source = format!("root = {root:?}\ncache_dir = {cache:?}\n");
     if let Some(ep) = endpoint {
-        source.push_str(&format!("endpoint = {ep:?}\n"));
+        source.push_str(&format!("endpoint = {ep:?}\n{remote_lines}"));
     }
     let toml = toml
         .replace("root = \"../fixtures/imagefolder\"\n", &source)
@@ -1041,7 +1047,10 @@ fn a_forked_process_reads_the_store_like_its_parent() {
     if !ready("a_forked_process_reads_the_store_like_its_parent") {
         return;
     }
-    // Shards of about 8 kB: many, so the child downloads some after the fork.
+    // Shards of about 8 kB, whole-file fetching, and a cache that holds about half of
+    // them: whatever the parent fetched ahead before the fork, the child's two epochs must
+    // download files again itself (with the whole dataset cached it might ask nothing, and
+    // the test would not show its client works).
     let local = tempfile::tempdir().expect("tempdir");
     let dir = local.path().join("ds");
     let o = imgfeed(
@@ -1050,21 +1059,41 @@ fn a_forked_process_reads_the_store_like_its_parent() {
         &[],
     );
     assert!(o.status.success(), "convert: {}", text(&o.stderr));
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).expect("manifest"))
+            .expect("json");
+    let sizes: Vec<u64> = manifest["shards"]
+        .as_array()
+        .expect("shards")
+        .iter()
+        .map(|s| s["size"].as_u64().expect("a size"))
+        .collect();
+    let small = manifest["index"]["size"].as_u64().expect("index size")
+        + manifest["names"]["size"].as_u64().expect("names size");
+    let total: u64 = sizes.iter().sum();
+    let limit = small + 4 * sizes.iter().max().expect("shards");
+    assert!(
+        limit < small + total,
+        "{} shards of {total} bytes: too few for a cache smaller than the dataset",
+        sizes.len()
+    );
     let moto = Moto::start(None);
     upload(moto.port, "data", "ds", &dir, |_, b| Some(b));
     let ep = moto.endpoint();
-    fork_reads_alike(local.path(), "s3://data/ds", &dir, &ep);
-    // An image tree: the fetcher threads are the parent's too.
+    let lines = format!("cache_size = \"{limit}\"\nfetch = \"files\"\n");
+    fork_reads_alike(local.path(), "s3://data/ds", &dir, &ep, &lines);
+    // An image tree: the fetcher threads are the parent's too (one GET per image an
+    // epoch, no cache: the child's second epoch asks the store whatever happened before).
     let tree = common::repo().join("fixtures/imagefolder");
     assert_eq!(upload_tree(moto.port, "data", "tree", &tree), 14);
-    fork_reads_alike(local.path(), "s3://data/tree", &tree, &ep);
+    fork_reads_alike(local.path(), "s3://data/tree", &tree, &ep, "");
 }
 
 /// Run [`fork_probe`] on `url` (through `ep`) and compare what the forked child and its
 /// parent read with what `local` gives here.
-fn fork_reads_alike(work: &Path, url: &str, local: &Path, ep: &str) {
+fn fork_reads_alike(work: &Path, url: &str, local: &Path, ep: &str, remote_lines: &str) {
     let cache = tempfile::tempdir().expect("tempdir");
-    let remote = fork_pipeline(work, url, Some(ep), cache.path());
+    let remote = fork_pipeline(work, url, Some(ep), cache.path(), remote_lines);
     let out = work.join("digests");
     let _ = std::fs::remove_file(out.with_extension("child"));
     let _ = std::fs::remove_file(out.with_extension("parent"));
@@ -1119,7 +1148,7 @@ fn fork_reads_alike(work: &Path, url: &str, local: &Path, ep: &str) {
     let child_lines: Vec<&str> = child_said.lines().collect();
     let parent_lines: Vec<&str> = parent_said.lines().collect();
     // The local dataset's digests, in this process.
-    let local_toml = fork_pipeline(work, local.to_str().expect("utf-8"), None, cache.path());
+    let local_toml = fork_pipeline(work, local.to_str().expect("utf-8"), None, cache.path(), "");
     let p = imgfeed::Pipeline::from_file(&local_toml).expect("opens");
     let want = [epoch_digest(&p, 0), epoch_digest(&p, 1)];
     assert_ne!(want[0], want[1], "shuffled epochs differ");

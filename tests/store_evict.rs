@@ -214,7 +214,7 @@ fn parallel_part_downloads_get_past_503s_and_cut_bodies() {
         let mut file = std::fs::File::create(&path).expect("creates");
         file.set_len(want.len() as u64).expect("sized");
         let before = imgfeed::store::snapshot();
-        let info = client
+        let (info, received) = client
             .download_parts(
                 "big.bin",
                 want.len() as u64,
@@ -228,6 +228,9 @@ fn parallel_part_downloads_get_past_503s_and_cut_bodies() {
         let got = std::fs::read(&path).expect("reads");
         assert_eq!(info.size, want.len() as u64);
         assert!(got == want, "the parts make the object's bytes");
+        // The CRC-32 counted as the parts arrived (cut ones resumed) is the object's: the
+        // cache trusts it instead of reading the file again.
+        assert_eq!(received, imgfeed::store::Received::of(&want));
         let t = imgfeed::store::snapshot().since(&before);
         // 12 parts, each one request at least; every fault cost a retry (a cut part
         // resumes where it stopped).

@@ -17,7 +17,7 @@
 //! add up to more than the limit. Temporary files of processes that died are removed when
 //! found.
 
-use super::{StoreError, StoreUrl};
+use super::{Received, StoreError, StoreUrl};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -123,40 +123,33 @@ impl Pending {
         self.file.as_mut()
     }
 
-    /// Check the download against `entry` and rename it to its final name.
-    pub fn commit(mut self, entry: &CacheKey<'_>, object: &str) -> Result<PathBuf, StoreError> {
+    /// Check the download against `entry` by what the downloader counted and hashed as
+    /// the bytes arrived (`got`: the file is not read again), and rename it to its final
+    /// name.
+    pub fn commit(
+        mut self,
+        entry: &CacheKey<'_>,
+        object: &str,
+        got: Received,
+    ) -> Result<PathBuf, StoreError> {
         let file = self.file.take();
         drop(file);
-        // Size and CRC-32, streamed (a shard may be larger than memory allows twice).
-        let mut f = File::open(&self.tmp).map_err(|e| cache_err(&self.tmp, e.to_string()))?;
-        let mut hasher = crc32fast::Hasher::new();
-        let mut len = 0u64;
-        let mut buf = vec![0u8; 1 << 20];
-        loop {
-            let n = std::io::Read::read(&mut f, &mut buf)
-                .map_err(|e| cache_err(&self.tmp, e.to_string()))?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buf[..n]);
-            len += n as u64;
-        }
-        if len != entry.size {
+        if got.len != entry.size {
             return Err(StoreError::Changed {
                 object: object.to_string(),
                 reason: format!(
-                    "downloaded {len} bytes, but {} says {}",
-                    entry.listed_by, entry.size
+                    "downloaded {} bytes, but {} says {}",
+                    got.len, entry.listed_by, entry.size
                 ),
             });
         }
-        let crc = hasher.finalize();
-        if entry.checked && crc != entry.crc32 {
+        if entry.checked && got.crc32 != entry.crc32 {
             return Err(StoreError::Changed {
                 object: object.to_string(),
                 reason: format!(
-                    "checksum mismatch (CRC-32 {crc:08x}, {} says {:08x}): the object was \
+                    "checksum mismatch (CRC-32 {:08x}, {} says {:08x}): the object was \
                      replaced or damaged on the store",
+                    got.crc32,
                     entry.listed_by.trim_start_matches("the "),
                     entry.crc32
                 ),
@@ -390,9 +383,9 @@ mod tests {
     fn put(cache: &Cache, e: &CacheKey<'_>, keep: &[PathBuf]) -> Result<PathBuf, StoreError> {
         let (pending, _) = cache.reserve(e, keep)?;
         let mut p = pending.expect("not cached yet");
-        std::io::Write::write_all(p.file().expect("open"), &vec![7u8; e.size as usize])
-            .expect("writes");
-        p.commit(e, "s3://b/x")
+        let bytes = vec![7u8; e.size as usize];
+        std::io::Write::write_all(p.file().expect("open"), &bytes).expect("writes");
+        p.commit(e, "s3://b/x", Received::of(&bytes))
     }
 
     #[test]

@@ -56,6 +56,26 @@ pub struct ObjectInfo {
     pub e_tag: Option<String>,
 }
 
+/// What a download wrote: its length and CRC-32, computed from the bytes as they arrived
+/// (the cache checks them against the file's listing without reading the file again).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Received {
+    /// Bytes written.
+    pub len: u64,
+    /// Their CRC-32.
+    pub crc32: u32,
+}
+
+impl Received {
+    /// The length and CRC-32 of `bytes`.
+    pub fn of(bytes: &[u8]) -> Received {
+        Received {
+            len: bytes.len() as u64,
+            crc32: crc32fast::hash(bytes),
+        }
+    }
+}
+
 /// The runtime and the store of one process.
 pub(super) struct Io {
     /// The process that built them.
@@ -222,72 +242,84 @@ impl StoreClient {
         file: &str,
         expect: Option<(u64, &str)>,
         out: &mut std::fs::File,
-    ) -> Result<ObjectInfo, StoreError> {
+    ) -> Result<(ObjectInfo, Received), StoreError> {
         let object = self.url.object(file);
         let location = ObjectPath::from(self.url.key(file));
         let mut written: u64 = 0;
+        // Hashed as written: a retry resumes at `written`, so every byte is hashed once.
+        let mut hasher = crc32fast::Hasher::new();
         let mut info: Option<ObjectInfo> = None;
         let io = self.io()?;
-        self.retry.run(&object, |_| {
-            let opts = GetOptions {
-                range: (written > 0).then_some(GetRange::Offset(written)),
-                if_match: info.as_ref().and_then(|i| i.e_tag.clone()),
-                ..GetOptions::default()
-            };
-            stats::request();
-            io.runtime.block_on(async {
-                let got = io
-                    .store
-                    .get_opts(&location, opts)
-                    .await
-                    .map_err(|e| self.classify(file, e))?;
-                let found = ObjectInfo {
-                    size: got.meta.size,
-                    e_tag: got.meta.e_tag.clone(),
+        self.retry
+            .run(&object, |_| {
+                let opts = GetOptions {
+                    range: (written > 0).then_some(GetRange::Offset(written)),
+                    if_match: info.as_ref().and_then(|i| i.e_tag.clone()),
+                    ..GetOptions::default()
                 };
-                if let Some((want, by)) = expect {
-                    if found.size != want {
-                        return Err(Failure::Fatal(StoreError::Changed {
-                            object: object.clone(),
-                            reason: format!(
-                                "{} bytes on the store, but {by} says {want}: the \
+                stats::request();
+                io.runtime.block_on(async {
+                    let got = io
+                        .store
+                        .get_opts(&location, opts)
+                        .await
+                        .map_err(|e| self.classify(file, e))?;
+                    let found = ObjectInfo {
+                        size: got.meta.size,
+                        e_tag: got.meta.e_tag.clone(),
+                    };
+                    if let Some((want, by)) = expect {
+                        if found.size != want {
+                            return Err(Failure::Fatal(StoreError::Changed {
+                                object: object.clone(),
+                                reason: format!(
+                                    "{} bytes on the store, but {by} says {want}: the \
                                  object was replaced or truncated",
-                                found.size
-                            ),
-                        }));
+                                    found.size
+                                ),
+                            }));
+                        }
                     }
-                }
-                if let Some(first) = &info {
-                    if first.e_tag.is_some() && first.e_tag != found.e_tag {
-                        return Err(Failure::Fatal(StoreError::Changed {
-                            object: object.clone(),
-                            reason: "the object changed on the store during the download".into(),
-                        }));
+                    if let Some(first) = &info {
+                        if first.e_tag.is_some() && first.e_tag != found.e_tag {
+                            return Err(Failure::Fatal(StoreError::Changed {
+                                object: object.clone(),
+                                reason: "the object changed on the store during the download"
+                                    .into(),
+                            }));
+                        }
+                    } else {
+                        info = Some(found.clone());
                     }
-                } else {
-                    info = Some(found.clone());
-                }
-                let mut stream = got.into_stream();
-                while let Some(chunk) = stream.next().await {
-                    let chunk = chunk.map_err(|e| self.classify(file, e))?;
-                    stats::bytes(chunk.len() as u64);
-                    out.write_all(&chunk).map_err(|e| {
-                        Failure::Fatal(StoreError::Cache {
-                            path: "download".into(),
-                            reason: format!("writing {object}: {e}"),
-                        })
-                    })?;
-                    written += chunk.len() as u64;
-                }
-                if written != found.size {
-                    return Err(Failure::Transient(format!(
-                        "body ended after {written} of {} bytes",
-                        found.size
-                    )));
-                }
-                Ok(found)
+                    let mut stream = got.into_stream();
+                    while let Some(chunk) = stream.next().await {
+                        let chunk = chunk.map_err(|e| self.classify(file, e))?;
+                        stats::bytes(chunk.len() as u64);
+                        out.write_all(&chunk).map_err(|e| {
+                            Failure::Fatal(StoreError::Cache {
+                                path: "download".into(),
+                                reason: format!("writing {object}: {e}"),
+                            })
+                        })?;
+                        hasher.update(&chunk);
+                        written += chunk.len() as u64;
+                    }
+                    if written != found.size {
+                        return Err(Failure::Transient(format!(
+                            "body ended after {written} of {} bytes",
+                            found.size
+                        )));
+                    }
+                    Ok(found)
+                })
             })
-        })
+            .map(|found| {
+                let got = Received {
+                    len: written,
+                    crc32: hasher.clone().finalize(),
+                };
+                (found, got)
+            })
     }
 
     /// The whole of a small object, at most `limit` bytes.
@@ -369,7 +401,7 @@ impl StoreClient {
         out: &mut std::fs::File,
         part: u64,
         in_flight: usize,
-    ) -> Result<ObjectInfo, StoreError> {
+    ) -> Result<(ObjectInfo, Received), StoreError> {
         let part = part.max(1);
         let parts = size.div_ceil(part);
         if parts <= 1 || in_flight <= 1 || self.url.scheme.starts_with("http") {
@@ -381,12 +413,17 @@ impl StoreClient {
         let failed = std::sync::atomic::AtomicBool::new(false);
         let first: std::sync::Mutex<Option<ObjectInfo>> = std::sync::Mutex::new(None);
         let errors: std::sync::Mutex<Option<StoreError>> = std::sync::Mutex::new(None);
+        // Each part's CRC-32, combined in order at the end (no second pass over the file).
+        let hashes: Vec<std::sync::Mutex<Option<crc32fast::Hasher>>> =
+            (0..parts).map(|_| std::sync::Mutex::new(None)).collect();
         let one = |k: u64| -> Result<(), StoreError> {
             let start = k * part;
             let end = (start + part).min(size);
             let object = self.url.object(file);
             let location = ObjectPath::from(self.url.key(file));
             let mut at = start;
+            // A retry resumes at `at`: every byte of the part is hashed once.
+            let mut hasher = crc32fast::Hasher::new();
             self.retry.run(&object, |_| {
                 let e_tag = first
                     .lock()
@@ -449,6 +486,7 @@ impl StoreClient {
                                 })
                             },
                         )?;
+                        hasher.update(&chunk[..take]);
                         at += take as u64;
                     }
                     if at != end {
@@ -458,7 +496,11 @@ impl StoreClient {
                     }
                     Ok(())
                 })
-            })
+            })?;
+            if let Some(slot) = hashes.get(k as usize) {
+                *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(hasher);
+            }
+            Ok(())
         };
         std::thread::scope(|scope| {
             for _ in 0..(in_flight as u64).min(parts) {
@@ -484,10 +526,29 @@ impl StoreClient {
         if let Some(e) = errors.into_inner().unwrap_or_else(|p| p.into_inner()) {
             return Err(e);
         }
-        Ok(first
+        let mut whole = crc32fast::Hasher::new();
+        for (k, slot) in hashes.into_iter().enumerate() {
+            match slot.into_inner().unwrap_or_else(|p| p.into_inner()) {
+                Some(h) => whole.combine(&h),
+                None => {
+                    return Err(StoreError::Cache {
+                        path: "download".into(),
+                        reason: format!("part {k} of {} never arrived", self.url.object(file)),
+                    })
+                }
+            }
+        }
+        let info = first
             .into_inner()
             .unwrap_or_else(|p| p.into_inner())
-            .unwrap_or(ObjectInfo { size, e_tag: None }))
+            .unwrap_or(ObjectInfo { size, e_tag: None });
+        Ok((
+            info,
+            Received {
+                len: size,
+                crc32: whole.finalize(),
+            },
+        ))
     }
 
     /// Bytes `ranges` of files (`(file, range)` each), at most `parallel` requests in

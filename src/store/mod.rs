@@ -26,6 +26,7 @@ mod forked;
 pub mod gcs;
 pub mod http;
 pub mod kind;
+mod next_use;
 pub mod options;
 pub mod ranges;
 pub mod remote_files;
@@ -37,7 +38,7 @@ pub mod write;
 
 pub use ahead::{AheadFile, AheadFiles, FetchAhead};
 pub use cache::{Cache, CacheKey};
-pub use client::{ObjectInfo, StoreClient};
+pub use client::{ObjectInfo, Received, StoreClient};
 pub use error::{SetupError, StoreError};
 pub use kind::StoreKind;
 pub use options::{Fetch, StoreOptions, STORE_FIELDS};
