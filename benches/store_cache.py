@@ -25,6 +25,20 @@ for each data set:
   the files read ahead), each from an empty cache folder, ``--epochs`` epochs; the folder's
   size is polled every 20 ms to check the limit.
 
+``--pin`` emulates a store on hardware of its own (a real store's work is not on the
+training node): the server runs on CPU 1 only, and this script, the plain GETs and every
+``imgfeed run`` (local ones included, ``--workers`` of them) on CPU 0 only. Without it the
+server shares the cores with the pipeline it feeds, so a store-fed epoch also pays the
+server's CPU (on a 2-core machine, half the machine at times). ``--shard-sizes
+jpeg=4MB,raw=32MB`` sets the conversions' shard sizes (each set in its own folder of
+``--work``): more, smaller files let the shard-aware shuffle's window fit a 10% cache.
+
+``--before BIN`` runs every store row a second time with another build (alternated with
+``--imgfeed`` in each round; the row's case says ``[before]``). Every run also records the
+CPU seconds it took (imgfeed's user + system) and the server's (from ``/proc``), for the
+whole run, in ``--json`` and in the table's notes; the plain GET the same (this script's
+threads and the server).
+
 Every row gives the epochs' wall times (as ``imgfeed run`` prints them), the store traffic of
 each epoch (``object store:`` lines), and the largest size the cache folder reached. Rows are
 run ``--rounds`` times, alternating; the table gives medians. ``--json FILE`` keeps every
@@ -39,6 +53,7 @@ import http.client
 import json
 import os
 import re
+import resource
 import shutil
 import socket
 import statistics
@@ -84,9 +99,9 @@ def wait_listening(port: int) -> None:
 
 
 class Server:
-    """moto_server (s3://) or fake-gcs-server (gs://) on loopback."""
+    """moto_server (s3://) or fake-gcs-server (gs://) on loopback (on CPU `cpu` only, if given)."""
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, cpu: int | None = None):
         self.kind, self.port = kind, free_port()
         if kind == "moto":
             cmd = [str(env_bin("moto", "bin/moto_server")), "-H", "127.0.0.1", "-p", str(self.port)]
@@ -98,8 +113,14 @@ class Server:
             )
             cmd = [str(gcs), "-backend", "memory", "-scheme", "http", "-host", "127.0.0.1",
                    "-port", str(self.port), "-public-host", f"127.0.0.1:{self.port}", "-log-level", "error"]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=pin)
         wait_listening(self.port)
+
+    def cpu(self) -> float:
+        """CPU seconds the server has used (user + system)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
@@ -157,8 +178,9 @@ def convert(imgfeed: str, pipeline: str, tree: Path, out: Path, shard_size: str)
                     "shards", "--shard-size", shard_size, "--out", str(out)], check=True, stdout=subprocess.DEVNULL)
 
 
-def plain_get(server: Server, bucket: str, keys: list[str], threads: int = 16) -> float:
-    """Seconds to GET every object once, `threads` at a time (the store's bound)."""
+def plain_get(server: Server, bucket: str, keys: list[str], threads: int = 16) -> dict:
+    """Seconds to GET every object once, `threads` at a time (the store's bound), and the CPU
+    seconds this process and the server used for it."""
     local = threading.local()
 
     def get(key: str) -> int:
@@ -170,10 +192,13 @@ def plain_get(server: Server, bucket: str, keys: list[str], threads: int = 16) -
         assert r.status == 200, f"GET {key}: {r.status}"
         return n
 
+    r0, s0 = resource.getrusage(resource.RUSAGE_SELF), server.cpu()
     t0 = time.perf_counter()
     with cf.ThreadPoolExecutor(threads) as pool:
         list(pool.map(get, keys))
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    r1, s1 = resource.getrusage(resource.RUSAGE_SELF), server.cpu()
+    return {"wall": wall, "cpu": r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime, "server_cpu": s1 - s0}
 
 
 def dir_bytes(d: Path) -> int:
@@ -187,10 +212,11 @@ def dir_bytes(d: Path) -> int:
     return total
 
 
-def run(imgfeed: str, data: str, epochs: int, extra: list[str], env: dict, cache: Path | None) -> dict:
+def run(imgfeed: str, data: str, epochs: int, extra: list[str], env: dict, cache: Path | None,
+        workers: int = 2, server: Server | None = None) -> dict:
     """`imgfeed run` of the training pipeline; the epochs' times and traffic, the cache's peak."""
-    args = [imgfeed, "run", TRAIN, "--data", data, "--epochs", str(epochs), "--workers", "2", "--batch-size", "32",
-            *extra]
+    args = [imgfeed, "run", TRAIN, "--data", data, "--epochs", str(epochs), "--workers", str(workers),
+            "--batch-size", "32", *extra]
     peak, stop = [0], threading.Event()
     if cache is not None:
         args += ["--cache-dir", str(cache)]
@@ -202,17 +228,20 @@ def run(imgfeed: str, data: str, epochs: int, extra: list[str], env: dict, cache
 
         poller = threading.Thread(target=poll, daemon=True)
         poller.start()
+    r0, s0 = resource.getrusage(resource.RUSAGE_CHILDREN), server.cpu() if server else 0.0
     t0 = time.perf_counter()
     o = subprocess.run(args, capture_output=True, text=True, env={**os.environ, **env}, timeout=3600)
     wall = time.perf_counter() - t0
+    r1, s1 = resource.getrusage(resource.RUSAGE_CHILDREN), server.cpu() if server else 0.0
+    cpu = {"cpu": r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime, "server_cpu": s1 - s0}
     stop.set()
     if o.returncode != 0:
-        return {"error": (o.stderr or o.stdout).strip().splitlines()[-1:], "wall": wall}
+        return {"error": (o.stderr or o.stdout).strip().splitlines()[-1:], "wall": wall, **cpu}
     lines = o.stdout.splitlines()
     times = [float(m.group(1)) for l in lines if (m := re.search(r"; ([0-9.]+) s, [0-9.]+ images/s", l))]
     digests = [m.group(1) for l in lines if (m := re.search(r"digest ([0-9a-f]+)", l))]
     traffic = [l.split("object store:", 1)[1].strip() for l in lines if "object store:" in l]
-    return {"wall": wall, "epochs": times, "digests": digests, "traffic": traffic, "cache_peak": peak[0]}
+    return {"wall": wall, "epochs": times, "digests": digests, "traffic": traffic, "cache_peak": peak[0], **cpu}
 
 
 def number(text: str, what: str) -> float:
@@ -226,32 +255,43 @@ def main() -> None:
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--server", choices=["moto", "gcs"], default="moto")
     ap.add_argument("--imgfeed", default=str(REPO / "target/release/imgfeed"))
+    ap.add_argument("--before", help="another build: every store row also runs with it, alternated")
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--fractions", default="0.1,0.3,1.0")
     ap.add_argument("--sets", default="jpeg,raw")
     ap.add_argument("--strategies", default="global,window")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--pin", action="store_true", help="server on CPU 1, everything else on CPU 0")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--shard-sizes", default="jpeg=4MB,raw=32MB")
     a = ap.parse_args()
     if not loopback_only():
         sys.exit("run inside `unshare -n sh -c 'ip link set lo up && ...'`: this namespace has more than loopback")
     help_text = subprocess.run([a.imgfeed, "run", "--help"], capture_output=True, text=True).stdout
     has_window, has_fetch = "--shuffle-window" in help_text, "--fetch" in help_text
     a.work.mkdir(parents=True, exist_ok=True)
-    sets = {"jpeg": ("convert_jpeg256.toml", "4MB"), "raw": ("convert_raw256.toml", "32MB")}
+    shard = dict(kv.split("=", 1) for kv in a.shard_sizes.split(",") if kv)
+    sets = {"jpeg": ("convert_jpeg256.toml", shard.get("jpeg", "4MB")),
+            "raw": ("convert_raw256.toml", shard.get("raw", "32MB"))}
     chosen = [s for s in a.sets.split(",") if s]
+    folder = {name: a.work / f"{name}-{sets[name][1]}" for name in chosen}
     for name in chosen:
-        convert(a.imgfeed, sets[name][0], a.tree, a.work / name, sets[name][1])
-    server = Server(a.server)
+        convert(a.imgfeed, sets[name][0], a.tree, folder[name], sets[name][1])
+    if a.pin and len(os.sched_getaffinity(0)) < 2:
+        sys.exit("--pin needs two CPUs")
+    server = Server(a.server, 1 if a.pin else None)
+    if a.pin:
+        os.sched_setaffinity(0, {0})
     results: list[dict] = []
     try:
         server.create("bench")
         for name in chosen:
-            for f in sorted((a.work / name).iterdir()):
+            for f in sorted(folder[name].iterdir()):
                 server.put("bench", f"{name}/{f.name}", f.read_bytes())
         for rnd in range(a.rounds):
             for name in chosen:
-                d = a.work / name
+                d = folder[name]
                 manifest = json.loads((d / "manifest.json").read_text())
                 shards = manifest["shards"]
                 total = sum(s["size"] for s in shards)
@@ -259,8 +299,9 @@ def main() -> None:
                 small = manifest["index"]["size"] + manifest["names"]["size"]
                 keys = [f"{name}/{f.name}" for f in sorted(d.iterdir())]
                 row = {"set": name, "round": rnd, "bytes": total, "files": len(shards)}
-                results.append({**row, "case": "local", **run(a.imgfeed, str(d), a.epochs, [], {}, None)})
-                results.append({**row, "case": "get", "wall": plain_get(server, "bench", keys)})
+                results.append({**row, "case": "local",
+                                **run(a.imgfeed, str(d), a.epochs, [], {}, None, a.workers)})
+                results.append({**row, "case": "get", **plain_get(server, "bench", keys)})
                 for frac in [float(x) for x in a.fractions.split(",")]:
                     # 1.0 and above: no limit (the default 100 GB), every file stays cached
                     size = max(int(total * frac), small + largest) if frac < 1 else None
@@ -278,19 +319,23 @@ def main() -> None:
                             if not has_fetch:
                                 continue
                             extra += ["--fetch", strategy]
-                        cache = a.work / f"cache-{name}-{strategy}-{frac}"
-                        shutil.rmtree(cache, ignore_errors=True)
-                        cache.mkdir()
-                        r = run(a.imgfeed, server.url("bench", name), a.epochs, extra, server.env(), cache)
-                        shutil.rmtree(cache, ignore_errors=True)
-                        case = f"{strategy} {frac:.0%}" if size is not None else f"{strategy} all cached"
-                        results.append({**row, "case": case, "cache_size": size or 0, **r})
-                        print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+                        builds = [(a.imgfeed, "")] + ([(a.before, " [before]")] if a.before else [])
+                        for binary, label in builds[::-1] if rnd % 2 else builds:
+                            cache = a.work / f"cache-{name}-{strategy}-{frac}"
+                            shutil.rmtree(cache, ignore_errors=True)
+                            cache.mkdir()
+                            r = run(binary, server.url("bench", name), a.epochs, extra, server.env(), cache,
+                                    a.workers, server)
+                            shutil.rmtree(cache, ignore_errors=True)
+                            case = f"{strategy} {frac:.0%}" if size is not None else f"{strategy} all cached"
+                            results.append({**row, "case": case + label, "cache_size": size or 0, **r})
+                            print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     finally:
         server.close()
     if a.json:
         a.json.write_text(json.dumps(results, indent=1))
-    report(results, a.server)
+    report(results, a.server + (f", pinned (server on CPU 1; imgfeed, {a.workers} workers, on CPU 0)"
+                                if a.pin else ""))
 
 
 def report(results: list[dict], server: str) -> None:
@@ -313,7 +358,7 @@ def report(results: list[dict], server: str) -> None:
             continue
         if case == "get":
             print(f"| {s} | plain GET, 16 threads | {statistics.median(r['wall'] for r in rows):.3f} | | | | | "
-                  f"{rows[0]['files'] + 3} objects, {rows[0]['bytes'] / 1e6:.1f} MB |")
+                  f"{rows[0]['files'] + 3} objects, {rows[0]['bytes'] / 1e6:.1f} MB; {cpu_note(rows)} |")
             continue
         per_epoch = [statistics.median(ep) for ep in zip(*[r["epochs"] for r in rows])]
         loc = statistics.median(local_epoch.get(s, [float("nan")]))
@@ -326,12 +371,24 @@ def report(results: list[dict], server: str) -> None:
             peak = f"{max(r['cache_peak'] for r in rows) / 1e6:.1f} / {rows[0]['cache_size'] / 1e6:.1f} MB"
         print(f"| {s} | {case} | {steady:.3f} ({', '.join(f'{e:.3f}' for e in per_epoch)}) | "
               f"{loc / steady:.2f}x | {', '.join(f'{x:.0f}' for x in req)} | {', '.join(f'{x:.1f}' for x in mb)} | "
-              f"{peak} | digests {'same as local' if same_digests(results, s, case) else 'DIFFER'} |")
+              f"{peak} | digests {'same as local' if same_digests(results, s, case) else 'DIFFER'}; "
+              f"{cpu_note(rows)} |")
+
+
+def cpu_note(rows: list[dict]) -> str:
+    """The median CPU seconds of a row's runs: the client's (imgfeed, or this script for the
+    plain GET) and the server's."""
+    if not all("cpu" in r for r in rows):
+        return ""
+    cpu = statistics.median(r["cpu"] for r in rows)
+    srv = statistics.median(r["server_cpu"] for r in rows)
+    return f"CPU s: client {cpu:.2f}, server {srv:.2f}"
 
 
 def same_digests(results: list[dict], s: str, case: str) -> bool:
     local = [r.get("digests") for r in results if r["set"] == s and r["case"] == "local"]
     mine = [r.get("digests") for r in results if r["set"] == s and r["case"] == case]
+    case = case.removesuffix(" [before]")
     if case.startswith("window"):
         return all(m == mine[0] for m in mine)
     return bool(local) and all(m == local[0] for m in mine)
