@@ -26,8 +26,9 @@ for each data set:
   size is polled every 20 ms to check the limit.
 
 ``--pin`` emulates a store on hardware of its own (a real store's work is not on the
-training node): the server runs on CPU 1 only, and this script, the plain GETs and every
-``imgfeed run`` (local ones included, ``--workers`` of them) on CPU 0 only. Without it the
+training node): the server runs on the second of this process's CPUs only, and this
+script, the plain GETs and every ``imgfeed run`` (local ones included, ``--workers`` of
+them) on the first only. Without it the
 server shares the cores with the pipeline it feeds, so a store-fed epoch also pays the
 server's CPU (on a 2-core machine, half the machine at times). ``--shard-sizes
 jpeg=4MB,raw=32MB`` sets the conversions' shard sizes (each set in its own folder of
@@ -262,7 +263,7 @@ def main() -> None:
     ap.add_argument("--sets", default="jpeg,raw")
     ap.add_argument("--strategies", default="global,window")
     ap.add_argument("--json", type=Path)
-    ap.add_argument("--pin", action="store_true", help="server on CPU 1, everything else on CPU 0")
+    ap.add_argument("--pin", action="store_true", help="the server on a CPU of its own, everything else on another")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--shard-sizes", default="jpeg=4MB,raw=32MB")
     a = ap.parse_args()
@@ -271,18 +272,24 @@ def main() -> None:
     help_text = subprocess.run([a.imgfeed, "run", "--help"], capture_output=True, text=True).stdout
     has_window, has_fetch = "--shuffle-window" in help_text, "--fetch" in help_text
     a.work.mkdir(parents=True, exist_ok=True)
-    shard = dict(kv.split("=", 1) for kv in a.shard_sizes.split(",") if kv)
+    if a.pin and len(os.sched_getaffinity(0)) < 2:
+        sys.exit("--pin needs two CPUs")
+    pair = sorted(os.sched_getaffinity(0))[:2]
+    shard = {}
+    for kv in filter(None, a.shard_sizes.split(",")):
+        name, eq, size = kv.partition("=")
+        if not eq or name not in ("jpeg", "raw") or not size:
+            sys.exit(f"--shard-sizes: {kv!r} is not jpeg=SIZE or raw=SIZE")
+        shard[name] = size
     sets = {"jpeg": ("convert_jpeg256.toml", shard.get("jpeg", "4MB")),
             "raw": ("convert_raw256.toml", shard.get("raw", "32MB"))}
     chosen = [s for s in a.sets.split(",") if s]
     folder = {name: a.work / f"{name}-{sets[name][1]}" for name in chosen}
     for name in chosen:
         convert(a.imgfeed, sets[name][0], a.tree, folder[name], sets[name][1])
-    if a.pin and len(os.sched_getaffinity(0)) < 2:
-        sys.exit("--pin needs two CPUs")
-    server = Server(a.server, 1 if a.pin else None)
+    server = Server(a.server, pair[1] if a.pin else None)
     if a.pin:
-        os.sched_setaffinity(0, {0})
+        os.sched_setaffinity(0, {pair[0]})
     results: list[dict] = []
     try:
         server.create("bench")
@@ -334,7 +341,7 @@ def main() -> None:
         server.close()
     if a.json:
         a.json.write_text(json.dumps(results, indent=1))
-    report(results, a.server + (f", pinned (server on CPU 1; imgfeed, {a.workers} workers, on CPU 0)"
+    report(results, a.server + (f", pinned (server on CPU {pair[1]}; imgfeed, {a.workers} workers, on CPU {pair[0]})"
                                 if a.pin else ""))
 
 
@@ -388,7 +395,6 @@ def cpu_note(rows: list[dict]) -> str:
 def same_digests(results: list[dict], s: str, case: str) -> bool:
     local = [r.get("digests") for r in results if r["set"] == s and r["case"] == "local"]
     mine = [r.get("digests") for r in results if r["set"] == s and r["case"] == case]
-    case = case.removesuffix(" [before]")
     if case.startswith("window"):
         return all(m == mine[0] for m in mine)
     return bool(local) and all(m == local[0] for m in mine)

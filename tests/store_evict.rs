@@ -15,6 +15,8 @@
 //! subprocess and loop here is bounded in time.
 
 mod common;
+#[path = "common/formats.rs"]
+mod formats;
 #[path = "common/moto.rs"]
 mod moto;
 #[path = "common/proxy.rs"]
@@ -66,7 +68,13 @@ fn watched(args: &[&str], url: &str, limit: u64, env: &[(&str, &str)]) -> (Outpu
         std::thread::spawn(move || {
             let t0 = Instant::now();
             while !stop.load(Ordering::Relaxed) && t0.elapsed() < COMMAND_LIMIT {
-                most.fetch_max(bytes_under(&root), Ordering::Relaxed);
+                // The dataset's folder (a container format's indexes are kept beside it,
+                // under the cache root, outside the limit).
+                let indexes = bytes_under(&root.join("indexes"));
+                most.fetch_max(
+                    bytes_under(&root).saturating_sub(indexes),
+                    Ordering::Relaxed,
+                );
                 std::thread::sleep(Duration::from_millis(1));
             }
         })
@@ -155,6 +163,97 @@ fn a_cache_smaller_than_the_data_holds_its_limit_and_gives_the_local_digests() {
     assert!(digests(&o).is_empty());
 }
 
+/// Parquet files (written by Hugging Face `datasets`), which are read through an unpacked
+/// copy, in a store, through a cache that holds three of the four: the copies are made in
+/// the cache when the epochs need them and evicted like any file (the folder never passes
+/// its limit, and no copy is kept outside it), and the runs give the image tree's digests
+/// with the global shuffle (files fetched again) and a fixed order with a shard-aware window
+/// (each file once an epoch). Before, every object was unpacked when the dataset opened,
+/// into a folder outside the limit, whatever the cache's size.
+#[test]
+fn packed_files_stream_through_a_cache_smaller_than_their_copies() {
+    let test = "packed_files_stream_through_a_cache_smaller_than_their_copies";
+    if !ready(test) {
+        return;
+    }
+    let Some(python) = formats::ready(test, "formats", "datasets") else {
+        return;
+    };
+    let local = tempfile::tempdir().expect("tempdir");
+    let dir = local.path().join("hf");
+    formats::write_tree(&python, "parquet", &dir, 4, &[]);
+    let sizes: Vec<u64> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
+        .filter_map(|e| e.metadata().ok().map(|m| m.len()))
+        .collect();
+    assert_eq!(sizes.len(), 4, "four Parquet files");
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    let total: u64 = sizes.iter().sum();
+    // Room for three files (the unpacked copies are smaller than the Parquet files: no
+    // footer, no page headers) and never all four.
+    let limit = 3 * largest;
+    assert!(limit < total + largest, "{sizes:?}");
+    let moto = Moto::start(None);
+    upload(moto.port, "recs", "hf", &dir, |_, b| Some(b));
+    let ep = moto.endpoint();
+    let env = [("AWS_ENDPOINT_URL", ep.as_str())];
+    let url = "s3://recs/hf/train-{00000..00003}-of-00004.parquet";
+    let tree = ["--data", "fixtures/imagefolder"];
+    let mut global_downloads = 0;
+    for (args, what) in [(TRAIN, "train"), (EVAL, "eval")] {
+        let want = digests(&imgfeed(args, &tree, &[]));
+        assert_eq!(want.len(), if what == "train" { 2 } else { 1 });
+        let (o, most) = watched(args, url, limit, &env);
+        assert!(o.status.success(), "{what}: {}", text(&o.stderr));
+        assert!(
+            text(&o.stdout).starts_with("parquet "),
+            "{}",
+            text(&o.stdout)
+        );
+        assert_eq!(digests(&o), want, "{what}: the tree's digests");
+        assert!(
+            most > 0 && most <= limit,
+            "{what}: {most} bytes in the cache folder, limit {limit}"
+        );
+        if what == "train" {
+            // Two shuffled epochs through room for three of four copies: copies made again.
+            assert!(
+                traffic(&o, "files fetched again") > 0,
+                "{}",
+                text(&o.stdout)
+            );
+            global_downloads = traffic(&o, "files downloaded");
+        }
+    }
+    // The shard-aware shuffle (a window of one file): each copy made once an epoch, the
+    // same order at 1 and 2 workers.
+    let mut window: Vec<&str> = TRAIN.to_vec();
+    window.extend(["--shuffle", "--shuffle-window", "1"]);
+    let (o, most) = watched(&window, url, limit, &env);
+    assert!(o.status.success(), "window: {}", text(&o.stderr));
+    assert!(most <= limit, "window: {most} bytes, limit {limit}");
+    let got = digests(&o);
+    assert_eq!(got.len(), 2);
+    // At most the four objects fetched to index them, then each copy once an epoch; fewer
+    // than the global shuffle made through the same cache.
+    let downloads = traffic(&o, "files downloaded");
+    assert!(
+        (4..=4 + 2 * 4).contains(&downloads) && downloads < global_downloads,
+        "{downloads} downloads (global shuffle: {global_downloads}): {}",
+        text(&o.stdout)
+    );
+    let at = window
+        .iter()
+        .position(|a| *a == "--workers")
+        .expect("workers")
+        + 1;
+    window[at] = "1";
+    let (one, _) = watched(&window, url, limit, &env);
+    assert_eq!(digests(&one), got, "the window's order at 1 worker");
+}
+
 /// The in-process client's settings: dummy credentials, no instance metadata.
 fn client_env() {
     static ONCE: std::sync::Once = std::sync::Once::new();
@@ -230,7 +329,10 @@ fn parallel_part_downloads_get_past_503s_and_cut_bodies() {
         assert!(got == want, "the parts make the object's bytes");
         // The CRC-32 counted as the parts arrived (cut ones resumed) is the object's: the
         // cache trusts it instead of reading the file again.
-        assert_eq!(received, imgfeed::store::Received::of(&want));
+        assert_eq!(
+            (received.len, received.crc32),
+            (want.len() as u64, crc32fast::hash(&want))
+        );
         let t = imgfeed::store::snapshot().since(&before);
         // 12 parts, each one request at least; every fault cost a retry (a cut part
         // resumes where it stopped).

@@ -77,6 +77,7 @@ pub(crate) fn remote_files(
             size: e.size,
             crc32: e.crc32,
             checked: true,
+            unpacked_from: None,
         })
         .collect();
     let limit = cache.limit();
@@ -91,6 +92,7 @@ pub(crate) fn remote_files(
         per_epoch: sampling.len(n) as u64,
         order: Box::new(move |epoch| sampling.order(n, epoch, by_file.as_deref())),
         check: Box::new(check),
+        unpack: None,
     };
     match ranges {
         Some(ranges) => RemoteFiles::Ranges(RangeAhead::new(

@@ -462,7 +462,10 @@ impl RecordFiles {
     /// a prefix holding them), indexed: each index from the cache (`CACHE/indexes/`, made
     /// from the object's size and ETag) or built from the object fetched into the cache,
     /// which reads then find there.
-    pub fn open_store<F: RecordFormat>(at: &StoreRoot, format: &F) -> Result<RecordFiles> {
+    pub fn open_store<F: RecordFormat + Clone + 'static>(
+        at: &StoreRoot,
+        format: &F,
+    ) -> Result<RecordFiles> {
         let text = at.root.to_string_lossy().into_owned();
         let (parent, wanted) =
             store_selection(&text, format.extensions()).map_err(|reason| bad(&at.root, reason))?;
@@ -504,7 +507,7 @@ impl RecordFiles {
     /// them, in the dataset's order) of the dataset at `at`, indexed as
     /// [`RecordFiles::open_store`] does: for a format whose objects are not picked by
     /// extension alone (a MindRecord group, named by any one of its files).
-    pub fn open_objects<F: RecordFormat>(
+    pub fn open_objects<F: RecordFormat + Clone + 'static>(
         at: &StoreRoot,
         format: &F,
         client: StoreClient,
@@ -524,42 +527,49 @@ impl RecordFiles {
             &url,
             endpoint,
         )?;
-        let largest = found.iter().map(|(_, i)| i.size).max().unwrap_or(0);
-        if cache.limit() < largest {
-            return Err(crate::error::Invalid::CacheTooSmall {
-                limit: cache.limit(),
-                url: url.to_string(),
-                least: largest,
-            }
-            .into());
-        }
-        if let Some(window) = at.sampling.shuffle_window {
-            let sizes: Vec<u64> = found.iter().map(|(_, i)| i.size).collect();
-            crate::plan::window::check_room(&sizes, 0, cache.limit(), window, PREFETCH).map_err(
-                |source| crate::error::Invalid::WindowCache {
+        // The cache must hold the largest file, and a shuffle window's files beside those
+        // fetched ahead: refused before anything is fetched.
+        let room_for = |sizes: &[u64]| -> Result<()> {
+            let largest = sizes.iter().copied().max().unwrap_or(0);
+            if cache.limit() < largest {
+                return Err(crate::error::Invalid::CacheTooSmall {
+                    limit: cache.limit(),
                     url: url.to_string(),
-                    source,
-                },
-            )?;
-        }
+                    least: largest,
+                }
+                .into());
+            }
+            if let Some(window) = at.sampling.shuffle_window {
+                crate::plan::window::check_room(sizes, 0, cache.limit(), window, PREFETCH)
+                    .map_err(|source| crate::error::Invalid::WindowCache {
+                        url: url.to_string(),
+                        source,
+                    })?;
+            }
+            Ok(())
+        };
+        room_for(&found.iter().map(|(_, i)| i.size).collect::<Vec<_>>())?;
         let index_root = at
             .options
             .cache_dir
             .clone()
             .or_else(cache_root)
             .ok_or_else(|| bad(&at.root, "no cache folder: give --cache-dir"))?;
-        let files: Vec<AheadFile> = found
+        let mut files: Vec<AheadFile> = found
             .iter()
             .map(|(name, info)| AheadFile {
                 name: name.clone(),
                 size: info.size,
                 crc32: crc32fast::hash(stamp(info).as_bytes()),
                 checked: false,
+                unpacked_from: None,
             })
             .collect();
         let mut indexes = Vec::with_capacity(files.len());
-        let mut maps = Vec::with_capacity(files.len());
-        for ((name, info), file) in found.iter().zip(&files) {
+        // The first bytes of the first packed copy (before its first record): its class
+        // names (Parquet's header).
+        let mut head: Option<Vec<u8>> = None;
+        for ((name, info), file) in found.iter().zip(files.iter_mut()) {
             let object = url.object(name);
             let key = IndexKey {
                 format: format.name().to_string(),
@@ -572,71 +582,82 @@ impl RecordFiles {
                 ..key.clone()
             };
             let kept = record_index::in_cache(&index_root, &object);
+            let kept_head = kept.with_extension("imgfeed-head");
             if let Some(e) = record_index::load(&kept, &key).filter(|e| fits(e, info.size)) {
                 indexes.push(e);
-                maps.push(None);
                 continue;
             }
-            let copy = unpacked_copy(&index_root, &object, &key.stamp, &key.options);
+            if let Some(e) = record_index::load(&kept, &unpacked_key) {
+                // Packed, indexed before: the copy is made when an epoch reads the file.
+                if head.is_none() && !e.is_empty() {
+                    head = std::fs::read(&kept_head).ok();
+                }
+                as_unpacked(file, &unpacked_key.stamp, info.size, &e);
+                indexes.push(e);
+                continue;
+            }
             let object_path = Path::new(&object);
-            let map = if copy.is_file() {
-                map_copy(&copy)?
-            } else {
-                let path = crate::store::ahead::cached(&client, &cache, &file.key(LISTED), &[])?;
-                let f = std::fs::File::open(&path).map_err(|e| bad(&path, e.to_string()))?;
-                // SAFETY: read-only, a cache file written whole and renamed into place.
-                let map = unsafe { Mmap::map(&f) }.map_err(|e| bad(&path, e.to_string()))?;
-                if !format.is_packed(name, &map) {
-                    let entries = format
-                        .index(&map)
-                        .map_err(|e| bad(object_path, e.to_string()))?;
-                    if !fits(&entries, map.len() as u64) {
-                        return Err(Error::Internal(format!(
-                            "{object}: the {} index builder made an entry outside the file",
-                            format.name()
-                        )));
-                    }
-                    // Not kept: built again next time.
-                    let _ = record_index::save(&kept, &key, &entries);
-                    indexes.push(entries);
-                    maps.push(None);
-                    continue;
+            let path = crate::store::ahead::cached(&client, &cache, &file.key(LISTED), &[])?;
+            let f = std::fs::File::open(&path).map_err(|e| bad(&path, e.to_string()))?;
+            // SAFETY: read-only, a cache file written whole and renamed into place.
+            let map = unsafe { Mmap::map(&f) }.map_err(|e| bad(&path, e.to_string()))?;
+            if !format.is_packed(name, &map) {
+                let entries = format
+                    .index(&map)
+                    .map_err(|e| bad(object_path, e.to_string()))?;
+                if !fits(&entries, map.len() as u64) {
+                    return Err(Error::Internal(format!(
+                        "{object}: the {} index builder made an entry outside the file",
+                        format.name()
+                    )));
                 }
-                // Fetched whole, then unpacked once into the cache as a local file is.
-                unpack_into(object_path, &copy, &map, format)?
-            };
-            let bytes: &[u8] = map.as_deref().unwrap_or_default();
-            let entries = match record_index::load(&kept, &unpacked_key)
-                .filter(|e| fits(e, bytes.len() as u64))
-            {
-                Some(e) => e,
-                None => {
-                    let entries = format
-                        .index(bytes)
-                        .map_err(|e| bad(object_path, e.to_string()))?;
-                    if !fits(&entries, bytes.len() as u64) {
-                        return Err(Error::Internal(format!(
-                            "{object}: the {} index builder made an entry outside the file",
-                            format.name()
-                        )));
-                    }
-                    let _ = record_index::save(&kept, &unpacked_key, &entries);
-                    entries
-                }
-            };
+                // Not kept: built again next time.
+                let _ = record_index::save(&kept, &key, &entries);
+                indexes.push(entries);
+                continue;
+            }
+            // Packed: unpacked once in memory to index it. The copy the epochs read is made
+            // by the fetch-ahead when they need it, in the cache and within its limit (the
+            // packed download left in the cache goes first when room is needed).
+            let mut copy = Vec::new();
+            format
+                .unpack(&map, &mut copy)
+                .map_err(|e| bad(object_path, e.to_string()))?;
+            drop(map);
+            let entries = format
+                .index(&copy)
+                .map_err(|e| bad(object_path, e.to_string()))?;
+            if !fits(&entries, copy.len() as u64) {
+                return Err(Error::Internal(format!(
+                    "{object}: the {} index builder made an entry outside the file",
+                    format.name()
+                )));
+            }
+            let start = entries.iter().map(|e| e.offset).min().unwrap_or(0) as usize;
+            let first = copy.get(..start).unwrap_or_default();
+            let _ = record_index::save(&kept, &unpacked_key, &entries);
+            let _ = std::fs::write(&kept_head, first);
+            if head.is_none() && !entries.is_empty() {
+                head = Some(first.to_vec());
+            }
+            as_unpacked(file, &unpacked_key.stamp, info.size, &entries);
             indexes.push(entries);
-            // (An empty copy has no samples: nothing reads it.)
-            maps.push(map);
+        }
+        // What the cache holds of a packed object is its copy: the room checks again, with
+        // the copies' sizes.
+        if files.iter().any(|f| f.unpacked_from.is_some()) {
+            let sizes: Vec<u64> = files.iter().map(|f| f.size).collect();
+            room_for(&sizes)?;
         }
         let file_of = file_of(&indexes);
         let n = file_of.len();
         let sampling = at.sampling;
         let by_file = sampling.shuffle_window.map(|_| file_of.clone());
         // Range mode reads records in place: not an unpacked copy.
-        let packed = found.iter().zip(&maps).find(|(_, m)| m.is_some());
+        let packed = files.iter().find(|f| f.unpacked_from.is_some());
         let total = files.iter().map(|f| f.size).sum();
         let ranged = match packed {
-            Some(((name, _), _)) if at.options.fetch == Fetch::Ranges => {
+            Some(AheadFile { name, .. }) if at.options.fetch == Fetch::Ranges => {
                 return Err(crate::error::Invalid::RangesOfPacked {
                     object: url.object(name),
                 }
@@ -651,6 +672,7 @@ impl RecordFiles {
             ),
         };
         let limit = cache.limit();
+        let unpacker = format.clone();
         let files = AheadFiles {
             files,
             listed_by: LISTED,
@@ -659,7 +681,13 @@ impl RecordFiles {
             per_epoch: sampling.len(n) as u64,
             order: Box::new(move |epoch| sampling.order(n, epoch, by_file.as_deref())),
             check: Box::new(|_, _| Ok(())),
+            unpack: Some(Box::new(move |object, packed, out| {
+                unpacker
+                    .unpack(packed, out)
+                    .map_err(|e| bad(object, e.to_string()))
+            })),
         };
+        let count = files.files.len();
         let ahead = if ranged {
             let ranges = indexes
                 .iter()
@@ -676,18 +704,12 @@ impl RecordFiles {
             RemoteFiles::Whole(FetchAhead::new(client, cache, files))
         };
         let names = found.into_iter().map(|(n, _)| n).collect();
-        let classes = format.classes(
-            maps.iter()
-                .flatten()
-                .next()
-                .map(|m| &m[..])
-                .unwrap_or_default(),
-        );
+        let classes = format.classes(head.as_deref().unwrap_or_default());
         RecordFiles::assemble(
             format,
             &at.root,
             names,
-            Files::Remote(ahead, maps),
+            Files::Remote(ahead, (0..count).map(|_| None).collect()),
             indexes,
             classes,
         )
@@ -697,6 +719,19 @@ impl RecordFiles {
     pub fn files(&self) -> &[String] {
         &self.names
     }
+}
+
+/// Make `file` the unpacked copy of its object (of `packed` bytes, version `stamp`): the
+/// cache holds the copy's first bytes up to the end of its last record (what `entries`
+/// read), under a name of its own.
+fn as_unpacked(file: &mut AheadFile, stamp: &str, packed: u64, entries: &[RecordEntry]) {
+    file.size = entries
+        .iter()
+        .map(|e| e.offset.saturating_add(e.len))
+        .max()
+        .unwrap_or(0);
+    file.crc32 = crc32fast::hash(stamp.as_bytes());
+    file.unpacked_from = Some(packed);
 }
 
 /// The file of each sample of `indexes` (one per file).

@@ -58,6 +58,10 @@ pub struct AheadFile {
     pub crc32: u32,
     /// Whether `crc32` is the file's checksum, checked when it arrives.
     pub checked: bool,
+    /// `Some(object size)` when the cache holds not the object itself but its unpacked
+    /// copy, `size` bytes of it (a Parquet file, a gzip'd TFRecord): the object is fetched
+    /// whole into memory and [`AheadFiles::unpack`] writes the copy.
+    pub unpacked_from: Option<u64>,
 }
 
 impl AheadFile {
@@ -75,6 +79,10 @@ impl AheadFile {
 
 /// Checks a file's map as it arrives (its magic, its header): `(object, map)`.
 pub type CheckFile = Box<dyn Fn(&std::path::Path, &Mmap) -> Result<()> + Send + Sync>;
+
+/// Writes the unpacked copy of a packed object: `(object, its bytes, out)`.
+pub type Unpack =
+    Box<dyn Fn(&std::path::Path, &[u8], &mut dyn std::io::Write) -> Result<()> + Send + Sync>;
 
 /// The samples an epoch reads, in order (to prefetch without an announced order).
 pub type EpochOrder = Box<dyn Fn(u64) -> Vec<usize> + Send + Sync>;
@@ -96,6 +104,8 @@ pub struct AheadFiles {
     pub order: EpochOrder,
     /// The check of each file as it arrives.
     pub check: CheckFile,
+    /// How the files with [`AheadFile::unpacked_from`] are unpacked.
+    pub unpack: Option<Unpack>,
 }
 
 /// Files the up-front room checks count as fetched ahead of the reader (a shard-aware
@@ -584,21 +594,25 @@ impl Inner {
                         let file = pending.file().ok_or_else(|| {
                             Error::Internal("a pending download without its file".into())
                         })?;
-                        let (_, got) = self
-                            .client
-                            .download_parts(
-                                &entry.name,
-                                entry.size,
-                                key.listed_by,
-                                file,
-                                if entry.size > PARTS_FROM {
-                                    PART
-                                } else {
-                                    entry.size
-                                },
-                                PARTS_IN_FLIGHT,
-                            )
-                            .map_err(Error::from)?;
+                        let got = if let Some(packed) = entry.unpacked_from {
+                            self.unpack_into(entry, packed, &object, file)?
+                        } else {
+                            self.client
+                                .download_parts(
+                                    &entry.name,
+                                    entry.size,
+                                    key.listed_by,
+                                    file,
+                                    if entry.size > PARTS_FROM {
+                                        PART
+                                    } else {
+                                        entry.size
+                                    },
+                                    PARTS_IN_FLIGHT,
+                                )
+                                .map_err(Error::from)?
+                                .1
+                        };
                         stats::download();
                         let path = pending.commit(&key, &object, got).map_err(Error::from)?;
                         let mut st = lock(self.state());
@@ -617,6 +631,51 @@ impl Inner {
         let map = map_sized(&path, entry.size, self.files.listed_by)?;
         (self.files.check)(std::path::Path::new(&object), &map)?;
         Ok(Some(map))
+    }
+
+    /// The unpacked copy of `entry` (an object of `packed` bytes) written into `out`: the
+    /// object fetched whole into memory (one at a time per prefetching thread), unpacked,
+    /// its first `entry.size` bytes kept (what the index reads; a copy that comes out
+    /// shorter fails the commit's size check, naming the object).
+    fn unpack_into(
+        &self,
+        entry: &AheadFile,
+        packed: u64,
+        object: &str,
+        out: &mut std::fs::File,
+    ) -> Result<super::Received> {
+        let unpack = self.files.unpack.as_ref().ok_or_else(|| {
+            Error::Internal(format!(
+                "{object}: a packed file without a way to unpack it"
+            ))
+        })?;
+        let (bytes, _) = self.client.get(&entry.name, packed)?;
+        if bytes.len() as u64 != packed {
+            return Err(StoreError::Changed {
+                object: object.to_string(),
+                reason: format!(
+                    "{} bytes on the store, but {} says {packed}",
+                    bytes.len(),
+                    self.files.listed_by
+                ),
+            }
+            .into());
+        }
+        let mut kept = Prefix {
+            out: std::io::BufWriter::with_capacity(1 << 20, out),
+            left: entry.size,
+            hasher: crc32fast::Hasher::new(),
+            len: 0,
+        };
+        unpack(std::path::Path::new(object), &bytes, &mut kept)?;
+        std::io::Write::flush(&mut kept.out).map_err(|e| Error::Dataset {
+            path: object.into(),
+            reason: format!("writing its unpacked copy: {e}"),
+        })?;
+        Ok(super::Received {
+            len: kept.len,
+            crc32: kept.hasher.finalize(),
+        })
     }
 
     /// Reserve room for `shard` (see [`Room`]), evicting by next use under the state's
@@ -709,6 +768,32 @@ impl Inner {
 }
 
 /// Map the cached file `path` after checking that it has `size` bytes, as `listed_by` says.
+/// A writer that keeps the first `left` bytes written (counted and hashed) and drops the
+/// rest: an unpacked copy cut to what its index reads.
+struct Prefix<W: std::io::Write> {
+    out: W,
+    left: u64,
+    hasher: crc32fast::Hasher,
+    len: u64,
+}
+
+impl<W: std::io::Write> std::io::Write for Prefix<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let take = (buf.len() as u64).min(self.left) as usize;
+        if let Some(kept) = buf.get(..take) {
+            self.out.write_all(kept)?;
+            self.hasher.update(kept);
+            self.len += take as u64;
+            self.left -= take as u64;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
 fn map_sized(path: &std::path::Path, size: u64, listed_by: &str) -> Result<Mmap> {
     let bad = |reason: String| Error::Dataset {
         path: path.to_path_buf(),
@@ -743,6 +828,7 @@ mod tests {
             size: SIZE,
             crc32: crc32fast::hash(&[name.as_bytes()[0]; SIZE as usize]),
             checked: true,
+            unpacked_from: None,
         }
     }
 
@@ -772,6 +858,7 @@ mod tests {
                 per_epoch: order.len() as u64,
                 order: Box::new(move |_| order.clone()),
                 check: Box::new(|_, _| Ok(())),
+                unpack: None,
             },
             file_at,
             shared: AtomicPtr::new(Shared::fresh(n)),

@@ -58,7 +58,11 @@ pub struct ObjectInfo {
 
 /// What a download wrote: its length and CRC-32, computed from the bytes as they arrived
 /// (the cache checks them against the file's listing without reading the file again).
+///
+/// Made only by this crate's downloads (`#[non_exhaustive]`): a [`super::cache::Pending`]
+/// commits on its word, so nothing outside may vouch for bytes it did not count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Received {
     /// Bytes written.
     pub len: u64,
@@ -67,8 +71,9 @@ pub struct Received {
 }
 
 impl Received {
-    /// The length and CRC-32 of `bytes`.
-    pub fn of(bytes: &[u8]) -> Received {
+    /// The length and CRC-32 of `bytes` (for the cache's tests, which write files by hand).
+    #[cfg(test)]
+    pub(crate) fn of(bytes: &[u8]) -> Received {
         Received {
             len: bytes.len() as u64,
             crc32: crc32fast::hash(bytes),

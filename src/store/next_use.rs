@@ -6,7 +6,7 @@
 /// A reader more than this many samples ahead of the lowest position not yet read moves
 /// the position used for next uses (a process reading only some of the order, a forked
 /// worker, must not leave it behind for good).
-pub(super) const LAG: usize = 1 << 14;
+const LAG: usize = 1 << 14;
 
 /// The next use of a file never used again (before one the owner does not list).
 pub(super) const NEVER: u64 = u64::MAX - 1;

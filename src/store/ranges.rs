@@ -694,6 +694,7 @@ mod tests {
                     size: 6000,
                     crc32: 0,
                     checked: false,
+                    unpacked_from: None,
                 })
                 .collect(),
             listed_by: "the test",
@@ -702,6 +703,7 @@ mod tests {
             per_epoch: order.len() as u64,
             order: Box::new(|_| Vec::new()),
             check: Box::new(|_, _| Ok(())),
+            unpack: None,
         };
         let url = super::super::StoreUrl::parse("http://127.0.0.1:9/none").expect("url");
         let client = StoreClient::new(&url, None).expect("client");
