@@ -252,6 +252,26 @@ fn packed_files_stream_through_a_cache_smaller_than_their_copies() {
     window[at] = "1";
     let (one, _) = watched(&window, url, limit, &env);
     assert_eq!(digests(&one), got, "the window's order at 1 worker");
+    // The class names (from the files' `huggingface` metadata, in the copies' header) when
+    // the open builds the indexes and when it finds them kept (no copy read at open).
+    let cache = tempfile::tempdir().expect("tempdir");
+    let more = ["--cache-dir", formats::s(cache.path())];
+    for pass in ["indexing", "kept indexes"] {
+        let o = imgfeed(&["validate", url], &more, &env);
+        assert!(o.status.success(), "{pass}: {}", text(&o.stderr));
+        let so = text(&o.stdout);
+        for (label, name) in ["bird", "cat", "coffee"].iter().enumerate() {
+            let line = so.lines().find(|l| {
+                l.split_whitespace()
+                    .take(2)
+                    .eq([label.to_string().as_str(), name])
+            });
+            assert!(
+                line.is_some_and(|l| l.contains("4 (0 bad)")),
+                "{pass}, {name}: {so}"
+            );
+        }
+    }
 }
 
 /// The in-process client's settings: dummy credentials, no instance metadata.
