@@ -6,6 +6,10 @@ Run as root inside a network namespace holding only loopback (nothing leaves the
 
   unshare -n sh -c 'ip link set lo up && python3 benches/store_cache.py --tree TREE --work WORK'
 
+``--sets`` picks among ``jpeg``, ``raw`` and ``parquet``: the tree's JPEGs as they are in
+Hugging Face Parquet files (``--shard-sizes parquet=FILES``, default 16), a packed format
+whose unpacked copies the cache holds.
+
 TREE is an ImageFolder tree (``python3 benches/make_data.py imagefolder --num 2000 --classes 20
 --out TREE``). The script converts it twice with the release binary (``--imgfeed``): jpeg shards
 (``pipelines/convert_jpeg256.toml``, ``--shard-size 4MB``) and raw shards
@@ -179,6 +183,17 @@ def convert(imgfeed: str, pipeline: str, tree: Path, out: Path, shard_size: str)
                     "shards", "--shard-size", shard_size, "--out", str(out)], check=True, stdout=subprocess.DEVNULL)
 
 
+def write_parquet(tree: Path, out: Path, files: int) -> None:
+    """The tree as `files` Parquet files written by Hugging Face `datasets` (its JPEGs as they
+    are, rows in groups of 100), with fixtures/records/write_tree.py in the `formats`
+    environment (`bash python/envs.sh formats`)."""
+    if out.is_dir() and any(out.glob("*.parquet")):
+        return
+    python = env_bin("formats", "bin/python")
+    subprocess.run([str(python), str(REPO / "fixtures/records/write_tree.py"), "parquet", str(tree), str(out),
+                    str(files), "--row-group", "100"], check=True, stdout=subprocess.DEVNULL)
+
+
 def plain_get(server: Server, bucket: str, keys: list[str], threads: int = 16) -> dict:
     """Seconds to GET every object once, `threads` at a time (the store's bound), and the CPU
     seconds this process and the server used for it."""
@@ -278,15 +293,21 @@ def main() -> None:
     shard = {}
     for kv in filter(None, a.shard_sizes.split(",")):
         name, eq, size = kv.partition("=")
-        if not eq or name not in ("jpeg", "raw") or not size:
-            sys.exit(f"--shard-sizes: {kv!r} is not jpeg=SIZE or raw=SIZE")
+        if not eq or name not in ("jpeg", "raw", "parquet") or not size:
+            sys.exit(f"--shard-sizes: {kv!r} is not jpeg=SIZE, raw=SIZE or parquet=FILES")
         shard[name] = size
     sets = {"jpeg": ("convert_jpeg256.toml", shard.get("jpeg", "4MB")),
-            "raw": ("convert_raw256.toml", shard.get("raw", "32MB"))}
+            "raw": ("convert_raw256.toml", shard.get("raw", "32MB")),
+            "parquet": ("", shard.get("parquet", "16"))}
     chosen = [s for s in a.sets.split(",") if s]
+    if any(s not in sets for s in chosen):
+        sys.exit(f"--sets: one of {', '.join(sets)}")
     folder = {name: a.work / f"{name}-{sets[name][1]}" for name in chosen}
     for name in chosen:
-        convert(a.imgfeed, sets[name][0], a.tree, folder[name], sets[name][1])
+        if name == "parquet":
+            write_parquet(a.tree, folder[name], int(sets[name][1]))
+        else:
+            convert(a.imgfeed, sets[name][0], a.tree, folder[name], sets[name][1])
     server = Server(a.server, pair[1] if a.pin else None)
     if a.pin:
         os.sched_setaffinity(0, {pair[0]})
@@ -299,15 +320,23 @@ def main() -> None:
         for rnd in range(a.rounds):
             for name in chosen:
                 d = folder[name]
-                manifest = json.loads((d / "manifest.json").read_text())
-                shards = manifest["shards"]
-                total = sum(s["size"] for s in shards)
-                largest = max(s["size"] for s in shards)
-                small = manifest["index"]["size"] + manifest["names"]["size"]
                 keys = [f"{name}/{f.name}" for f in sorted(d.iterdir())]
-                row = {"set": name, "round": rnd, "bytes": total, "files": len(shards)}
+                if name == "parquet":
+                    # Files, no manifest: named by a brace pattern; indexes live outside the
+                    # dataset's cache folder.
+                    sizes = [f.stat().st_size for f in sorted(d.glob("*.parquet"))]
+                    small = 0
+                    pattern = f"train-{{00000..{len(sizes) - 1:05d}}}-of-{len(sizes):05d}.parquet"
+                    local_data, remote_data = str(d / pattern), server.url("bench", f"{name}/{pattern}")
+                else:
+                    manifest = json.loads((d / "manifest.json").read_text())
+                    sizes = [s["size"] for s in manifest["shards"]]
+                    small = manifest["index"]["size"] + manifest["names"]["size"]
+                    local_data, remote_data = str(d), server.url("bench", name)
+                total, largest = sum(sizes), max(sizes)
+                row = {"set": name, "round": rnd, "bytes": total, "files": len(sizes)}
                 results.append({**row, "case": "local",
-                                **run(a.imgfeed, str(d), a.epochs, [], {}, None, a.workers)})
+                                **run(a.imgfeed, local_data, a.epochs, [], {}, None, a.workers)})
                 results.append({**row, "case": "get", **plain_get(server, "bench", keys)})
                 for frac in [float(x) for x in a.fractions.split(",")]:
                     # 1.0 and above: no limit (the default 100 GB), every file stays cached
@@ -331,7 +360,7 @@ def main() -> None:
                             cache = a.work / f"cache-{name}-{strategy}-{frac}"
                             shutil.rmtree(cache, ignore_errors=True)
                             cache.mkdir()
-                            r = run(binary, server.url("bench", name), a.epochs, extra, server.env(), cache,
+                            r = run(binary, remote_data, a.epochs, extra, server.env(), cache,
                                     a.workers, server)
                             shutil.rmtree(cache, ignore_errors=True)
                             case = f"{strategy} {frac:.0%}" if size is not None else f"{strategy} all cached"

@@ -225,6 +225,13 @@ fn packed_files_stream_through_a_cache_smaller_than_their_copies() {
                 text(&o.stdout)
             );
             global_downloads = traffic(&o, "files downloaded");
+            // And the run says so before the first batch, with what would not.
+            assert!(
+                text(&o.stderr).contains("read through unpacked copies")
+                    && text(&o.stderr).contains("--shuffle-window"),
+                "{}",
+                text(&o.stderr)
+            );
         }
     }
     // The shard-aware shuffle (a window of one file): each copy made once an epoch, the
@@ -233,6 +240,11 @@ fn packed_files_stream_through_a_cache_smaller_than_their_copies() {
     window.extend(["--shuffle", "--shuffle-window", "1"]);
     let (o, most) = watched(&window, url, limit, &env);
     assert!(o.status.success(), "window: {}", text(&o.stderr));
+    assert!(
+        !text(&o.stderr).contains("unpacked copies"),
+        "{}",
+        text(&o.stderr)
+    );
     assert!(most <= limit, "window: {most} bytes, limit {limit}");
     let got = digests(&o);
     assert_eq!(got.len(), 2);

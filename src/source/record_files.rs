@@ -50,6 +50,9 @@ pub struct RecordFiles {
     classes: Vec<(String, u32)>,
     /// The file of each sample.
     file_of: Vec<u32>,
+    /// What runs but costs more than it should (packed files through a cache too small
+    /// for the global shuffle).
+    warning: Option<String>,
 }
 
 /// Where the files' bytes are.
@@ -455,6 +458,7 @@ impl RecordFiles {
             keys,
             classes,
             file_of,
+            warning: None,
         })
     }
 
@@ -597,6 +601,28 @@ impl RecordFiles {
                 continue;
             }
             let object_path = Path::new(&object);
+            if format.is_packed(name, &[]) {
+                // Packed whatever its bytes (Parquet): fetched into memory, unpacked there to
+                // index it, and the copy the epochs read put into the cache now when there is
+                // room (else the fetch-ahead makes it when an epoch needs it).
+                let (bytes, _) = client.get(name, info.size)?;
+                crate::store::stats::download();
+                let (entries, copy) = index_packed(format, object_path, &bytes, &mut Vec::new())?;
+                drop(bytes);
+                as_unpacked(file, &unpacked_key.stamp, info.size, &entries);
+                keep_copy(&cache, &file.key(LISTED), &copy);
+                let first = copy
+                    .get(..first_offset(&entries))
+                    .unwrap_or_default()
+                    .to_vec();
+                let _ = record_index::save(&kept, &unpacked_key, &entries);
+                let _ = std::fs::write(&kept_head, &first);
+                if head.is_none() && !entries.is_empty() {
+                    head = Some(first);
+                }
+                indexes.push(entries);
+                continue;
+            }
             let path = crate::store::ahead::cached(&client, &cache, &file.key(LISTED), &[])?;
             let f = std::fs::File::open(&path).map_err(|e| bad(&path, e.to_string()))?;
             // SAFETY: read-only, a cache file written whole and renamed into place.
@@ -616,25 +642,13 @@ impl RecordFiles {
                 indexes.push(entries);
                 continue;
             }
-            // Packed: unpacked once in memory to index it. The copy the epochs read is made
-            // by the fetch-ahead when they need it, in the cache and within its limit (the
-            // packed download left in the cache goes first when room is needed).
-            let mut copy = Vec::new();
-            format
-                .unpack(&map, &mut copy)
-                .map_err(|e| bad(object_path, e.to_string()))?;
+            // Packed by its bytes (a gzip'd TFRecord): unpacked once in memory to index it.
+            // The copy the epochs read is made by the fetch-ahead when they need it, in the
+            // cache and within its limit (the packed download left in the cache goes first
+            // when room is needed).
+            let (entries, copy) = index_packed(format, object_path, &map, &mut Vec::new())?;
             drop(map);
-            let entries = format
-                .index(&copy)
-                .map_err(|e| bad(object_path, e.to_string()))?;
-            if !fits(&entries, copy.len() as u64) {
-                return Err(Error::Internal(format!(
-                    "{object}: the {} index builder made an entry outside the file",
-                    format.name()
-                )));
-            }
-            let start = entries.iter().map(|e| e.offset).min().unwrap_or(0) as usize;
-            let first = copy.get(..start).unwrap_or_default();
+            let first = copy.get(..first_offset(&entries)).unwrap_or_default();
             let _ = record_index::save(&kept, &unpacked_key, &entries);
             let _ = std::fs::write(&kept_head, first);
             if head.is_none() && !entries.is_empty() {
@@ -688,6 +702,12 @@ impl RecordFiles {
             })),
         };
         let count = files.files.len();
+        let copies: Vec<u64> = files
+            .files
+            .iter()
+            .filter(|f| f.unpacked_from.is_some())
+            .map(|f| f.size)
+            .collect();
         let ahead = if ranged {
             let ranges = indexes
                 .iter()
@@ -705,19 +725,89 @@ impl RecordFiles {
         };
         let names = found.into_iter().map(|(n, _)| n).collect();
         let classes = format.classes(head.as_deref().unwrap_or_default());
-        RecordFiles::assemble(
+        let mut opened = RecordFiles::assemble(
             format,
             &at.root,
             names,
             Files::Remote(ahead, (0..count).map(|_| None).collect()),
             indexes,
             classes,
-        )
+        )?;
+        // Whole copies in the global shuffle's order through a cache that cannot hold them
+        // all: each made again several times an epoch. It runs; say what would not.
+        if !copies.is_empty()
+            && crate::shards::fetch::global_shuffle(&at.sampling)
+            && copies.iter().sum::<u64>() > limit
+        {
+            let window = match crate::plan::window::window_that_fits(&copies, 0, limit, PREFETCH) {
+                0 => format!(
+                    "a shuffle window (of 1 file it needs a cache of {} bytes)",
+                    crate::plan::window::cache_need(&copies, 0, 1, PREFETCH)
+                ),
+                n => format!("a shuffle window (--shuffle-window {n} fits)"),
+            };
+            opened.warning = Some(format!(
+                "{url}: the {} files are read through unpacked copies ({} bytes in all), \
+                 more than --cache-size ({limit} bytes) holds: with the global shuffle each \
+                 copy is made again several times an epoch. Use {window}, or convert the \
+                 files once to WebDataset tars (`imgfeed convert ... --format webdataset`), \
+                 which range reads keep in the global shuffle's order",
+                format.name(),
+                copies.iter().sum::<u64>(),
+            ));
+        }
+        Ok(opened)
     }
 
     /// The files, as listed.
     pub fn files(&self) -> &[String] {
         &self.names
+    }
+}
+
+/// The index of the packed file `object` (its bytes `packed`) and its unpacked copy, made
+/// in `copy`.
+fn index_packed<F: RecordFormat>(
+    format: &F,
+    object: &Path,
+    packed: &[u8],
+    copy: &mut Vec<u8>,
+) -> Result<(Vec<RecordEntry>, Vec<u8>)> {
+    format
+        .unpack(packed, copy)
+        .map_err(|e| bad(object, e.to_string()))?;
+    let entries = format.index(copy).map_err(|e| bad(object, e.to_string()))?;
+    if !fits(&entries, copy.len() as u64) {
+        return Err(Error::Internal(format!(
+            "{}: the {} index builder made an entry outside the file",
+            object.display(),
+            format.name()
+        )));
+    }
+    Ok((entries, std::mem::take(copy)))
+}
+
+/// Where a copy's first record starts (what comes before it is its header).
+fn first_offset(entries: &[RecordEntry]) -> usize {
+    entries.iter().map(|e| e.offset).min().unwrap_or(0) as usize
+}
+
+/// Put the unpacked copy `copy` into the cache as `key` (its first `key.size` bytes) if
+/// it is not there and the cache has room; otherwise nothing (the fetch-ahead makes it).
+fn keep_copy(cache: &Cache, key: &crate::store::CacheKey<'_>, copy: &[u8]) {
+    let Some(kept) = copy.get(..key.size as usize) else {
+        return;
+    };
+    if cache.lookup(key).is_some() {
+        return;
+    }
+    if let Ok((Ok(mut pending), _)) = cache.reserve(key, &[]) {
+        let written = pending
+            .file()
+            .is_some_and(|f| std::io::Write::write_all(f, kept).is_ok());
+        if written {
+            let _ = pending.commit(key, key.name, crate::store::Received::of(kept));
+        }
     }
 }
 
@@ -744,6 +834,10 @@ fn file_of(indexes: &[Vec<RecordEntry>]) -> Vec<u32> {
 }
 
 impl Source for RecordFiles {
+    fn warnings(&self) -> Vec<String> {
+        self.warning.iter().cloned().collect()
+    }
+
     fn describe(&self) -> String {
         format!(
             "{} {}: {} in {}",

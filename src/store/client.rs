@@ -71,8 +71,7 @@ pub struct Received {
 }
 
 impl Received {
-    /// The length and CRC-32 of `bytes` (for the cache's tests, which write files by hand).
-    #[cfg(test)]
+    /// The length and CRC-32 of `bytes` (what this crate wrote into a cache file itself).
     pub(crate) fn of(bytes: &[u8]) -> Received {
         Received {
             len: bytes.len() as u64,
