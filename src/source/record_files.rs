@@ -592,13 +592,19 @@ impl RecordFiles {
                 continue;
             }
             if let Some(e) = record_index::load(&kept, &unpacked_key) {
-                // Packed, indexed before: the copy is made when an epoch reads the file.
-                if head.is_none() && !e.is_empty() {
-                    head = std::fs::read(&kept_head).ok();
+                // Packed, indexed before: the copy is made when an epoch reads the file. The
+                // first one's header (its class names) is kept beside its index; an index
+                // kept without it (by an earlier version) is made again with it.
+                let need_head = head.is_none() && !e.is_empty();
+                let found_head = need_head.then(|| std::fs::read(&kept_head).ok()).flatten();
+                if !need_head || found_head.is_some() {
+                    if need_head {
+                        head = found_head;
+                    }
+                    as_unpacked(file, &unpacked_key.stamp, info.size, &e);
+                    indexes.push(e);
+                    continue;
                 }
-                as_unpacked(file, &unpacked_key.stamp, info.size, &e);
-                indexes.push(e);
-                continue;
             }
             let object_path = Path::new(&object);
             if format.is_packed(name, &[]) {
