@@ -74,9 +74,17 @@ def cluster():
         # The pip runtime_env's virtualenvs (test_runtime_env_pip_...: a copy of this
         # environment, torch included, ~6 GB) outlive the cluster in /tmp/ray and filled CI's
         # disk: the session's runtime resources go with it.
+        # A worker still exiting after the shutdown may write there a moment longer: removed
+        # until it stays gone, within 30 s.
         if session is not None:
-            shutil.rmtree(session / "runtime_resources", ignore_errors=True)
-            assert not (session / "runtime_resources").exists()
+            resources = session / "runtime_resources"
+            deadline = time.monotonic() + 30
+            while True:
+                shutil.rmtree(resources, ignore_errors=True)
+                if not resources.exists() or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+            assert not resources.exists(), f"{resources} came back for 30 s after the shutdown"
 
 
 def node_ids() -> set:
