@@ -102,11 +102,7 @@ fn the_class_names_come_from_the_huggingface_metadata() {
     let (so, se) = text(&o);
     assert_eq!(code(&o), 0, "{so}{se}");
     for (label, name) in ["bird", "cat", "coffee"].iter().enumerate() {
-        let line = so.lines().find(|l| {
-            l.split_whitespace()
-                .take(2)
-                .eq([label.to_string().as_str(), name])
-        });
+        let line = formats::class_line(&so, label, name);
         assert!(
             line.is_some_and(|l| l.contains("4 (0 bad)")),
             "{name}: {so}"

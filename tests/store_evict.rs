@@ -288,11 +288,7 @@ fn packed_files_stream_through_a_cache_smaller_than_their_copies() {
         assert!(o.status.success(), "{pass}: {}", text(&o.stderr));
         let so = text(&o.stdout);
         for (label, name) in ["bird", "cat", "coffee"].iter().enumerate() {
-            let line = so.lines().find(|l| {
-                l.split_whitespace()
-                    .take(2)
-                    .eq([label.to_string().as_str(), name])
-            });
+            let line = formats::class_line(&so, label, name);
             assert!(
                 line.is_some_and(|l| l.contains("4 (0 bad)")),
                 "{pass}, {name}: {so}"

@@ -70,6 +70,15 @@ pub fn write_tree(python: &Path, format: &str, out: &Path, files: usize, extra: 
     assert!(o.status.success(), "{}", text(&o).1);
 }
 
+/// The line of `validate`'s class table (its output `so`) for class `label` named `name`.
+pub fn class_line<'a>(so: &'a str, label: usize, name: &str) -> Option<&'a str> {
+    so.lines().find(|l| {
+        l.split_whitespace()
+            .take(2)
+            .eq([label.to_string().as_str(), name])
+    })
+}
+
 pub fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8")
 }
