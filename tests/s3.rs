@@ -26,8 +26,7 @@ use moto::*;
 use proxy::{Fault, Proxy};
 
 use remote::{
-    convert_fixtures, digests, files_of, free_port, local_shards, text, traffic, COMMAND_LIMIT,
-    EVAL, TRAIN,
+    convert_fixtures, digests, files_of, local_shards, text, traffic, COMMAND_LIMIT, EVAL, TRAIN,
 };
 
 use std::io::Write;
@@ -858,24 +857,24 @@ struct WebServer {
 
 impl WebServer {
     fn start(dir: &Path) -> WebServer {
-        let port = free_port();
-        let child = Command::new("python3")
-            .args([
-                "-m",
-                "http.server",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-            ])
-            .arg("--directory")
-            .arg(dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3 -m http.server starts");
-        let server = WebServer { child, port };
-        wait_listening(port, Duration::from_secs(30), "http.server");
-        server
+        let (child, port) =
+            remote::start_listening("http.server", Duration::from_secs(30), |port| {
+                Command::new("python3")
+                    .args([
+                        "-m",
+                        "http.server",
+                        &port.to_string(),
+                        "--bind",
+                        "127.0.0.1",
+                    ])
+                    .arg("--directory")
+                    .arg(dir)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("python3 -m http.server starts")
+            });
+        WebServer { child, port }
     }
 }
 

@@ -20,16 +20,15 @@ mod common;
 mod remote;
 
 use remote::{
-    convert_fixtures, digests, files_of, free_port, local_shards, request, text, traffic, EVAL,
-    TRAIN,
+    convert_fixtures, digests, files_of, local_shards, request, text, traffic, EVAL, TRAIN,
 };
 
 use base64::Engine;
 use std::io::Write;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Azurite's well-known development account and key (public: Microsoft documents them).
 const ACCOUNT: &str = "devstoreaccount1";
@@ -141,49 +140,42 @@ struct Running {
 
 impl Running {
     fn start(server: Server) -> Running {
-        let port = free_port();
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut cmd = match server {
-            Server::Azurite => {
-                let mut c = Command::new(azurite_bin().expect("azurite"));
-                c.args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
-                    .arg("--location")
-                    .arg(dir.path())
-                    .args(["--skipApiVersionCheck", "--silent"]);
-                c
-            }
-            Server::FakeGcs => {
-                let mut c = Command::new(fake_gcs_bin().expect("fake-gcs-server"));
-                c.args([
-                    "-backend",
-                    "memory",
-                    "-scheme",
-                    "http",
-                    "-host",
-                    "127.0.0.1",
-                ])
-                .args(["-port", &port.to_string()])
-                .args(["-public-host", &format!("127.0.0.1:{port}")])
-                .args(["-log-level", "error"]);
-                c
-            }
-        };
-        cmd.stdout(Stdio::null()).stderr(Stdio::null());
-        let child = cmd.spawn().expect("the server starts");
-        let running = Running {
+        let what = format!("{server:?}");
+        let (child, port) = remote::start_listening(&what, Duration::from_secs(60), |port| {
+            let mut cmd = match server {
+                Server::Azurite => {
+                    let mut c = Command::new(azurite_bin().expect("azurite"));
+                    c.args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
+                        .arg("--location")
+                        .arg(dir.path())
+                        .args(["--skipApiVersionCheck", "--silent"]);
+                    c
+                }
+                Server::FakeGcs => {
+                    let mut c = Command::new(fake_gcs_bin().expect("fake-gcs-server"));
+                    c.args([
+                        "-backend",
+                        "memory",
+                        "-scheme",
+                        "http",
+                        "-host",
+                        "127.0.0.1",
+                    ])
+                    .args(["-port", &port.to_string()])
+                    .args(["-public-host", &format!("127.0.0.1:{port}")])
+                    .args(["-log-level", "error"]);
+                    c
+                }
+            };
+            cmd.stdout(Stdio::null()).stderr(Stdio::null());
+            cmd.spawn().expect("the server starts")
+        });
+        Running {
             child,
             port,
             _dir: dir,
-        };
-        let t0 = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                t0.elapsed() < Duration::from_secs(60),
-                "{server:?} did not listen within 60 s"
-            );
-            std::thread::sleep(Duration::from_millis(50));
         }
-        running
     }
 
     fn url(&self) -> String {

@@ -6,12 +6,12 @@
 #![allow(dead_code)]
 
 use super::common;
-use super::remote::{self, free_port, text};
+use super::remote::{self, text};
 use std::io::Write;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Why this machine cannot run the tests, or `None` when it can.
 pub fn unavailable() -> Option<String> {
@@ -69,18 +69,6 @@ pub fn moto_server() -> Option<PathBuf> {
     (out.status.success() && bin.is_file()).then_some(bin)
 }
 
-/// Wait (at most `limit`) until a server started by a test listens on `port` on loopback.
-pub fn wait_listening(port: u16, limit: Duration, what: &str) {
-    let t0 = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            t0.elapsed() < limit,
-            "{what} did not listen within {limit:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// A moto_server on loopback, killed on drop.
 pub struct Moto {
     child: Child,
@@ -97,21 +85,21 @@ impl Moto {
     /// [`Moto::start`] with more environment (`S3_UPLOAD_PART_MIN_SIZE`, ...).
     pub fn start_with(no_auth: Option<usize>, env: &[(&str, &str)]) -> Moto {
         let bin = moto_server().expect("moto_server");
-        let port = free_port();
-        let mut cmd = Command::new(bin);
-        cmd.args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        if let Some(n) = no_auth {
-            cmd.env("INITIAL_NO_AUTH_ACTION_COUNT", n.to_string());
-        }
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let child = cmd.spawn().expect("moto_server starts");
-        let moto = Moto { child, port };
-        wait_listening(port, Duration::from_secs(60), "moto_server");
-        moto
+        let (child, port) =
+            remote::start_listening("moto_server", Duration::from_secs(60), |port| {
+                let mut cmd = Command::new(&bin);
+                cmd.args(["-H", "127.0.0.1", "-p", &port.to_string()])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null());
+                if let Some(n) = no_auth {
+                    cmd.env("INITIAL_NO_AUTH_ACTION_COUNT", n.to_string());
+                }
+                for (k, v) in env {
+                    cmd.env(k, v);
+                }
+                cmd.spawn().expect("moto_server starts")
+            });
+        Moto { child, port }
     }
 
     pub fn endpoint(&self) -> String {

@@ -24,6 +24,99 @@ pub fn free_port() -> u16 {
         .expect("a free loopback port")
 }
 
+/// Start a server (`spawn` gets the port to listen on) and wait, at most `limit`, until the
+/// child itself (or a process it started) listens on that loopback port.
+///
+/// A port from [`free_port`] is free only when it is asked for: a test running beside this
+/// one may take it (another server, or a client's outgoing socket) before the child binds
+/// it. Then the child exits for want of the port, while a plain connect succeeds against
+/// the other process and fails later, when that one is gone. So the listener is matched to
+/// the child through `/proc`, and a child that exits is started again on another port (at
+/// most 5 times).
+pub fn start_listening(
+    what: &str,
+    limit: Duration,
+    mut spawn: impl FnMut(u16) -> std::process::Child,
+) -> (std::process::Child, u16) {
+    for _ in 0..5 {
+        let port = free_port();
+        let mut child = spawn(port);
+        let t0 = Instant::now();
+        loop {
+            if let Ok(Some(_)) = child.try_wait() {
+                break; // the port was taken: try another
+            }
+            if listens(child.id(), port) {
+                return (child, port);
+            }
+            if t0.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{what} did not listen on 127.0.0.1:{port} within {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    panic!("{what} exited at start on 5 ports in a row");
+}
+
+/// Whether process `pid` or one of its descendants holds a listening TCP socket on `port`.
+fn listens(pid: u32, port: u16) -> bool {
+    let want = format!(":{port:04X}");
+    let mut inodes = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let rows = std::fs::read_to_string(table).unwrap_or_default();
+        for row in rows.lines().skip(1) {
+            let cols: Vec<&str> = row.split_whitespace().collect();
+            // local_address, state (0A: LISTEN), inode
+            if cols.len() > 9 && cols[1].ends_with(&want) && cols[3] == "0A" {
+                inodes.push(format!("socket:[{}]", cols[9]));
+            }
+        }
+    }
+    if inodes.is_empty() {
+        return false;
+    }
+    family(pid).into_iter().any(|p| {
+        std::fs::read_dir(format!("/proc/{p}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+            .any(|link| inodes.iter().any(|i| link.as_os_str() == i.as_str()))
+    })
+}
+
+/// `pid` and every process descended from it.
+fn family(pid: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let p: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // after the command's closing parenthesis: state, then the parent's pid
+            let ppid = stat
+                .rsplit(')')
+                .next()?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            Some((p, ppid))
+        })
+        .collect();
+    let mut out = vec![pid];
+    let mut i = 0;
+    while i < out.len() {
+        let p = out[i];
+        out.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    out
+}
+
 /// The files of a folder, sorted by name, with their bytes.
 pub fn files_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
