@@ -44,8 +44,11 @@ CPU seconds it took (imgfeed's user + system) and the server's (from ``/proc``),
 whole run, in ``--json`` and in the table's notes; the plain GET the same (this script's
 threads and the server).
 
-Every row gives the epochs' wall times (as ``imgfeed run`` prints them), the store traffic of
-each epoch (``object store:`` lines), and the largest size the cache folder reached. Rows are
+Every row gives the epochs' wall times (as ``imgfeed run`` prints them), the ratio of its
+epochs after the first to those of the same strategy's fully cached row (the target's
+reference), the time to the first batch (opening the data included, as ``imgfeed run`` says
+it), the store traffic of each epoch (``object store:`` lines), and the largest size the
+cache folder reached. Rows are
 run ``--rounds`` times, alternating; the table gives medians. ``--json FILE`` keeps every
 figure.
 """
@@ -256,8 +259,10 @@ def run(imgfeed: str, data: str, epochs: int, extra: list[str], env: dict, cache
     lines = o.stdout.splitlines()
     times = [float(m.group(1)) for l in lines if (m := re.search(r"; ([0-9.]+) s, [0-9.]+ images/s", l))]
     digests = [m.group(1) for l in lines if (m := re.search(r"digest ([0-9a-f]+)", l))]
+    first = [float(m.group(1)) for l in lines if (m := re.match(r"first batch ([0-9.]+) s", l))]
     traffic = [l.split("object store:", 1)[1].strip() for l in lines if "object store:" in l]
-    return {"wall": wall, "epochs": times, "digests": digests, "traffic": traffic, "cache_peak": peak[0], **cpu}
+    return {"wall": wall, "epochs": times, "digests": digests, "traffic": traffic, "cache_peak": peak[0],
+            "first_batch": first[0] if first else None, **cpu}
 
 
 def number(text: str, what: str) -> float:
@@ -376,13 +381,17 @@ def main() -> None:
 
 def report(results: list[dict], server: str) -> None:
     print(f"server: {server}")
-    print("| set | case | epoch s (median, each epoch) | vs local epoch | requests/epoch | MB/epoch | "
-          "cache peak / limit | notes |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| set | case | epoch s (median, each epoch) | vs local epoch | vs fully cached | first batch s | "
+          "requests/epoch | MB/epoch | cache peak / limit | notes |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     local_epoch = {}
     for r in results:
         if r["case"] == "local" and "epochs" in r:
             local_epoch.setdefault(r["set"], []).extend(r["epochs"])
+    def steady_of(rows: list[dict]) -> float:
+        per_epoch = [statistics.median(ep) for ep in zip(*[r["epochs"] for r in rows])]
+        return statistics.median(per_epoch[1:]) if len(per_epoch) > 1 else per_epoch[0]
+
     keys = []
     for r in results:
         if (r["set"], r["case"]) not in keys:
@@ -390,10 +399,10 @@ def report(results: list[dict], server: str) -> None:
     for s, case in keys:
         rows = [r for r in results if r["set"] == s and r["case"] == case]
         if any("error" in r for r in rows):
-            print(f"| {s} | {case} | failed: {rows[0].get('error')} | | | | | |")
+            print(f"| {s} | {case} | failed: {rows[0].get('error')} | | | | | | | |")
             continue
         if case == "get":
-            print(f"| {s} | plain GET, 16 threads | {statistics.median(r['wall'] for r in rows):.3f} | | | | | "
+            print(f"| {s} | plain GET, 16 threads | {statistics.median(r['wall'] for r in rows):.3f} | | | | | | | "
                   f"{rows[0]['files'] + 3} objects, {rows[0]['bytes'] / 1e6:.1f} MB; {cpu_note(rows)} |")
             continue
         per_epoch = [statistics.median(ep) for ep in zip(*[r["epochs"] for r in rows])]
@@ -405,8 +414,17 @@ def report(results: list[dict], server: str) -> None:
         peak = ""
         if rows[0].get("cache_size"):
             peak = f"{max(r['cache_peak'] for r in rows) / 1e6:.1f} / {rows[0]['cache_size'] / 1e6:.1f} MB"
+        # The fully cached run of the same strategy and build: the target's reference (its
+        # epochs after the first, which filled the cache).
+        strategy, _, rest = case.partition(" ")
+        label = rest[rest.index(" ["):] if " [" in rest else ""
+        full = [r for r in results if r["set"] == s and r["case"] == f"{strategy} all cached{label}"
+                and "epochs" in r]
+        vs_full = f"{steady_of(full) / steady:.2f}x" if full and case != "local" else ""
+        firsts = [r["first_batch"] for r in rows if r.get("first_batch") is not None]
+        first = f"{statistics.median(firsts):.3f}" if firsts else ""
         print(f"| {s} | {case} | {steady:.3f} ({', '.join(f'{e:.3f}' for e in per_epoch)}) | "
-              f"{loc / steady:.2f}x | {', '.join(f'{x:.0f}' for x in req)} | {', '.join(f'{x:.1f}' for x in mb)} | "
+              f"{loc / steady:.2f}x | {vs_full} | {first} | {', '.join(f'{x:.0f}' for x in req)} | {', '.join(f'{x:.1f}' for x in mb)} | "
               f"{peak} | digests {'same as local' if same_digests(results, s, case) else 'DIFFER'}; "
               f"{cpu_note(rows)} |")
 

@@ -107,6 +107,35 @@ fn run_digest_matches_across_workers_and_the_converted_bytes() {
 }
 
 #[test]
+fn run_says_once_how_long_the_first_batch_took_opening_included() {
+    let t0 = std::time::Instant::now();
+    let o = imgfeed(&["run", CANONICAL, "--batch-size", "4", "--epochs", "2"]);
+    let wall = t0.elapsed().as_secs_f64();
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "stderr: {err}");
+    let lines: Vec<&str> = out.lines().collect();
+    let at: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].starts_with("first batch "))
+        .collect();
+    assert_eq!(
+        at.len(),
+        1,
+        "one line for the run, not one per epoch: {out}"
+    );
+    assert!(lines[at[0] - 1].starts_with("epoch 0: "), "{out}");
+    let secs: f64 = lines[at[0]]
+        .split_whitespace()
+        .nth(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no seconds in: {out}"));
+    // The first batch comes after the data is opened and before the command ends.
+    assert!(
+        secs > 0.0 && secs <= wall,
+        "{secs} s of a {wall:.3} s run: {out}"
+    );
+}
+
+#[test]
 fn convert_writes_npy_files_and_sample_names() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let out_dir = tmp.path().join("out");

@@ -21,6 +21,8 @@ pub fn run(
 ) -> Result<i32> {
     let mut cfg = c.config()?;
     cfg.engine.fingerprint = true;
+    // Time to the first batch counts opening the data (a store's listing, manifest, index).
+    let opened = Instant::now();
     let p = Pipeline::new(cfg)?;
     super::warn(&p, true);
     if let Some(w) = super::resume_warning(c, &p) {
@@ -37,6 +39,7 @@ pub fn run(
     let bar = progress(run_images(c, &p, &range), "images");
     // Opening a remote dataset fetched its manifest, index and names: counted in epoch 0.
     let mut traffic = imgfeed::store::Traffic::default();
+    let mut first_batch: Option<f64> = None;
     for e in range.clone() {
         bar.set_prefix(epoch_label(e, &range));
         let t0 = Instant::now();
@@ -53,6 +56,7 @@ pub fn run(
             let Some(batch) = epoch.next() else { break };
             left -= 1;
             let batch = batch?;
+            first_batch.get_or_insert_with(|| opened.elapsed().as_secs_f64());
             for err in batch.skipped() {
                 bar.suspend(|| bad.add(err, Some(e)))?;
             }
@@ -113,6 +117,11 @@ pub fn run(
             spec.label.name(),
             samples as f64 / secs.max(1e-9)
         )];
+        if let Some(f) = first_batch.filter(|_| e == range.start) {
+            lines.push(format!(
+                "first batch {f:.3} s after opening the data (opening included)"
+            ));
+        }
         let now = imgfeed::store::snapshot();
         let moved = now.since(&traffic);
         traffic = now;
