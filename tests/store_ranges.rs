@@ -2,7 +2,8 @@
 //! ranges, ahead of the epoch's exact order, when its files do not fit the cache, against
 //! a real S3-compatible server (moto_server, `python/envs.sh moto`) on loopback: the local
 //! run's digests with the cache at 10% of the dataset (asked for and picked by `auto`),
-//! the cache folder within its limit (nothing big written there), a mid-epoch resume equal
+//! the cache folder within its limit, the next epoch's first samples kept there and read
+//! from there without a request, a mid-epoch resume equal
 //! to the local one, 503s and bodies cut during range reads retried, WebDataset tars read
 //! by ranges as the local tars, and a compressed container refused by name.
 //!
@@ -120,11 +121,9 @@ fn ranges_with_a_tenth_of_the_dataset_cached_give_the_local_digests() {
             ranged >= 1 && ranged <= 2 * n,
             "{fetch:?}: {ranged} for {n}: {out}"
         );
+        // Range mode keeps the next epoch's first samples there, within the limit.
         let most = most.load(Ordering::Relaxed) as u64;
-        assert!(
-            most <= limit && most <= small,
-            "{most} bytes on disk, limit {limit}"
-        );
+        assert!(most <= limit, "{most} bytes on disk, limit {limit}");
     }
     // Unshuffled, with the cache at 30%: auto reads whole shards through the cache.
     let cache = tempfile::tempdir().expect("tempdir");
@@ -145,6 +144,93 @@ fn ranges_with_a_tenth_of_the_dataset_cached_give_the_local_digests() {
     assert_eq!(digests(&o), want);
     assert_eq!(traffic(&o, "range requests"), 0, "{}", text(&o.stdout));
     assert!(traffic(&o, "files downloaded") > 2, "{}", text(&o.stdout));
+}
+
+/// Each epoch's figure `what` on its `object store:` line (0 where the line lacks it).
+fn per_epoch(o: &Output, what: &str) -> Vec<u64> {
+    text(&o.stdout)
+        .lines()
+        .filter(|l| l.starts_with("epoch ") && l.contains("object store:"))
+        .map(|l| {
+            l.find(what)
+                .and_then(|at| l[..at].split_whitespace().last()?.parse::<u64>().ok())
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+#[test]
+fn the_next_epochs_first_samples_are_kept_in_the_cache_and_read_from_there() {
+    if !ready("the_next_epochs_first_samples_are_kept_in_the_cache_and_read_from_there") {
+        return;
+    }
+    let local = local_shards();
+    let dir = local.path().join("ds");
+    let moto = Moto::start(None);
+    upload(moto.port, "data", "ds", &dir);
+    let ep = moto.endpoint();
+    let env = [("AWS_ENDPOINT_URL", ep.as_str())];
+    let three = [
+        "run",
+        "pipelines/resnet50_train.toml",
+        "--batch-size",
+        "4",
+        "--workers",
+        "2",
+        "--epochs",
+        "3",
+    ];
+    let want = imgfeed(&three, &["--data", dir.to_str().expect("utf-8")], &[]);
+    assert!(want.status.success(), "{}", text(&want.stderr));
+    let (shards, small) = sizes(&dir);
+    let limit = (shards + small) * 3 / 10;
+    let n = samples(&dir);
+    let cache = tempfile::tempdir().expect("tempdir");
+    let stop = Arc::new(AtomicBool::new(false));
+    let most = Arc::new(AtomicUsize::new(0));
+    let watcher = {
+        let (stop, most, root) = (stop.clone(), most.clone(), cache.path().to_path_buf());
+        std::thread::spawn(move || {
+            let t0 = Instant::now();
+            while !stop.load(Ordering::Relaxed) && t0.elapsed() < COMMAND_LIMIT {
+                most.fetch_max(bytes_under(&root) as usize, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })
+    };
+    let o = run_ranged(
+        &three,
+        "s3://data/ds",
+        cache.path(),
+        limit,
+        &["--fetch", "ranges"],
+        &env,
+    );
+    stop.store(true, Ordering::Relaxed);
+    let _ = watcher.join();
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(digests(&o), digests(&want), "the local run's bytes: {out}");
+    let kept = per_epoch(&o, "samples from the kept ranges");
+    let ranged = per_epoch(&o, "range requests");
+    assert_eq!(kept.len(), 3, "{out}");
+    assert_eq!(kept[0], 0, "nothing kept before the first epoch: {out}");
+    for e in 1..3 {
+        assert!(kept[e] > 0, "epoch {e} reads kept samples: {out}");
+        // What came from disk was not asked of the store: fewer requests than samples.
+        assert!(
+            ranged[e] + kept[e] <= n + 2 && ranged[e] < n,
+            "epoch {e}: {} requests, {} kept, {n} samples: {out}",
+            ranged[e],
+            kept[e]
+        );
+    }
+    let most = most.load(Ordering::Relaxed) as u64;
+    assert!(most <= limit, "{most} bytes on disk, limit {limit}");
+    assert!(most > small, "the kept samples were on disk: {most} bytes");
+    // Nothing is left behind but the index and the names.
+    let after = bytes_under(cache.path());
+    assert!(after <= small, "{after} bytes left in the cache folder");
 }
 
 /// The flags after `resume with ` in a run's output.

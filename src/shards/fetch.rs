@@ -100,6 +100,7 @@ pub(crate) fn remote_files(
             files,
             ranges,
             crate::store::ranges::budget(limit),
+            Some(cache),
         )),
         None => RemoteFiles::Whole(FetchAhead::new(client, cache, files)),
     }

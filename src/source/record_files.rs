@@ -725,6 +725,7 @@ impl RecordFiles {
                 files,
                 ranges,
                 crate::store::ranges::budget(limit),
+                Some(cache),
             ))
         } else {
             RemoteFiles::Whole(FetchAhead::new(client, cache, files))

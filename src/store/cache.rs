@@ -339,7 +339,14 @@ impl Cache {
             std::process::id(),
             TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
-        let file = File::create(&tmp).map_err(|e| cache_err(&tmp, e.to_string()))?;
+        // Readable too: range mode reads back what it keeps there (`super::kept`).
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .map_err(|e| cache_err(&tmp, e.to_string()))?;
         file.set_len(entry.size)
             .map_err(|e| cache_err(&tmp, e.to_string()))?;
         Ok((

@@ -25,6 +25,7 @@ pub mod error;
 mod forked;
 pub mod gcs;
 pub mod http;
+mod kept;
 pub mod kind;
 mod next_use;
 pub mod options;

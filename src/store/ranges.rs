@@ -1,7 +1,8 @@
 //! Samples' byte ranges of a location's files, fetched ahead of the readers in the epoch's
 //! exact order (range mode, `fetch = "ranges"`): what keeps the global shuffle exact and
-//! fast when the files do not fit the cache. Nothing big is written to the cache folder:
-//! the bytes live in memory until their read.
+//! fast when the files do not fit the cache. The bytes fetched live in memory until their
+//! read; the cache folder's room keeps the samples the next epoch reads first
+//! ([`super::kept`]), which that epoch then reads from disk.
 //!
 //! [`RangeAhead`] has the reading API of [`FetchAhead`](super::FetchAhead) and is built
 //! from the same [`AheadFiles`] plus each sample's byte range in its file (a shard's index
@@ -35,7 +36,8 @@
 //! samples then cost 1.28 M GETs an epoch, $0.51 at S3's $0.0004 per 1000 GETs), fewer
 //! when the budget holds a good part of the dataset and neighbours get coalesced.
 
-use super::{stats, AheadFiles, StoreClient};
+use super::kept::{self, Kept};
+use super::{stats, AheadFiles, Cache, StoreClient};
 use crate::error::{Error, Result};
 use std::collections::HashMap;
 use std::ops::Range;
@@ -167,6 +169,12 @@ struct State {
     /// Whether this process's prefetchers run.
     started: bool,
     stop: bool,
+    /// The epoch announced.
+    epoch: u64,
+    /// This epoch's samples kept on disk by the previous one (see [`super::kept`]).
+    kept: Option<Kept>,
+    /// The next epoch's, written as this one reads them.
+    keeping: Option<Kept>,
 }
 
 struct Inner {
@@ -174,6 +182,8 @@ struct Inner {
     files: AheadFiles,
     ranges: Vec<Range<u64>>,
     budget: u64,
+    /// The cache folder whose room keeps the next epoch's first samples (`None`: none).
+    cache: Option<Cache>,
     state: Mutex<State>,
     changed: Condvar,
     /// The process whose prefetchers these are.
@@ -200,12 +210,14 @@ fn lock(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
 
 impl RangeAhead {
     /// `files`, whose sample `i` is bytes `ranges[i]` of file `files.file_of[i]`, read by
-    /// `client` with at most `budget` bytes ahead of the readers in memory.
+    /// `client` with at most `budget` bytes ahead of the readers in memory, and the next
+    /// epoch's first samples kept in `cache` (when given) as far as its room allows.
     pub fn new(
         client: StoreClient,
         files: AheadFiles,
         ranges: Vec<Range<u64>>,
         budget: u64,
+        cache: Option<Cache>,
     ) -> RangeAhead {
         RangeAhead {
             inner: Arc::new(Inner {
@@ -213,6 +225,7 @@ impl RangeAhead {
                 files,
                 ranges,
                 budget: budget.max(1),
+                cache,
                 state: Mutex::new(State::default()),
                 changed: Condvar::new(),
                 pid: AtomicU32::new(std::process::id()),
@@ -228,6 +241,10 @@ impl RangeAhead {
         }
         let mut st = lock(&self.inner.state);
         let stop = st.stop;
+        // The kept files are the parent's: left alone here.
+        for k in [st.kept.take(), st.keeping.take()].into_iter().flatten() {
+            k.forget();
+        }
         *st = State {
             stop,
             ..State::default()
@@ -238,11 +255,19 @@ impl RangeAhead {
     /// where it resumes): the prefetchers walk it from its start, what was fetched for
     /// an earlier order is dropped.
     pub fn start_epoch(&self, epoch: u64, order: &[usize]) {
-        let _ = epoch;
         self.forked();
         let mut st = lock(&self.inner.state);
         st.slots.clear();
         st.early.clear();
+        // The samples the previous epoch kept for this one, if it did; anything else
+        // kept is dropped (its file removed).
+        st.epoch = epoch;
+        st.kept = st
+            .keeping
+            .take()
+            .filter(|k| k.epoch() == epoch)
+            .and_then(|mut k| k.start(order).then_some(k));
+        let keep_next = st.kept.is_none();
         let mut freed = 0;
         st.chunks.retain(|_, c| match c.body {
             // In flight: dropped when it arrives.
@@ -263,6 +288,9 @@ impl RangeAhead {
         let start = !st.started && !st.stop;
         st.started = true;
         drop(st);
+        if keep_next {
+            self.inner.keep_next(epoch);
+        }
         if start {
             for _ in 0..PREFETCHERS {
                 let inner = Arc::clone(&self.inner);
@@ -289,9 +317,15 @@ impl RangeAhead {
         self.forked();
         let t0 = std::time::Instant::now();
         let inner = &self.inner;
+        if inner.read_kept(index, range.len(), scratch) {
+            stats::kept();
+            stats::waited(t0.elapsed());
+            return Ok(());
+        }
         if let Some(b) = inner.take(file, &range, index) {
             scratch.clear();
             scratch.extend_from_slice(&b);
+            inner.keep(index, &b);
             stats::waited(t0.elapsed());
             return Ok(());
         }
@@ -307,6 +341,7 @@ impl RangeAhead {
             .map_err(Error::from)?;
         scratch.clear();
         scratch.extend_from_slice(&bytes);
+        inner.keep(index, &bytes);
         stats::waited(t0.elapsed());
         Ok(())
     }
@@ -368,7 +403,18 @@ impl RangeAhead {
 
 impl Drop for RangeAhead {
     fn drop(&mut self) {
-        lock(&self.inner.state).stop = true;
+        let mut st = lock(&self.inner.state);
+        st.stop = true;
+        // The kept files go now, not when the last prefetcher lets go of the state (the
+        // process may end first). Not in a forked child: they are the parent's.
+        let kept = [st.kept.take(), st.keeping.take()];
+        drop(st);
+        let child = super::forked::first_call_in_child(&self.inner.pid);
+        for k in kept.into_iter().flatten() {
+            if child {
+                k.forget();
+            }
+        }
         self.inner.changed.notify_all();
     }
 }
@@ -379,6 +425,61 @@ impl Inner {
             .files
             .get(file)
             .ok_or_else(|| Error::Internal(format!("file {file} is not listed")))
+    }
+
+    /// Reserve the file that keeps epoch `epoch + 1`'s first samples (see
+    /// [`super::kept`]), unless there is no cache, no room or another epoch was announced
+    /// meanwhile.
+    fn keep_next(&self, epoch: u64) {
+        let Some(cache) = &self.cache else { return };
+        let next = (self.files.order)(epoch + 1);
+        let Some(k) = Kept::reserve(cache, &self.files.keep, epoch + 1, &next, &self.ranges) else {
+            return;
+        };
+        let mut st = lock(&self.state);
+        if st.epoch == epoch && st.keeping.is_none() && !st.stop {
+            st.keeping = Some(k);
+        }
+    }
+
+    /// Read sample `index` (`len` bytes) from the kept file into `scratch`, when it is
+    /// there; the last read of the file removes it and reserves the next epoch's.
+    fn read_kept(&self, index: usize, len: usize, scratch: &mut Vec<u8>) -> bool {
+        let Some((file, offset)) = lock(&self.state)
+            .kept
+            .as_ref()
+            .and_then(|k| k.source(index, len))
+        else {
+            return false;
+        };
+        if !kept::read(&file, offset, len, scratch) {
+            return false;
+        }
+        let mut st = lock(&self.state);
+        let done = st.kept.as_mut().is_some_and(|k| k.used(&file));
+        let epoch = st.epoch;
+        drop(st);
+        if done {
+            self.keep_next(epoch);
+        }
+        true
+    }
+
+    /// Sample `index` was read (`bytes`): write it to the next epoch's kept file when it
+    /// is one of the samples kept there.
+    fn keep(&self, index: usize, bytes: &[u8]) {
+        let Some((file, offset)) = lock(&self.state)
+            .keeping
+            .as_ref()
+            .and_then(|k| k.wants(index, bytes.len()))
+        else {
+            return;
+        };
+        if kept::write(&file, offset, bytes) {
+            if let Some(k) = lock(&self.state).keeping.as_mut() {
+                k.written(index, &file);
+            }
+        }
     }
 
     /// The prefetched bytes of sample `index` (bytes `range` of `file`), waiting while
@@ -547,7 +648,10 @@ impl Inner {
         {
             let i = st.order[k];
             k += 1;
-            if st.early.contains_key(&i) || st.slots.contains_key(&i) {
+            if st.early.contains_key(&i)
+                || st.slots.contains_key(&i)
+                || st.kept.as_ref().is_some_and(|k| k.serves(i))
+            {
                 continue;
             }
             // Out of range: not fetched, its read says so.
@@ -707,7 +811,7 @@ mod tests {
         };
         let url = super::super::StoreUrl::parse("http://127.0.0.1:9/none").expect("url");
         let client = StoreClient::new(&url, None).expect("client");
-        let ahead = RangeAhead::new(client, files, ranges.clone(), budget);
+        let ahead = RangeAhead::new(client, files, ranges.clone(), budget, None);
         let inner = &ahead.inner;
         {
             let mut st = lock(&inner.state);

@@ -14,6 +14,7 @@ static UPLOADS: AtomicU64 = AtomicU64::new(0);
 static REFETCHED: AtomicU64 = AtomicU64::new(0);
 static REFETCHED_BYTES: AtomicU64 = AtomicU64::new(0);
 static RANGED: AtomicU64 = AtomicU64::new(0);
+static KEPT: AtomicU64 = AtomicU64::new(0);
 
 /// The counters at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -43,6 +44,9 @@ pub struct Traffic {
     /// Range requests of samples' bytes (range mode, `fetch = "ranges"`; retries
     /// included), counted in `requests` too.
     pub ranged: u64,
+    /// Samples read from the cache folder's copies that range mode kept for this epoch
+    /// while the previous one read them (no request).
+    pub kept: u64,
 }
 
 impl Traffic {
@@ -60,6 +64,7 @@ impl Traffic {
             refetched: self.refetched.saturating_sub(earlier.refetched),
             refetched_bytes: self.refetched_bytes.saturating_sub(earlier.refetched_bytes),
             ranged: self.ranged.saturating_sub(earlier.ranged),
+            kept: self.kept.saturating_sub(earlier.kept),
         }
     }
 
@@ -102,6 +107,9 @@ impl std::fmt::Display for Traffic {
         if self.ranged > 0 {
             write!(f, ", {} range requests", self.ranged)?;
         }
+        if self.kept > 0 {
+            write!(f, ", {} samples from the kept ranges", self.kept)?;
+        }
         Ok(())
     }
 }
@@ -120,6 +128,7 @@ pub fn snapshot() -> Traffic {
         refetched: REFETCHED.load(Ordering::Relaxed),
         refetched_bytes: REFETCHED_BYTES.load(Ordering::Relaxed),
         ranged: RANGED.load(Ordering::Relaxed),
+        kept: KEPT.load(Ordering::Relaxed),
     }
 }
 
@@ -162,4 +171,8 @@ pub(crate) fn refetched(bytes: u64) {
 
 pub(crate) fn ranged() {
     RANGED.fetch_add(1, Ordering::Relaxed);
+}
+
+pub(crate) fn kept() {
+    KEPT.fetch_add(1, Ordering::Relaxed);
 }
