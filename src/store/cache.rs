@@ -163,9 +163,20 @@ impl Pending {
     }
 }
 
+impl Pending {
+    /// Close this process's handle and leave the file where it is: in a forked child, the
+    /// file is the parent's to remove.
+    pub(crate) fn leave(mut self) {
+        self.file = None;
+        self.tmp = PathBuf::new();
+    }
+}
+
 impl Drop for Pending {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.tmp);
+        if !self.tmp.as_os_str().is_empty() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
     }
 }
 

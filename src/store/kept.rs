@@ -8,17 +8,18 @@
 //! nearest, Belady's rule: the first samples of the next epoch's order whose bytes fit.
 //! Every sample is read once an epoch, so all of them pass through this epoch's reads and
 //! are written then (at offsets planned when the file is reserved); the next epoch reads
-//! them at its start, and its prefetchers skip them. With the cache at a fraction `f` of
-//! the dataset, an epoch makes about `f` fewer requests.
+//! them at its start, and its prefetchers skip them.
 //!
 //! The file is a reservation of the cache ([`Cache::reserve`]: a temporary file at its full
 //! size, counted against the limit, never evicted, removed when dropped or when found after
 //! its process died). One file at a time: the next one is reserved when the reads of the
-//! current one are done (early in its epoch), so the two never hold the room together;
-//! samples of the next epoch's prefix read before that are not kept. A sample not written
-//! (the run stopped, a write failed) or a read that fails is fetched from the store as
-//! before: the bytes kept are exactly the bytes read, and every read checks its record as
-//! before (a shard record's CRC-32).
+//! current one are done (early in its epoch, at about position `f·N` with the cache at a
+//! fraction `f` of the dataset's `N` samples), so the two never hold the room together;
+//! it plans only samples this epoch has not read yet. So the first epoch keeps the next
+//! one's first `f·N` samples and later ones about `min(f, 1 - f)·N`: an epoch makes about
+//! that many fewer requests. A sample not written (the run stopped, a write failed) or a
+//! read that fails is fetched from the store as before: the bytes kept are exactly the
+//! bytes read, and every read checks its record as before (a shard record's CRC-32).
 
 use super::cache::{Cache, CacheKey, Pending};
 use std::collections::HashMap;
@@ -33,7 +34,12 @@ struct Slot {
     offset: u64,
     len: usize,
     written: bool,
+    /// Reads of it still to come from the file in its epoch.
+    uses: u32,
 }
+
+/// A kept file let go of: dropped (the file removed) once the state's lock is released.
+pub(super) struct Released(#[allow(dead_code)] Option<(Pending, Arc<File>)>);
 
 /// The kept samples of one epoch, and their file while it is held.
 pub(super) struct Kept {
@@ -49,7 +55,8 @@ pub(super) struct Kept {
 impl Kept {
     /// Reserve room in `cache` for the first samples of `next` (the order of epoch
     /// `epoch`; sample `i` is `ranges[i]` bytes long) that fit it beside the files of
-    /// `keep`: the most that fit, else (another process holds part of the room) what is
+    /// `keep`, but those `read` already (`read[i]`: they will not pass by again before
+    /// `epoch`): the most that fit, else (another process holds part of the room) what is
     /// free now. `None` when nothing fits.
     pub(super) fn reserve(
         cache: &Cache,
@@ -57,6 +64,7 @@ impl Kept {
         epoch: u64,
         next: &[usize],
         ranges: &[Range<u64>],
+        read: &[bool],
     ) -> Option<Kept> {
         let kept_files: u64 = keep
             .iter()
@@ -68,7 +76,7 @@ impl Kept {
             tries.push(cache.limit().saturating_sub(used));
         }
         for room in tries {
-            let (at, size) = plan(next, ranges, room);
+            let (at, size) = plan(next, ranges, read, room);
             if size == 0 {
                 continue;
             }
@@ -103,7 +111,14 @@ impl Kept {
     /// to come. False when none will come from the file (drop it).
     pub(super) fn start(&mut self, order: &[usize]) -> bool {
         self.at.retain(|_, s| s.written);
-        self.left = order.iter().filter(|i| self.at.contains_key(i)).count();
+        self.left = 0;
+        for i in order {
+            if let Some(s) = self.at.get_mut(i) {
+                s.uses += 1;
+                self.left += 1;
+            }
+        }
+        self.at.retain(|_, s| s.uses > 0);
         self.left > 0
     }
 
@@ -113,25 +128,35 @@ impl Kept {
         self.at.contains_key(&index)
     }
 
-    /// Where to read sample `index` (`len` bytes) from, while the file is held.
+    /// Where to read sample `index` (`len` bytes) from, while the file is held and reads
+    /// of it are still to come.
     pub(super) fn source(&self, index: usize, len: usize) -> Option<(Arc<File>, u64)> {
-        let s = self.at.get(&index).filter(|s| s.written && s.len == len)?;
+        let s = self
+            .at
+            .get(&index)
+            .filter(|s| s.written && s.len == len && s.uses > 0)?;
         let (_, file) = self.io.as_ref()?;
         Some((Arc::clone(file), s.offset))
     }
 
-    /// One read from `file` done; true when it was the last (the file is removed).
-    pub(super) fn used(&mut self, file: &Arc<File>) -> bool {
+    /// A read of sample `index` from `file` done (`ok`: it got the bytes; otherwise its
+    /// later reads are given up too, and it is fetched like any sample). Returns the file
+    /// when that was the last read to come (to drop once the lock is released: it is
+    /// removed then).
+    pub(super) fn used(&mut self, index: usize, file: &Arc<File>, ok: bool) -> Option<Released> {
         if !self.io.as_ref().is_some_and(|(_, f)| Arc::ptr_eq(f, file)) {
-            return false;
+            return None;
         }
-        self.left = self.left.saturating_sub(1);
-        if self.left == 0 {
-            // The sample set stays: the prefetchers still skip its samples this epoch.
-            self.io = None;
-            return true;
+        let s = self.at.get_mut(&index)?;
+        let done = if ok { s.uses.min(1) } else { s.uses };
+        s.uses -= done;
+        self.left = self.left.saturating_sub(done as usize);
+        if !ok {
+            // Not served from here any more: the prefetchers may plan it.
+            self.at.remove(&index);
         }
-        false
+        // The other samples stay: the prefetchers still skip them this epoch.
+        (self.left == 0).then(|| Released(self.io.take()))
     }
 
     /// Where to write sample `index` (`len` bytes read), when it is kept and not yet
@@ -151,10 +176,18 @@ impl Kept {
         }
     }
 
-    /// In a process forked from the one that reserved the file: leave the file (the
-    /// parent's) alone.
-    pub(super) fn forget(self) {
-        std::mem::forget(self);
+    /// In a process forked from the one that reserved the file: close this process's
+    /// handles and leave the file (the parent's) alone.
+    pub(super) fn forget(mut self) {
+        if let Some((pending, file)) = self.io.take() {
+            drop(file);
+            pending.leave();
+        }
+    }
+
+    /// Let go of the file (to drop once the lock is released).
+    pub(super) fn release(mut self) -> Released {
+        Released(self.io.take())
     }
 }
 
@@ -171,12 +204,17 @@ pub(super) fn write(file: &File, offset: u64, bytes: &[u8]) -> bool {
 }
 
 /// The first samples of `next` whose bytes fit `room`, each once, at consecutive
-/// offsets; and the bytes they take.
-fn plan(next: &[usize], ranges: &[Range<u64>], room: u64) -> (HashMap<usize, Slot>, u64) {
+/// offsets, leaving out those `read` already; and the bytes they take.
+fn plan(
+    next: &[usize],
+    ranges: &[Range<u64>],
+    read: &[bool],
+    room: u64,
+) -> (HashMap<usize, Slot>, u64) {
     let mut at = HashMap::new();
     let mut size = 0u64;
     for &i in next {
-        if at.contains_key(&i) {
+        if at.contains_key(&i) || read.get(i).copied().unwrap_or(false) {
             continue;
         }
         let Some(r) = ranges.get(i) else { continue };
@@ -190,6 +228,7 @@ fn plan(next: &[usize], ranges: &[Range<u64>], room: u64) -> (HashMap<usize, Slo
                 offset: size,
                 len: len as usize,
                 written: false,
+                uses: 0,
             },
         );
         size += len;
@@ -204,7 +243,7 @@ mod tests {
     #[test]
     fn the_plan_takes_the_next_epochs_first_samples_that_fit_once_each() {
         let ranges: Vec<Range<u64>> = vec![0..10, 10..30, 30..35, 35..75];
-        let (at, size) = plan(&[2, 1, 2, 0, 3], &ranges, 40);
+        let (at, size) = plan(&[2, 1, 2, 0, 3], &ranges, &[], 40);
         // 2 (5 bytes), 1 (20), 0 (10): 35; 3 (40 more) does not fit
         assert_eq!(size, 35);
         let mut keys: Vec<_> = at.keys().copied().collect();
@@ -212,7 +251,36 @@ mod tests {
         assert_eq!(keys, [0, 1, 2]);
         assert_eq!((at[&2].offset, at[&1].offset, at[&0].offset), (0, 5, 25));
         // Nothing fits: nothing planned.
-        assert_eq!(plan(&[3], &ranges, 39).1, 0);
+        assert_eq!(plan(&[3], &ranges, &[], 39).1, 0);
+        // Samples read already (1) pass their room to the next ones.
+        let (at, size) = plan(&[2, 1, 0, 3], &ranges, &[false, true, false, false], 60);
+        assert_eq!(size, 55);
+        assert!(!at.contains_key(&1) && at.contains_key(&3));
+    }
+
+    #[test]
+    fn a_failed_read_gives_up_the_samples_later_reads_and_a_child_leaves_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = super::super::StoreUrl::parse("http://127.0.0.1:9/ds").expect("url");
+        let cache = Cache::open(Some(dir.path()), 100, &url, None).expect("cache");
+        let ranges: Vec<Range<u64>> = vec![0..30, 30..70];
+        let mut k = Kept::reserve(&cache, &[], 1, &[0, 1], &ranges, &[]).expect("room");
+        for (i, len) in [(0, 30), (1, 40)] {
+            let (f, off) = k.wants(i, len).expect("kept");
+            assert!(write(&f, off, &vec![1; len]));
+            k.written(i, &f);
+        }
+        assert!(k.start(&[0, 1, 0]));
+        let (f, _) = k.source(0, 30).expect("held");
+        // Sample 0's read failed: both its reads are given up, and it is fetched.
+        assert!(k.used(0, &f, false).is_none(), "sample 1 is still to come");
+        assert!(!k.serves(0) && k.source(0, 30).is_none());
+        // A read the epoch did not count (sample 0 again) changes nothing.
+        assert!(k.used(0, &f, true).is_none());
+        assert!(k.source(1, 40).is_some());
+        // A forked child closes its handles and leaves the file to the parent.
+        k.forget();
+        assert_eq!(cache.used().expect("used"), 70, "still there");
     }
 
     #[test]
@@ -221,7 +289,7 @@ mod tests {
         let url = super::super::StoreUrl::parse("http://127.0.0.1:9/ds").expect("url");
         let cache = Cache::open(Some(dir.path()), 100, &url, None).expect("cache");
         let ranges: Vec<Range<u64>> = vec![0..30, 30..70, 70..100, 100..150];
-        let mut k = Kept::reserve(&cache, &[], 1, &[1, 0, 3, 2], &ranges).expect("room");
+        let mut k = Kept::reserve(&cache, &[], 1, &[1, 0, 3, 2], &ranges, &[]).expect("room");
         // 1 (40) and 0 (30) fit the 100 bytes; 3 (50) does not
         assert_eq!(cache.used().expect("used"), 70, "reserved at its full size");
         let (f, off) = k.wants(1, 40).expect("kept");
@@ -237,7 +305,8 @@ mod tests {
             let (f, off) = k.source(1, 40).expect("held");
             assert!(read(&f, off, 40, &mut scratch));
             assert_eq!(scratch, [7; 40]);
-            assert_eq!(k.used(&f), last);
+            let released = k.used(1, &f, true);
+            assert_eq!(released.is_some(), last);
         }
         assert!(k.source(1, 40).is_none(), "released");
         assert!(k.serves(1), "still skipped by the prefetchers");

@@ -175,6 +175,8 @@ struct State {
     kept: Option<Kept>,
     /// The next epoch's, written as this one reads them.
     keeping: Option<Kept>,
+    /// Reads of this epoch so far (about the position the readers are at).
+    reads: usize,
 }
 
 struct Inner {
@@ -262,11 +264,23 @@ impl RangeAhead {
         // The samples the previous epoch kept for this one, if it did; anything else
         // kept is dropped (its file removed).
         st.epoch = epoch;
-        st.kept = st
-            .keeping
-            .take()
-            .filter(|k| k.epoch() == epoch)
-            .and_then(|mut k| k.start(order).then_some(k));
+        st.reads = 0;
+        let mut released = Vec::new();
+        released.extend(st.kept.take().map(Kept::release));
+        st.kept = match st.keeping.take() {
+            Some(mut k) if k.epoch() == epoch => {
+                if k.start(order) {
+                    Some(k)
+                } else {
+                    released.push(k.release());
+                    None
+                }
+            }
+            other => {
+                released.extend(other.map(Kept::release));
+                None
+            }
+        };
         let keep_next = st.kept.is_none();
         let mut freed = 0;
         st.chunks.retain(|_, c| match c.body {
@@ -288,9 +302,8 @@ impl RangeAhead {
         let start = !st.started && !st.stop;
         st.started = true;
         drop(st);
-        if keep_next {
-            self.inner.keep_next(epoch);
-        }
+        // The files let go of are removed outside the lock.
+        drop(released);
         if start {
             for _ in 0..PREFETCHERS {
                 let inner = Arc::clone(&self.inner);
@@ -304,6 +317,9 @@ impl RangeAhead {
             }
         }
         self.inner.changed.notify_all();
+        if keep_next {
+            self.inner.keep_next(epoch);
+        }
     }
 
     /// Copy bytes `range` of file `file` into `scratch` (the read of sample `index`).
@@ -317,9 +333,19 @@ impl RangeAhead {
         self.forked();
         let t0 = std::time::Instant::now();
         let inner = &self.inner;
-        if inner.read_kept(index, range.len(), scratch) {
+        if let Some(next) = inner.read_kept(index, range.len(), scratch) {
             stats::kept();
             stats::waited(t0.elapsed());
+            if let Some(epoch) = next {
+                // Planning the next file computes an epoch's order: not on a reader.
+                let inner = Arc::clone(inner);
+                let spawned = std::thread::Builder::new()
+                    .name("imgfeed-kept".into())
+                    .spawn(move || inner.keep_next(epoch));
+                if spawned.is_err() {
+                    self.inner.keep_next(epoch);
+                }
+            }
             return Ok(());
         }
         if let Some(b) = inner.take(file, &range, index) {
@@ -413,6 +439,8 @@ impl Drop for RangeAhead {
         for k in kept.into_iter().flatten() {
             if child {
                 k.forget();
+            } else {
+                drop(k.release());
             }
         }
         self.inner.changed.notify_all();
@@ -433,46 +461,71 @@ impl Inner {
     fn keep_next(&self, epoch: u64) {
         let Some(cache) = &self.cache else { return };
         let next = (self.files.order)(epoch + 1);
-        let Some(k) = Kept::reserve(cache, &self.files.keep, epoch + 1, &next, &self.ranges) else {
+        // The samples this epoch has read already do not pass by again before the next.
+        let mut read = vec![false; self.ranges.len()];
+        {
+            let st = lock(&self.state);
+            if st.epoch != epoch {
+                return;
+            }
+            for &i in st.order.iter().take(st.reads) {
+                if let Some(r) = read.get_mut(i) {
+                    *r = true;
+                }
+            }
+        }
+        let Some(k) = Kept::reserve(
+            cache,
+            &self.files.keep,
+            epoch + 1,
+            &next,
+            &self.ranges,
+            &read,
+        ) else {
             return;
         };
         let mut st = lock(&self.state);
-        if st.epoch == epoch && st.keeping.is_none() && !st.stop {
+        let stale = if st.epoch == epoch && st.keeping.is_none() && !st.stop {
             st.keeping = Some(k);
-        }
+            None
+        } else {
+            Some(k.release())
+        };
+        drop(st);
+        drop(stale);
     }
 
     /// Read sample `index` (`len` bytes) from the kept file into `scratch`, when it is
-    /// there; the last read of the file removes it and reserves the next epoch's.
-    fn read_kept(&self, index: usize, len: usize, scratch: &mut Vec<u8>) -> bool {
-        let Some((file, offset)) = lock(&self.state)
+    /// there: `None` when it is not; `Some(Some(epoch))` when that was the file's last
+    /// read (it is removed): reserve the next file for the epoch after `epoch`.
+    fn read_kept(&self, index: usize, len: usize, scratch: &mut Vec<u8>) -> Option<Option<u64>> {
+        let (file, offset) = lock(&self.state)
             .kept
             .as_ref()
-            .and_then(|k| k.source(index, len))
-        else {
-            return false;
-        };
-        if !kept::read(&file, offset, len, scratch) {
-            return false;
-        }
+            .and_then(|k| k.source(index, len))?;
+        let ok = kept::read(&file, offset, len, scratch);
         let mut st = lock(&self.state);
-        let done = st.kept.as_mut().is_some_and(|k| k.used(&file));
+        let released = st.kept.as_mut().and_then(|k| k.used(index, &file, ok));
+        if ok {
+            st.reads += 1;
+        }
         let epoch = st.epoch;
         drop(st);
-        if done {
-            self.keep_next(epoch);
-        }
-        true
+        let last = released.is_some();
+        drop(released);
+        ok.then_some(last.then_some(epoch))
     }
 
-    /// Sample `index` was read (`bytes`): write it to the next epoch's kept file when it
-    /// is one of the samples kept there.
+    /// Sample `index` was read (`bytes`): count the read, and write it to the next
+    /// epoch's kept file when it is one of the samples kept there.
     fn keep(&self, index: usize, bytes: &[u8]) {
-        let Some((file, offset)) = lock(&self.state)
-            .keeping
-            .as_ref()
-            .and_then(|k| k.wants(index, bytes.len()))
-        else {
+        let Some((file, offset)) = ({
+            let mut st = lock(&self.state);
+            st.reads += 1;
+            st.keeping
+                .as_ref()
+                .and_then(|k| k.wants(index, bytes.len()))
+        }) else {
             return;
         };
         if kept::write(&file, offset, bytes) {
