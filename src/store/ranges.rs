@@ -333,19 +333,20 @@ impl RangeAhead {
         self.forked();
         let t0 = std::time::Instant::now();
         let inner = &self.inner;
-        if let Some(next) = inner.read_kept(index, range.len(), scratch) {
+        let (served, next) = inner.read_kept(index, range.len(), scratch);
+        if let Some(epoch) = next {
+            // Planning the next file computes an epoch's order: not on a reader.
+            let inner = Arc::clone(inner);
+            let spawned = std::thread::Builder::new()
+                .name("imgfeed-kept".into())
+                .spawn(move || inner.keep_next(epoch));
+            if spawned.is_err() {
+                self.inner.keep_next(epoch);
+            }
+        }
+        if served {
             stats::kept();
             stats::waited(t0.elapsed());
-            if let Some(epoch) = next {
-                // Planning the next file computes an epoch's order: not on a reader.
-                let inner = Arc::clone(inner);
-                let spawned = std::thread::Builder::new()
-                    .name("imgfeed-kept".into())
-                    .spawn(move || inner.keep_next(epoch));
-                if spawned.is_err() {
-                    self.inner.keep_next(epoch);
-                }
-            }
             return Ok(());
         }
         if let Some(b) = inner.take(file, &range, index) {
@@ -496,13 +497,17 @@ impl Inner {
     }
 
     /// Read sample `index` (`len` bytes) from the kept file into `scratch`, when it is
-    /// there: `None` when it is not; `Some(Some(epoch))` when that was the file's last
-    /// read (it is removed): reserve the next file for the epoch after `epoch`.
-    fn read_kept(&self, index: usize, len: usize, scratch: &mut Vec<u8>) -> Option<Option<u64>> {
-        let (file, offset) = lock(&self.state)
+    /// there: whether it was, and `Some(epoch)` when that was the file's last read to come
+    /// (or a failed one gave up the last ones; the file is removed): reserve the next file
+    /// for the epoch after `epoch`.
+    fn read_kept(&self, index: usize, len: usize, scratch: &mut Vec<u8>) -> (bool, Option<u64>) {
+        let Some((file, offset)) = lock(&self.state)
             .kept
             .as_ref()
-            .and_then(|k| k.source(index, len))?;
+            .and_then(|k| k.source(index, len))
+        else {
+            return (false, None);
+        };
         let ok = kept::read(&file, offset, len, scratch);
         let mut st = lock(&self.state);
         let released = st.kept.as_mut().and_then(|k| k.used(index, &file, ok));
@@ -513,7 +518,7 @@ impl Inner {
         drop(st);
         let last = released.is_some();
         drop(released);
-        ok.then_some(last.then_some(epoch))
+        (ok, last.then_some(epoch))
     }
 
     /// Sample `index` was read (`bytes`): count the read, and write it to the next
