@@ -275,6 +275,53 @@ mod tests {
         assert!(!at.contains_key(&1) && at.contains_key(&0) && !at.contains_key(&4));
     }
 
+    /// A permutation of `0..n` from `seed` (Fisher-Yates on a 64-bit LCG).
+    fn permutation(n: usize, seed: u64) -> Vec<usize> {
+        let mut v: Vec<usize> = (0..n).collect();
+        let mut x = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        for i in (1..n).rev() {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            v.swap(i, (x >> 33) as usize % (i + 1));
+        }
+        v
+    }
+
+    #[test]
+    fn the_share_kept_settles_from_epoch_to_epoch_whatever_the_cache() {
+        // 2000 samples of one byte; each next file planned when the reads of the current
+        // one are done, without the samples read by then, as the epochs do. (Planned from
+        // the whole next order, the 600-byte room kept 600 samples for five epochs, then
+        // 268, 15, 122, 12, 298, 3.)
+        let n = 2000;
+        let ranges: Vec<Range<u64>> = (0..n as u64).map(|i| i..i + 1).collect();
+        for (room, least) in [(200u64, 190usize), (600, 450), (1260, 450)] {
+            let mut read = vec![false; n];
+            let mut shares = Vec::new();
+            for e in 1..12u64 {
+                let order = permutation(n, e);
+                let (at, _) = plan(&order, &ranges, &read, room);
+                shares.push(at.len());
+                // That epoch reads the kept samples by its last kept one's position.
+                let x = order
+                    .iter()
+                    .rposition(|i| at.contains_key(i))
+                    .map_or(0, |p| p + 1);
+                read = vec![false; n];
+                for &i in &order[..x] {
+                    read[i] = true;
+                }
+            }
+            assert!(
+                shares.iter().all(|&k| k >= least),
+                "room {room}: samples kept epoch after epoch {shares:?}"
+            );
+        }
+    }
+
     #[test]
     fn a_failed_read_gives_up_the_samples_later_reads_and_a_child_leaves_the_file() {
         let dir = tempfile::tempdir().expect("tempdir");
