@@ -2,7 +2,7 @@
 //! exact order (range mode, `fetch = "ranges"`): what keeps the global shuffle exact and
 //! fast when the files do not fit the cache. The bytes fetched live in memory until their
 //! read; the cache folder's room keeps the samples the next epoch reads first
-//! ([`super::kept`]), which that epoch then reads from disk.
+//! (`src/store/kept.rs`), which that epoch then reads from disk.
 //!
 //! [`RangeAhead`] has the reading API of [`FetchAhead`](super::FetchAhead) and is built
 //! from the same [`AheadFiles`] plus each sample's byte range in its file (a shard's index
