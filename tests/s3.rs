@@ -33,8 +33,6 @@ use std::io::Write;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[test]
@@ -165,29 +163,14 @@ fn the_cache_stays_within_its_limit() {
     let limit = small + 3 * largest;
     assert!(limit < bytes_under(&dir));
     let cache = tempfile::tempdir().expect("tempdir");
-    let stop = Arc::new(AtomicBool::new(false));
-    let most = Arc::new(AtomicUsize::new(0));
-    let watcher = {
-        let (stop, most, root) = (stop.clone(), most.clone(), cache.path().to_path_buf());
-        std::thread::spawn(move || {
-            let t0 = Instant::now();
-            while !stop.load(Ordering::Relaxed) && t0.elapsed() < COMMAND_LIMIT {
-                most.fetch_max(bytes_under(&root) as usize, Ordering::Relaxed);
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        })
-    };
     let d = data("s3://data/ds", cache.path());
     let mut more: Vec<&str> = d.iter().map(String::as_str).collect();
     let limit_s = limit.to_string();
     // Whole files (range mode, auto's choice here, is tests/store_ranges.rs's).
     more.extend(["--cache-size", &limit_s, "--fetch", "files"]);
-    let o = imgfeed(TRAIN, &more, &env);
-    stop.store(true, Ordering::Relaxed);
-    let _ = watcher.join();
+    let (o, most) = watching(cache.path(), || imgfeed(TRAIN, &more, &env));
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(digests(&o), want);
-    let most = most.load(Ordering::Relaxed) as u64;
     assert!(
         most > 0 && most <= limit,
         "{most} bytes on disk, limit {limit}"

@@ -22,16 +22,13 @@ mod proxy;
 #[path = "common/remote.rs"]
 mod remote;
 
-use moto::{bytes_under, imgfeed, ready, Moto};
+use moto::{bytes_under, imgfeed, ready, watching, Moto};
 use proxy::{Fault, Proxy};
-use remote::{digests, local_shards, text, traffic, COMMAND_LIMIT, EVAL, TRAIN};
+use remote::{digests, local_shards, text, traffic, EVAL, TRAIN};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 /// Create `bucket` and put every file of `dir` under `prefix`.
 fn upload(port: u16, bucket: &str, prefix: &str, dir: &Path) {
@@ -95,21 +92,9 @@ fn ranges_with_a_tenth_of_the_dataset_cached_give_the_local_digests() {
     let n = samples(&dir);
     for fetch in [&["--fetch", "ranges"][..], &[]] {
         let cache = tempfile::tempdir().expect("tempdir");
-        let stop = Arc::new(AtomicBool::new(false));
-        let most = Arc::new(AtomicUsize::new(0));
-        let watcher = {
-            let (stop, most, root) = (stop.clone(), most.clone(), cache.path().to_path_buf());
-            std::thread::spawn(move || {
-                let t0 = Instant::now();
-                while !stop.load(Ordering::Relaxed) && t0.elapsed() < COMMAND_LIMIT {
-                    most.fetch_max(bytes_under(&root) as usize, Ordering::Relaxed);
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-            })
-        };
-        let o = run_ranged(TRAIN, "s3://data/ds", cache.path(), limit, fetch, &env);
-        stop.store(true, Ordering::Relaxed);
-        let _ = watcher.join();
+        let (o, most) = watching(cache.path(), || {
+            run_ranged(TRAIN, "s3://data/ds", cache.path(), limit, fetch, &env)
+        });
         assert!(o.status.success(), "{fetch:?}: {}", text(&o.stderr));
         assert_eq!(digests(&o), want, "{fetch:?}: the local run's digests");
         // By ranges (auto picks them: a shuffle over files larger than the cache): the
@@ -122,7 +107,6 @@ fn ranges_with_a_tenth_of_the_dataset_cached_give_the_local_digests() {
             "{fetch:?}: {ranged} for {n}: {out}"
         );
         // Range mode keeps the next epoch's first samples there, within the limit.
-        let most = most.load(Ordering::Relaxed) as u64;
         assert!(most <= limit, "{most} bytes on disk, limit {limit}");
     }
     // Unshuffled, with the cache at 30%: auto reads whole shards through the cache.
@@ -186,28 +170,16 @@ fn the_next_epochs_first_samples_are_kept_in_the_cache_and_read_from_there() {
     let limit = (shards + small) * 3 / 10;
     let n = samples(&dir);
     let cache = tempfile::tempdir().expect("tempdir");
-    let stop = Arc::new(AtomicBool::new(false));
-    let most = Arc::new(AtomicUsize::new(0));
-    let watcher = {
-        let (stop, most, root) = (stop.clone(), most.clone(), cache.path().to_path_buf());
-        std::thread::spawn(move || {
-            let t0 = Instant::now();
-            while !stop.load(Ordering::Relaxed) && t0.elapsed() < COMMAND_LIMIT {
-                most.fetch_max(bytes_under(&root) as usize, Ordering::Relaxed);
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        })
-    };
-    let o = run_ranged(
-        &three,
-        "s3://data/ds",
-        cache.path(),
-        limit,
-        &["--fetch", "ranges"],
-        &env,
-    );
-    stop.store(true, Ordering::Relaxed);
-    let _ = watcher.join();
+    let (o, most) = watching(cache.path(), || {
+        run_ranged(
+            &three,
+            "s3://data/ds",
+            cache.path(),
+            limit,
+            &["--fetch", "ranges"],
+            &env,
+        )
+    });
     let out = text(&o.stdout);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(digests(&o), digests(&want), "the local run's bytes: {out}");
@@ -228,7 +200,6 @@ fn the_next_epochs_first_samples_are_kept_in_the_cache_and_read_from_there() {
         );
     }
     assert!(ranged[1] < n, "{out}");
-    let most = most.load(Ordering::Relaxed) as u64;
     assert!(most <= limit, "{most} bytes on disk, limit {limit}");
     assert!(most > small, "the kept samples were on disk: {most} bytes");
     // Nothing is left behind but the index and the names.

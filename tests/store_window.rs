@@ -16,12 +16,9 @@ mod moto;
 mod remote;
 
 use moto::*;
-use remote::{digests, text, traffic, COMMAND_LIMIT};
+use remote::{digests, text, traffic};
 use std::path::Path;
 use std::process::Output;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 /// Samples, written class by class, 3 to a shard: 32 shards.
 const N: usize = 96;
@@ -130,26 +127,6 @@ fn run(dir: &Path, data: &str, cache: &Path, more: &[&str], env: &[(&str, &str)]
     ];
     args.extend(more);
     imgfeed(&args, &[], env)
-}
-
-/// The most bytes seen under `root` while `f` runs (sampled every millisecond).
-fn watching<T>(root: &Path, f: impl FnOnce() -> T) -> (T, u64) {
-    let stop = Arc::new(AtomicBool::new(false));
-    let most = Arc::new(AtomicUsize::new(0));
-    let watcher = {
-        let (stop, most, root) = (stop.clone(), most.clone(), root.to_path_buf());
-        std::thread::spawn(move || {
-            let t0 = Instant::now();
-            while !stop.load(Ordering::Relaxed) && t0.elapsed() < COMMAND_LIMIT {
-                most.fetch_max(bytes_under(&root) as usize, Ordering::Relaxed);
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        })
-    };
-    let out = f();
-    stop.store(true, Ordering::Relaxed);
-    let _ = watcher.join();
-    (out, most.load(Ordering::Relaxed) as u64)
 }
 
 #[test]

@@ -6,12 +6,14 @@
 #![allow(dead_code)]
 
 use super::common;
-use super::remote::{self, text};
+use super::remote::{self, text, COMMAND_LIMIT};
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Why this machine cannot run the tests, or `None` when it can.
 pub fn unavailable() -> Option<String> {
@@ -250,4 +252,24 @@ pub fn bytes_under(dir: &Path) -> u64 {
         }
     }
     n
+}
+
+/// The most bytes seen under `root` while `f` runs (sampled every millisecond).
+pub fn watching<T>(root: &Path, f: impl FnOnce() -> T) -> (T, u64) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let most = Arc::new(AtomicUsize::new(0));
+    let watcher = {
+        let (stop, most, root) = (stop.clone(), most.clone(), root.to_path_buf());
+        std::thread::spawn(move || {
+            let t0 = Instant::now();
+            while !stop.load(Ordering::Relaxed) && t0.elapsed() < COMMAND_LIMIT {
+                most.fetch_max(bytes_under(&root) as usize, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })
+    };
+    let out = f();
+    stop.store(true, Ordering::Relaxed);
+    let _ = watcher.join();
+    (out, most.load(Ordering::Relaxed) as u64)
 }
