@@ -359,6 +359,20 @@ fn mutated_parquet_files_give_errors_not_panics() {
                     assert!(entries
                         .iter()
                         .all(|e| e.offset + e.len <= copy.len() as u64));
+                    // Read in place (range mode's index): inside the file, decoding or
+                    // failing, never a panic.
+                    let here = imgfeed::formats::RecordFormat::in_place(
+                        &imgfeed::formats::parquet::Parquet::default(),
+                        &bytes,
+                        &entries,
+                    );
+                    for e in here.unwrap_or_default() {
+                        assert!(e.offset + e.len <= bytes.len() as u64);
+                        let mut buf =
+                            bytes[e.offset as usize..(e.offset + e.len) as usize].to_vec();
+                        let n = buf.len();
+                        let _ = e.stored.image(&mut buf, 0..n);
+                    }
                 }
                 Err(e) => {
                     errors += 1;

@@ -202,6 +202,8 @@ fn packed_files_stream_through_a_cache_smaller_than_their_copies() {
     let url = "s3://recs/hf/train-{00000..00003}-of-00004.parquet";
     let tree = ["--data", "fixtures/imagefolder"];
     let mut global_downloads = 0;
+    // `watched` asks for whole files: `auto` would read these Snappy pages by ranges in
+    // the global shuffle (tests/store_ranges.rs).
     for (args, what) in [(TRAIN, "train"), (EVAL, "eval")] {
         let want = digests(&imgfeed(args, &tree, &[]));
         assert_eq!(want.len(), if what == "train" { 2 } else { 1 });
@@ -228,7 +230,8 @@ fn packed_files_stream_through_a_cache_smaller_than_their_copies() {
             // And the run says so before the first batch, with what would not.
             assert!(
                 text(&o.stderr).contains("read through unpacked copies")
-                    && text(&o.stderr).contains("--shuffle-window"),
+                    && text(&o.stderr).contains("--shuffle-window")
+                    && text(&o.stderr).contains("--fetch ranges"),
                 "{}",
                 text(&o.stderr)
             );

@@ -405,3 +405,107 @@ fn webdataset_tars_read_by_ranges_equal_the_local_tars() {
         text(&o.stderr)
     );
 }
+
+/// Parquet files written by Hugging Face `datasets` (Snappy pages) in the global shuffle
+/// through a cache that holds one of four: each image read by a range of its page (no
+/// unpacked copy made, no file fetched again), the image tree's digests, the folder within
+/// its limit. Pages compressed by gzip have no such ranges: `--fetch ranges` is refused
+/// naming the object, and `auto` reads them whole, with its warning.
+#[test]
+fn parquet_pages_are_read_by_ranges_in_the_global_shuffle() {
+    let test = "parquet_pages_are_read_by_ranges_in_the_global_shuffle";
+    if !ready(test) {
+        return;
+    }
+    let Some(python) = formats::ready(test, "formats", "datasets") else {
+        return;
+    };
+    let local = tempfile::tempdir().expect("tempdir");
+    let dir = local.path().join("hf");
+    formats::write_tree(&python, "parquet", &dir, 4, &["--row-group", "4"]);
+    let mut sizes: Vec<u64> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
+        .filter_map(|e| e.metadata().ok().map(|m| m.len()))
+        .collect();
+    sizes.sort_unstable();
+    assert_eq!(sizes.len(), 4, "four Parquet files");
+    let largest = sizes[3];
+    // The least the cache accepts: the largest object, not the four.
+    let limit = largest + 4096;
+    assert!(limit < sizes.iter().sum::<u64>());
+    let moto = Moto::start(None);
+    upload(moto.port, "recs", "hf", &dir);
+    let ep = moto.endpoint();
+    let env = [("AWS_ENDPOINT_URL", ep.as_str())];
+    let url = "s3://recs/hf/train-{00000..00003}-of-00004.parquet";
+    let want = digests(&imgfeed(TRAIN, &["--data", "fixtures/imagefolder"], &[]));
+    assert_eq!(want.len(), 2);
+    for fetch in [&["--fetch", "ranges"][..], &[]] {
+        let cache = tempfile::tempdir().expect("tempdir");
+        let (o, most) = watching(cache.path(), || {
+            run_ranged(TRAIN, url, cache.path(), limit, fetch, &env)
+        });
+        assert!(o.status.success(), "{fetch:?}: {}", text(&o.stderr));
+        assert_eq!(digests(&o), want, "{fetch:?}: the tree's digests");
+        let out = text(&o.stdout);
+        assert!(traffic(&o, "range requests") > 0, "{fetch:?}: {out}");
+        // Each object fetched once, to index it; nothing again.
+        assert_eq!(traffic(&o, "files downloaded"), 4, "{fetch:?}: {out}");
+        assert_eq!(traffic(&o, "files fetched again"), 0, "{fetch:?}: {out}");
+        assert!(
+            !text(&o.stderr).contains("unpacked copies"),
+            "{fetch:?}: {}",
+            text(&o.stderr)
+        );
+        assert!(
+            most <= limit,
+            "{fetch:?}: {most} bytes on disk, limit {limit}"
+        );
+        // No unpacked copy left in the folder.
+        let copies = std::fs::read_dir(cache.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| e.file_name() == "unpacked");
+        assert!(!copies, "{fetch:?}: an unpacked/ folder was made");
+    }
+    // The same files with gzip pages (pyarrow's writer): no ranges there.
+    let gz = local.path().join("gz");
+    std::fs::create_dir_all(&gz).expect("mkdir");
+    let o = Command::new(&python)
+        .arg("-c")
+        .arg(
+            "import sys, glob, os, pyarrow.parquet as pq\n\
+             for p in glob.glob(os.path.join(sys.argv[1], '*.parquet')):\n\
+             \x20   pq.write_table(pq.read_table(p), os.path.join(sys.argv[2], os.path.basename(p)), compression='gzip')\n",
+        )
+        .arg(&dir)
+        .arg(&gz)
+        .output()
+        .expect("runs python");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    upload(moto.port, "recs", "gz", &gz);
+    let url = "s3://recs/gz/train-{00000..00003}-of-00004.parquet";
+    let cache = tempfile::tempdir().expect("tempdir");
+    let o = run_ranged(
+        TRAIN,
+        url,
+        cache.path(),
+        limit,
+        &["--fetch", "ranges"],
+        &env,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let e = text(&o.stderr);
+    assert!(e.contains("gz/train-0000") && e.contains("Snappy"), "{e}");
+    let o = run_ranged(TRAIN, url, cache.path(), limit, &[], &env);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(digests(&o), want, "gzip pages, read whole");
+    assert!(
+        text(&o.stderr).contains("unpacked copies"),
+        "{}",
+        text(&o.stderr)
+    );
+}

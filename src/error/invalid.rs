@@ -333,10 +333,12 @@ pub enum Invalid {
         #[source]
         source: crate::plan::window::CacheShort,
     },
-    /// `fetch = "ranges"` for compressed container files (gzip'd TFRecord, Parquet), which
-    /// are unpacked whole and read from that copy: no sample has a byte range to fetch.
+    /// `fetch = "ranges"` for compressed container files whose samples are not byte
+    /// ranges of them (gzip'd TFRecord; Parquet pages compressed other than by Snappy),
+    /// which are unpacked whole and read from that copy.
     #[error(
-        "{object}: --fetch ranges (source.fetch) cannot read a compressed file: it is \
+        "{object}: --fetch ranges (source.fetch) cannot read this compressed file (a gzip'd \
+         TFRecord, or Parquet pages compressed by another codec than Snappy): it is \
          unpacked whole into the cache and read from there; use fetch = \"files\" (or \
          \"auto\")"
     )]

@@ -20,18 +20,62 @@ use crate::spec::MAX_LABELS;
 pub mod crc32c;
 pub mod mindrecord;
 pub mod parquet;
+pub mod parquet_pages;
 pub mod protobuf;
+pub mod snappy;
 pub mod sqlite;
 pub mod tar;
 pub mod tfrecord;
+pub mod thrift;
+
+/// How a sample's encoded image is stored in its byte range of the file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Stored {
+    /// The range is the image.
+    #[default]
+    Plain,
+    /// The range is part of a Snappy stream (a Parquet page): from its start, `lead`
+    /// bytes of literal and then whole elements, decoding to `skip` bytes before the
+    /// image's `len` ([`snappy::decode_within`]).
+    Snappy {
+        /// Literal bytes before the first element's tag.
+        lead: u32,
+        /// Output bytes before the image.
+        skip: u32,
+        /// The image's length.
+        len: u32,
+    },
+}
+
+impl Stored {
+    /// The image, given its range's bytes at `buf[input]`: `input` itself when plain,
+    /// else decoded and appended to `buf`.
+    pub fn image(
+        &self,
+        buf: &mut Vec<u8>,
+        input: std::ops::Range<usize>,
+    ) -> Result<std::ops::Range<usize>, snappy::SnappyError> {
+        match *self {
+            Stored::Plain => Ok(input),
+            Stored::Snappy { lead, skip, len } => {
+                let (skip, len) = (skip as usize, len as usize);
+                let out = snappy::decode_within(buf, input, lead as usize, skip + len)?;
+                Ok(out.start + skip..out.end)
+            }
+        }
+    }
+}
 
 /// One sample of a container file, as its index holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecordEntry {
-    /// Where the sample's encoded image starts in the file.
+    /// Where the sample's encoded image starts in the file (or, when not
+    /// [`Stored::Plain`], the bytes that hold it).
     pub offset: u64,
     /// Its length in bytes.
     pub len: u64,
+    /// How the image is stored in those bytes.
+    pub stored: Stored,
     /// Its labels; the first [`RecordFormat::label_columns`] are meaningful, the rest 0.
     pub labels: [u32; MAX_LABELS],
     /// Its name inside the file (a WebDataset key, a record number): sample names and
@@ -76,6 +120,16 @@ pub trait RecordFormat: Send + Sync {
     fn unpack(&self, bytes: &[u8], out: &mut dyn std::io::Write) -> Result<(), Self::Error> {
         let _ = (bytes, out);
         Ok(())
+    }
+
+    /// The index of a packed file read in place (each entry the bytes of the file that
+    /// hold the sample, [`RecordEntry::stored`] saying how), given its bytes and the index
+    /// of its unpacked copy (`unpacked`: the labels and keys, in the same order); `None`
+    /// when the file's samples are not ranges of it (a compressed TFRecord; a Parquet
+    /// page this reader does not follow). Range mode reads these.
+    fn in_place(&self, bytes: &[u8], unpacked: &[RecordEntry]) -> Option<Vec<RecordEntry>> {
+        let _ = (bytes, unpacked);
+        None
     }
 
     /// The class names a file's (unpacked) bytes carry, as `(name, label)` (Parquet's

@@ -169,6 +169,62 @@ impl super::RecordFormat for Parquet {
     fn classes(&self, bytes: &[u8]) -> Vec<(String, u32)> {
         classes(bytes)
     }
+
+    fn in_place(&self, bytes: &[u8], unpacked: &[RecordEntry]) -> Option<Vec<RecordEntry>> {
+        let spans = guarded(|| Ok(image_spans(bytes, &self.options))).ok()??;
+        if spans.len() != unpacked.len() {
+            return None;
+        }
+        Some(
+            spans
+                .into_iter()
+                .zip(unpacked)
+                .map(|(s, e)| RecordEntry {
+                    offset: s.start,
+                    len: s.end - s.start,
+                    stored: s.stored,
+                    labels: e.labels,
+                    key: e.key.clone(),
+                })
+                .collect(),
+        )
+    }
+}
+
+/// Where each row's image lies in the file itself, row group after row group
+/// ([`super::parquet_pages`]); `None` when some page is not one it follows.
+fn image_spans(
+    bytes: &[u8],
+    options: &ParquetOptions,
+) -> Option<Vec<super::parquet_pages::ValueSpan>> {
+    use super::parquet_pages::{value_spans, Codec};
+    use parquet::basic::Compression;
+    let meta = metadata(bytes).ok()?;
+    let image = find(&meta, "image", &options.image_column, true).ok()?;
+    let descr = meta.file_metadata().schema_descr().column(image);
+    if descr.physical_type() != Physical::BYTE_ARRAY || descr.max_rep_level() != 0 {
+        return None;
+    }
+    let mut out = Vec::new();
+    for rg in meta.row_groups() {
+        let chunk = rg.column(image);
+        let codec = match chunk.compression() {
+            Compression::UNCOMPRESSED => Codec::None,
+            Compression::SNAPPY => Codec::Snappy,
+            _ => return None,
+        };
+        let (start, len) = chunk.byte_range();
+        let rows = usize::try_from(rg.num_rows()).ok()?;
+        let spans = value_spans(
+            bytes,
+            start..start.checked_add(len)?,
+            codec,
+            descr.max_def_level(),
+            rows,
+        )?;
+        out.extend(spans);
+    }
+    Some(out)
 }
 
 /// A file's bytes, borrowed, for reading its footer.
@@ -528,6 +584,7 @@ pub fn index(bytes: &[u8]) -> Result<Vec<RecordEntry>, ParquetError> {
         let mut labels = [0u32; MAX_LABELS];
         labels[0] = label;
         entries.push(RecordEntry {
+            stored: super::Stored::Plain,
             offset: start as u64,
             len,
             labels,
@@ -573,6 +630,51 @@ mod tests {
             .map(|(n, l)| (n.to_string(), l))
             .collect();
         assert_eq!(classes(&copy), names);
+    }
+
+    /// Each entry's image read from `file` alone.
+    fn images_in_place(file: &[u8], entries: &[RecordEntry]) -> Vec<Vec<u8>> {
+        entries
+            .iter()
+            .map(|e| {
+                let mut buf = file[e.offset as usize..(e.offset + e.len) as usize].to_vec();
+                let n = buf.len();
+                let got = e.stored.image(&mut buf, 0..n).expect("decodes");
+                buf[got].to_vec()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn images_are_read_in_place_from_their_pages() {
+        let file = fixture("records/small.parquet");
+        let mut copy = Vec::new();
+        unpack(&file, &ParquetOptions::default(), &mut copy).expect("unpacks");
+        let unpacked = index(&copy).expect("indexes");
+        let format = Parquet::default();
+        let entries = super::super::RecordFormat::in_place(&format, &file, &unpacked)
+            .expect("Snappy pages are read in place");
+        assert_eq!(entries.len(), 3);
+        for ((e, u), got) in entries
+            .iter()
+            .zip(&unpacked)
+            .zip(images_in_place(&file, &entries))
+        {
+            assert_eq!(got, copy[u.offset as usize..(u.offset + u.len) as usize]);
+            assert_eq!((e.labels, &e.key), (u.labels, &u.key));
+            assert!(matches!(e.stored, super::super::Stored::Snappy { .. }));
+        }
+        // Bytes that are not those indexed (another file under the same name) fail to
+        // decode or give other bytes: never a panic.
+        let mut other = file.clone();
+        for e in &entries {
+            other[e.offset as usize] ^= 0xff;
+        }
+        for e in &entries {
+            let mut buf = other[e.offset as usize..(e.offset + e.len) as usize].to_vec();
+            let n = buf.len();
+            let _ = e.stored.image(&mut buf, 0..n);
+        }
     }
 
     #[test]

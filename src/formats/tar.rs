@@ -223,6 +223,7 @@ impl WebDataset {
         let mut labels = [0; MAX_LABELS];
         labels[0] = label;
         Ok(RecordEntry {
+            stored: super::Stored::Plain,
             offset,
             len,
             labels,

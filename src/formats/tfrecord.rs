@@ -393,6 +393,7 @@ pub fn index(bytes: &[u8], opts: &TfRecordOptions) -> Result<Vec<RecordEntry>, T
         let mut labels = [0u32; MAX_LABELS];
         labels[0] = e.label;
         out.push(RecordEntry {
+            stored: super::Stored::Plain,
             offset: f.data + e.image_offset as u64,
             len: e.image_len as u64,
             labels,

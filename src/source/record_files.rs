@@ -27,7 +27,7 @@ use super::record_index::{self, IndexKey};
 use super::root::StoreRoot;
 use super::{Raw, RawSample, Source};
 use crate::error::{Error, Result};
-use crate::formats::{RecordEntry, RecordFormat};
+use crate::formats::{RecordEntry, RecordFormat, Stored};
 use crate::spec::{Spec, MAX_LABELS};
 use crate::store::ahead::PREFETCH;
 use crate::store::{
@@ -71,6 +71,7 @@ struct Slot {
     file: u32,
     offset: u64,
     len: u64,
+    stored: Stored,
     labels: [u32; MAX_LABELS],
 }
 
@@ -443,6 +444,7 @@ impl RecordFiles {
                     file: file as u32,
                     offset: e.offset,
                     len: e.len,
+                    stored: e.stored,
                     labels: e.labels,
                 });
                 keys.push(e.key.into_boxed_str());
@@ -569,7 +571,12 @@ impl RecordFiles {
                 unpacked_from: None,
             })
             .collect();
+        // The objects themselves, as range mode reads them (`files` become unpacked copies).
+        let objects = files.clone();
         let mut indexes = Vec::with_capacity(files.len());
+        // Each packed object's index in place (Parquet pages range mode reads), where it
+        // has one: `None` for a file not packed (its index is in place).
+        let mut in_place: Vec<Option<Vec<RecordEntry>>> = Vec::with_capacity(files.len());
         // The first bytes of the first packed copy (before its first record): its class
         // names (Parquet's header).
         let mut head: Option<Vec<u8>> = None;
@@ -585,13 +592,29 @@ impl RecordFiles {
                 stamp: format!("{} unpacked", key.stamp),
                 ..key.clone()
             };
+            // And its index in place, beside (empty: the object has none).
+            let in_place_key = IndexKey {
+                stamp: format!("{} in place", key.stamp),
+                ..key.clone()
+            };
             let kept = record_index::in_cache(&index_root, &object);
             let kept_head = kept.with_extension("imgfeed-head");
+            let kept_in_place = kept.with_extension("imgfeed-in-place");
             if let Some(e) = record_index::load(&kept, &key).filter(|e| fits(e, info.size)) {
                 indexes.push(e);
+                in_place.push(None);
                 continue;
             }
-            if let Some(e) = record_index::load(&kept, &unpacked_key) {
+            let packed_by_name = format.is_packed(name, &[]);
+            let loaded_in_place = packed_by_name
+                .then(|| record_index::load(&kept_in_place, &in_place_key))
+                .flatten()
+                .filter(|e| fits(e, info.size));
+            let unpacked_index = record_index::load(&kept, &unpacked_key)
+                // Packed by name (Parquet) and indexed by a version that kept no index in
+                // place: indexed again.
+                .filter(|_| !packed_by_name || loaded_in_place.is_some());
+            if let Some(e) = unpacked_index {
                 // Packed, indexed before: the copy is made when an epoch reads the file. The
                 // first one's header (its class names) is kept beside its index; an index
                 // kept without it (by an earlier version) is made again with it.
@@ -602,6 +625,7 @@ impl RecordFiles {
                         head = found_head;
                     }
                     as_unpacked(file, &unpacked_key.stamp, info.size, &e);
+                    in_place.push(loaded_in_place.filter(|p| !p.is_empty() && p.len() == e.len()));
                     indexes.push(e);
                     continue;
                 }
@@ -614,7 +638,16 @@ impl RecordFiles {
                 let (bytes, _) = client.get(name, info.size)?;
                 crate::store::stats::download();
                 let (entries, copy) = index_packed(format, object_path, &bytes, &mut Vec::new())?;
+                let here = format
+                    .in_place(&bytes, &entries)
+                    .filter(|p| same_images(&bytes, p, &copy, &entries));
                 drop(bytes);
+                let _ = record_index::save(
+                    &kept_in_place,
+                    &in_place_key,
+                    here.as_deref().unwrap_or_default(),
+                );
+                in_place.push(here.filter(|p| !p.is_empty()));
                 as_unpacked(file, &unpacked_key.stamp, info.size, &entries);
                 keep_copy(&cache, &file.key(LISTED), &copy);
                 let first = copy
@@ -646,6 +679,7 @@ impl RecordFiles {
                 // Not kept: built again next time.
                 let _ = record_index::save(&kept, &key, &entries);
                 indexes.push(entries);
+                in_place.push(None);
                 continue;
             }
             // Packed by its bytes (a gzip'd TFRecord): unpacked once in memory to index it.
@@ -662,6 +696,8 @@ impl RecordFiles {
             }
             as_unpacked(file, &unpacked_key.stamp, info.size, &entries);
             indexes.push(entries);
+            // A compressed stream has no sample ranges.
+            in_place.push(None);
         }
         // What the cache holds of a packed object is its copy: the room checks again, with
         // the copies' sizes.
@@ -669,14 +705,16 @@ impl RecordFiles {
             let sizes: Vec<u64> = files.iter().map(|f| f.size).collect();
             room_for(&sizes)?;
         }
-        let file_of = file_of(&indexes);
-        let n = file_of.len();
-        let sampling = at.sampling;
-        let by_file = sampling.shuffle_window.map(|_| file_of.clone());
-        // Range mode reads records in place: not an unpacked copy.
-        let packed = files.iter().find(|f| f.unpacked_from.is_some());
+        // Range mode reads records in place: not an unpacked copy, but a packed object's
+        // index in place when every one has it (Parquet's uncompressed or Snappy pages).
+        let not_in_place = files
+            .iter()
+            .zip(&in_place)
+            .find(|(f, p)| f.unpacked_from.is_some() && p.is_none())
+            .map(|(f, _)| f);
         let total = files.iter().map(|f| f.size).sum();
-        let ranged = match packed {
+        let can_range = not_in_place.is_none();
+        let ranged = match not_in_place {
             Some(AheadFile { name, .. }) if at.options.fetch == Fetch::Ranges => {
                 return Err(crate::error::Invalid::RangesOfPacked {
                     object: url.object(name),
@@ -691,6 +729,18 @@ impl RecordFiles {
                 total,
             ),
         };
+        if ranged {
+            for (i, p) in in_place.into_iter().enumerate() {
+                if let Some(p) = p {
+                    indexes[i] = p;
+                }
+            }
+            files = objects;
+        }
+        let file_of = file_of(&indexes);
+        let n = file_of.len();
+        let sampling = at.sampling;
+        let by_file = sampling.shuffle_window.map(|_| file_of.clone());
         let limit = cache.limit();
         let unpacker = format.clone();
         let files = AheadFiles {
@@ -753,12 +803,23 @@ impl RecordFiles {
                 ),
                 n => format!("a shuffle window (--shuffle-window {n} fits)"),
             };
+            let advice = if can_range {
+                // Asked for whole files, of pages range reads could read in place.
+                format!(
+                    "Use --fetch ranges (or auto: these files' images are read by ranges of \
+                     their pages), or {window}"
+                )
+            } else {
+                format!(
+                    "Use {window}, or convert the files once to WebDataset tars (`imgfeed \
+                     convert ... --format webdataset`), which range reads keep in the global \
+                     shuffle's order"
+                )
+            };
             opened.warning = Some(format!(
                 "{url}: the {} files are read through unpacked copies ({} bytes in all), \
                  more than --cache-size ({limit} bytes) holds: with the global shuffle each \
-                 copy is made again several times an epoch. Use {window}, or convert the \
-                 files once to WebDataset tars (`imgfeed convert ... --format webdataset`), \
-                 which range reads keep in the global shuffle's order",
+                 copy is made again several times an epoch. {advice}",
                 format.name(),
                 copies.iter().sum::<u64>(),
             ));
@@ -792,6 +853,30 @@ fn index_packed<F: RecordFormat>(
         )));
     }
     Ok((entries, std::mem::take(copy)))
+}
+
+/// Whether every image of the index in place `here` (of the packed file `packed`) reads
+/// as the same bytes as in the unpacked copy (`copy`, indexed by `unpacked`): an index in
+/// place is used only when it gives exactly what the copy gives.
+fn same_images(packed: &[u8], here: &[RecordEntry], copy: &[u8], unpacked: &[RecordEntry]) -> bool {
+    let mut buf = Vec::new();
+    here.len() == unpacked.len()
+        && here.iter().zip(unpacked).all(|(h, u)| {
+            let (Some(bytes), Some(want)) = (
+                packed.get(h.offset as usize..h.offset.saturating_add(h.len) as usize),
+                copy.get(u.offset as usize..u.offset.saturating_add(u.len) as usize),
+            ) else {
+                return false;
+            };
+            buf.clear();
+            buf.extend_from_slice(bytes);
+            let n = buf.len();
+            h.labels == u.labels
+                && h.key == u.key
+                && h.stored
+                    .image(&mut buf, 0..n)
+                    .is_ok_and(|r| buf[r] == *want)
+        })
 }
 
 /// Where a copy's first record starts (what comes before it is its header).
@@ -887,29 +972,45 @@ impl Source for RecordFiles {
             .get(index)
             .ok_or_else(|| Error::out_of_range(index, self.sample_name(index)))?;
         let range = s.offset as usize..(s.offset + s.len) as usize;
-        let bytes = match &self.files {
-            Files::Mapped(maps) => maps
-                .get(s.file as usize)
-                .and_then(Option::as_deref)
-                .and_then(|m| m.get(range)),
+        let mapped = match &self.files {
+            Files::Mapped(maps) => Some(maps.get(s.file as usize).and_then(Option::as_deref)),
             Files::Remote(_, maps) if maps.get(s.file as usize).is_some_and(Option::is_some) => {
-                maps.get(s.file as usize)
-                    .and_then(Option::as_deref)
-                    .and_then(|m| m.get(range))
+                Some(maps.get(s.file as usize).and_then(Option::as_deref))
             }
             Files::Remote(ahead, _) => {
-                ahead.copy(s.file as usize, range, index, scratch)?;
-                Some(&scratch[..])
+                ahead.copy(s.file as usize, range.clone(), index, scratch)?;
+                None
             }
         };
-        let bytes = bytes.ok_or_else(|| {
+        let outside = || {
             Error::Internal(format!(
                 "{}: indexed outside its file",
                 self.sample_name(index)
             ))
+        };
+        if let Some(map) = mapped {
+            let bytes = map.and_then(|m| m.get(range)).ok_or_else(outside)?;
+            if s.stored == Stored::Plain {
+                return Ok(RawSample {
+                    raw: Raw::Encoded(bytes),
+                    labels: s.labels,
+                });
+            }
+            scratch.clear();
+            scratch.extend_from_slice(bytes);
+        }
+        // Plain, or inside a compressed page (Parquet read in place): decoded after its
+        // bytes, in the scratch.
+        let n = scratch.len();
+        let image = s.stored.image(scratch, 0..n).map_err(|e| Error::Sample {
+            index,
+            file: self.sample_name(index),
+            stage: "read",
+            kind: crate::error::SampleErrorKind::Corrupt,
+            reason: format!("its bytes in the file do not decode as indexed: {e}"),
         })?;
         Ok(RawSample {
-            raw: Raw::Encoded(bytes),
+            raw: Raw::Encoded(&scratch[image]),
             labels: s.labels,
         })
     }

@@ -11,13 +11,18 @@
 //! Layout (little-endian): magic `IMGFIDX1`, then three strings (`u32` length + UTF-8:
 //! format, options, stamp), `u64` entry count, entries (`u64` offset, `u64` length,
 //! `MAX_LABELS` × `u32` labels, `u32` key length + key), `u32` CRC-32 of all before it.
+//! An index with entries not [`Stored::Plain`] (Parquet read in place) has the magic
+//! `IMGFIDX2` and, after each entry's key, a `u8` (0 plain, 1 Snappy) and for Snappy its
+//! `u32` lead, skip and length.
 
-use crate::formats::RecordEntry;
+use crate::formats::{RecordEntry, Stored};
 use crate::spec::MAX_LABELS;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const MAGIC: &[u8; 8] = b"IMGFIDX1";
+/// The magic of an index whose entries say how they are stored.
+const MAGIC_STORED: &[u8; 8] = b"IMGFIDX2";
 
 /// The ending of an index file's name.
 pub const SUFFIX: &str = ".imgfeed-index";
@@ -73,7 +78,11 @@ fn parse(bytes: &[u8], key: &IndexKey) -> Option<Vec<RecordEntry>> {
     if crc32fast::hash(body).to_le_bytes() != crc {
         return None;
     }
-    let mut r = Reader(body.strip_prefix(MAGIC)?);
+    let (with_stored, rest) = match body.strip_prefix(MAGIC) {
+        Some(rest) => (false, rest),
+        None => (true, body.strip_prefix(MAGIC_STORED)?),
+    };
+    let mut r = Reader(rest);
     if r.string()? != key.format || r.string()? != key.options || r.string()? != key.stamp {
         return None;
     }
@@ -92,7 +101,20 @@ fn parse(bytes: &[u8], key: &IndexKey) -> Option<Vec<RecordEntry>> {
             *l = r.u32()?;
         }
         let key = r.string()?.to_string();
+        let stored = match with_stored {
+            false => Stored::Plain,
+            true => match r.take(1)?[0] {
+                0 => Stored::Plain,
+                1 => Stored::Snappy {
+                    lead: r.u32()?,
+                    skip: r.u32()?,
+                    len: r.u32()?,
+                },
+                _ => return None,
+            },
+        };
         out.push(RecordEntry {
+            stored,
             offset,
             len,
             labels,
@@ -125,7 +147,8 @@ impl<'a> Reader<'a> {
 /// The bytes of an index of `entries` made from `key`.
 pub fn encode(key: &IndexKey, entries: &[RecordEntry]) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + entries.len() * 48);
-    out.extend_from_slice(MAGIC);
+    let with_stored = entries.iter().any(|e| e.stored != Stored::Plain);
+    out.extend_from_slice(if with_stored { MAGIC_STORED } else { MAGIC });
     let string = |out: &mut Vec<u8>, s: &str| {
         out.extend_from_slice(&(s.len() as u32).to_le_bytes());
         out.extend_from_slice(s.as_bytes());
@@ -141,6 +164,17 @@ pub fn encode(key: &IndexKey, entries: &[RecordEntry]) -> Vec<u8> {
             out.extend_from_slice(&l.to_le_bytes());
         }
         string(&mut out, &e.key);
+        if with_stored {
+            match e.stored {
+                Stored::Plain => out.push(0),
+                Stored::Snappy { lead, skip, len } => {
+                    out.push(1);
+                    for v in [lead, skip, len] {
+                        out.extend_from_slice(&v.to_le_bytes());
+                    }
+                }
+            }
+        }
     }
     let crc = crc32fast::hash(&out);
     out.extend_from_slice(&crc.to_le_bytes());
@@ -182,14 +216,16 @@ mod tests {
 
     #[test]
     fn an_index_round_trips_only_for_its_key_and_whole() {
-        let entries = vec![
+        let mut entries = vec![
             RecordEntry {
+                stored: Stored::Plain,
                 offset: 512,
                 len: 3,
                 labels: [4, 0],
                 key: "a/b".into(),
             },
             RecordEntry {
+                stored: Stored::Plain,
                 offset: 2048,
                 len: 70_000,
                 labels: [1, 0],
@@ -197,13 +233,27 @@ mod tests {
             },
         ];
         let bytes = encode(&key("size=1"), &entries);
-        assert_eq!(parse(&bytes, &key("size=1")), Some(entries));
+        assert!(
+            bytes.starts_with(MAGIC),
+            "plain entries keep the first layout"
+        );
+        assert_eq!(parse(&bytes, &key("size=1")), Some(entries.clone()));
         assert_eq!(parse(&bytes, &key("size=2")), None, "another stamp");
-        for i in 0..bytes.len() {
-            let mut b = bytes.clone();
-            b[i] ^= 0x10;
-            assert_eq!(parse(&b, &key("size=1")), None, "byte {i} flipped");
-            assert_eq!(parse(&bytes[..i], &key("size=1")), None, "cut at {i}");
+        entries[1].stored = Stored::Snappy {
+            lead: 7,
+            skip: 300,
+            len: 69_000,
+        };
+        let stored = encode(&key("size=1"), &entries);
+        assert!(stored.starts_with(MAGIC_STORED));
+        assert_eq!(parse(&stored, &key("size=1")), Some(entries));
+        for bytes in [bytes, stored] {
+            for i in 0..bytes.len() {
+                let mut b = bytes.clone();
+                b[i] ^= 0x10;
+                assert_eq!(parse(&b, &key("size=1")), None, "byte {i} flipped");
+                assert_eq!(parse(&bytes[..i], &key("size=1")), None, "cut at {i}");
+            }
         }
     }
 

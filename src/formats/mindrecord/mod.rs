@@ -459,6 +459,7 @@ fn index_with_header(
             let mut labels = [0u32; MAX_LABELS];
             labels[0] = label;
             out.push(RecordEntry {
+                stored: crate::formats::Stored::Plain,
                 offset,
                 len: image_len,
                 labels,
