@@ -183,3 +183,87 @@ fn broken_parquet_files_are_errors_naming_the_file_and_the_reason() {
         "{se}"
     );
 }
+
+/// The images of files written with each of pyarrow's page layouts, read in place from
+/// their pages (range mode's index: `RecordFormat::in_place`): exactly the unpacked copy's
+/// bytes, labels and keys, row for row; with Snappy a range about the image's own size.
+/// gzip'd pages have no such ranges (`None`: those files are read whole).
+#[test]
+fn images_are_read_in_place_from_each_page_layout_pyarrow_writes() {
+    use imgfeed::formats::parquet::{index, unpack, Parquet, ParquetOptions};
+    use imgfeed::formats::{RecordFormat, Stored};
+    let Some(python) = ready("images_are_read_in_place_from_each_page_layout_pyarrow_writes")
+    else {
+        return;
+    };
+    let out = tempfile::tempdir().expect("tempdir");
+    let dir = out.path().join("pq");
+    write(&python, &dir, 1, &["--row-group", "12"]);
+    let source = dir.join("train-00000-of-00001.parquet");
+    let layouts = [
+        ("snappy", "compression='snappy'"),
+        ("none", "compression='none'"),
+        ("v2", "data_page_version='2.0'"),
+        ("v2_none", "data_page_version='2.0', compression='none'"),
+        ("plain", "use_dictionary=False"),
+        // Every page one or two images: values cut across many pages.
+        ("small_pages", "use_dictionary=False, data_page_size=64"),
+        ("dictionary", "dictionary_pagesize_limit=1 << 30"),
+        ("gzip", "compression='gzip'"),
+    ];
+    let mut script =
+        String::from("import sys, os, pyarrow.parquet as pq\nt = pq.read_table(sys.argv[1])\n");
+    for (name, args) in layouts {
+        script.push_str(&format!(
+            "pq.write_table(t, os.path.join(sys.argv[2], '{name}.parquet'), row_group_size=5, {args})\n"
+        ));
+    }
+    let o = std::process::Command::new(&python)
+        .arg("-c")
+        .arg(&script)
+        .arg(&source)
+        .arg(out.path())
+        .output()
+        .expect("runs python");
+    assert!(o.status.success(), "{}", text(&o).1);
+    for (name, _) in layouts {
+        let bytes = std::fs::read(out.path().join(format!("{name}.parquet"))).expect("reads");
+        let mut copy = Vec::new();
+        unpack(&bytes, &ParquetOptions::default(), &mut copy).expect("unpacks");
+        let unpacked = index(&copy).expect("indexes");
+        assert_eq!(unpacked.len(), 12, "{name}");
+        let here = Parquet::default().in_place(&bytes, &unpacked);
+        if name == "gzip" {
+            assert!(here.is_none(), "gzip pages are read whole");
+            continue;
+        }
+        let here = here.unwrap_or_else(|| panic!("{name}: read in place"));
+        let (mut fetched, mut images) = (0, 0);
+        for (h, u) in here.iter().zip(&unpacked) {
+            let mut buf = bytes[h.offset as usize..(h.offset + h.len) as usize].to_vec();
+            let n = buf.len();
+            let got = h.stored.image(&mut buf, 0..n).expect("decodes");
+            assert_eq!(
+                buf[got],
+                copy[u.offset as usize..(u.offset + u.len) as usize],
+                "{name}: row {}",
+                u.key
+            );
+            assert_eq!((h.labels, &h.key), (u.labels, &u.key), "{name}");
+            assert_eq!(
+                matches!(h.stored, Stored::Plain),
+                name.ends_with("none"),
+                "{name}"
+            );
+            fetched += h.len;
+            images += u.len;
+        }
+        // JPEG bytes do not compress: a Snappy range is the image, or, where its header
+        // repeats the one before it in the same 64 KiB of the stream (a copy back there),
+        // from that one's start (1.09 here: 2 of 12 rows).
+        assert!(
+            fetched * 100 <= images * 125,
+            "{name}: {fetched} bytes read for {images} bytes of images"
+        );
+    }
+}

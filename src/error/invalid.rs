@@ -337,8 +337,9 @@ pub enum Invalid {
     /// ranges of them (gzip'd TFRecord; Parquet pages compressed other than by Snappy),
     /// which are unpacked whole and read from that copy.
     #[error(
-        "{object}: --fetch ranges (source.fetch) cannot read this compressed file (a gzip'd \
-         TFRecord, or Parquet pages compressed by another codec than Snappy): it is \
+        "{object}: --fetch ranges (source.fetch) cannot read this compressed file: its \
+         images are not byte ranges of it (a gzip'd TFRecord; Parquet pages compressed by \
+         another codec than Snappy, or laid out as this reader does not follow), so it is \
          unpacked whole into the cache and read from there; use fetch = \"files\" (or \
          \"auto\")"
     )]

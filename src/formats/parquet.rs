@@ -171,7 +171,7 @@ impl super::RecordFormat for Parquet {
     }
 
     fn in_place(&self, bytes: &[u8], unpacked: &[RecordEntry]) -> Option<Vec<RecordEntry>> {
-        let spans = guarded(|| Ok(image_spans(bytes, &self.options))).ok()??;
+        let spans = guarded(|| Ok(image_spans(bytes, &self.options, unpacked.len()))).ok()??;
         if spans.len() != unpacked.len() {
             return None;
         }
@@ -192,10 +192,12 @@ impl super::RecordFormat for Parquet {
 }
 
 /// Where each row's image lies in the file itself, row group after row group
-/// ([`super::parquet_pages`]); `None` when some page is not one it follows.
+/// ([`super::parquet_pages`]); `None` when some page is not one it follows, or the row
+/// groups do not hold the `rows` the file was read with.
 fn image_spans(
     bytes: &[u8],
     options: &ParquetOptions,
+    rows: usize,
 ) -> Option<Vec<super::parquet_pages::ValueSpan>> {
     use super::parquet_pages::{value_spans, Codec};
     use parquet::basic::Compression;
@@ -205,7 +207,15 @@ fn image_spans(
     if descr.physical_type() != Physical::BYTE_ARRAY || descr.max_rep_level() != 0 {
         return None;
     }
-    let mut out = Vec::new();
+    let counts = meta
+        .row_groups()
+        .iter()
+        .map(|rg| usize::try_from(rg.num_rows()).ok())
+        .collect::<Option<Vec<usize>>>()?;
+    if counts.iter().try_fold(0usize, |a, &n| a.checked_add(n)) != Some(rows) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(rows);
     for rg in meta.row_groups() {
         let chunk = rg.column(image);
         let codec = match chunk.compression() {
@@ -675,6 +685,29 @@ mod tests {
             let n = buf.len();
             let _ = e.stored.image(&mut buf, 0..n);
         }
+    }
+
+    #[test]
+    fn row_counts_that_disagree_are_not_read_in_place_and_allocate_nothing_for_them() {
+        let file = fixture("records/small.parquet");
+        let options = ParquetOptions::default();
+        assert_eq!(image_spans(&file, &options, 3).map(|s| s.len()), Some(3));
+        assert!(image_spans(&file, &options, 2).is_none());
+        assert!(image_spans(&file, &options, 1 << 40).is_none());
+        // The page walker itself, told of far more rows than the chunk holds (a footer
+        // that lies): no allocation for them, and no index.
+        let meta = metadata(&file).expect("footer");
+        let image = find(&meta, "image", "image", true).expect("column");
+        let chunk = meta.row_group(0).column(image);
+        let (start, len) = chunk.byte_range();
+        let spans = super::super::parquet_pages::value_spans(
+            &file,
+            start..start + len,
+            super::super::parquet_pages::Codec::Snappy,
+            2,
+            1 << 40,
+        );
+        assert!(spans.is_none());
     }
 
     #[test]

@@ -192,6 +192,14 @@ impl Section {
     /// Where output bytes `want` of the stream lie in the file.
     fn span(&self, want: Range<usize>) -> Option<ValueSpan> {
         let len = u32::try_from(want.len()).ok()?;
+        if want.is_empty() {
+            // An empty value: no bytes to read (it fails as an image, as in the copy).
+            return Some(ValueSpan {
+                start: self.start,
+                end: self.start,
+                stored: Stored::Plain,
+            });
+        }
         match &self.elements {
             None => Some(ValueSpan {
                 start: self.start + want.start as u64,
@@ -243,7 +251,8 @@ fn section(file: &[u8], start: usize, len: usize, codec: Codec) -> Option<(Secti
 /// Where each value of the column chunk at bytes `chunk` of `file` lies (one per row,
 /// `rows` of them), for a byte-array column of no repetition whose values are all present
 /// (definition level `max_def`); `None` when a page is not one this reader follows (see
-/// the module).
+/// the module). `rows` must be known good (the rows the file was read with): no page
+/// may hold more, so nothing here allocates for more.
 pub fn value_spans(
     file: &[u8],
     chunk: Range<u64>,
@@ -256,19 +265,27 @@ pub fn value_spans(
         .filter(|&e| e <= file.len())?;
     let mut at = usize::try_from(chunk.start).ok()?;
     let mut dictionary: Option<Vec<ValueSpan>> = None;
-    let mut out: Vec<ValueSpan> = Vec::with_capacity(rows);
+    let mut out: Vec<ValueSpan> = Vec::with_capacity(rows.min(1 << 16));
     while at < end && out.len() < rows {
         let (h, hlen) = header(file.get(at..end)?).ok()?;
         let body = at.checked_add(hlen)?;
         let blen = usize::try_from(h.compressed).ok()?;
         let next = body.checked_add(blen).filter(|&n| n <= end)?;
         let count = usize::try_from(h.num_values).ok()?;
+        // A data page of more values than rows left, or a dictionary of more values than
+        // its bytes hold (4 bytes a value at least), is not followed.
+        if h.kind != DICTIONARY_PAGE && count > rows - out.len() {
+            return None;
+        }
         match h.kind {
             DICTIONARY_PAGE => {
                 if dictionary.is_some() || !matches!(h.encoding, PLAIN | PLAIN_DICTIONARY) {
                     return None;
                 }
                 let (sec, data) = section(file, body, blen, codec)?;
+                if count > data.len() / 4 {
+                    return None;
+                }
                 let spans = plain(&data, count, 0)?
                     .into_iter()
                     .map(|r| sec.span(r))

@@ -625,7 +625,10 @@ impl RecordFiles {
                         head = found_head;
                     }
                     as_unpacked(file, &unpacked_key.stamp, info.size, &e);
-                    in_place.push(loaded_in_place.filter(|p| !p.is_empty() && p.len() == e.len()));
+                    in_place.push(
+                        loaded_in_place
+                            .filter(|p| p.len() == e.len() && (!p.is_empty() || e.is_empty())),
+                    );
                     indexes.push(e);
                     continue;
                 }
@@ -647,9 +650,22 @@ impl RecordFiles {
                     &in_place_key,
                     here.as_deref().unwrap_or_default(),
                 );
-                in_place.push(here.filter(|p| !p.is_empty()));
+                // (An empty index in place marks a file that has none, unless it has no rows.)
+                let here = here.filter(|p| !p.is_empty() || entries.is_empty());
+                // A copy is put into the cache now unless range mode will read this file in
+                // place (guessed from the objects' sizes; decided below from the copies').
+                let ranges_likely = here.is_some()
+                    && crate::shards::fetch::by_ranges(
+                        at.options.fetch,
+                        &at.sampling,
+                        cache.limit(),
+                        found.iter().map(|(_, i)| i.size).sum(),
+                    );
+                in_place.push(here);
                 as_unpacked(file, &unpacked_key.stamp, info.size, &entries);
-                keep_copy(&cache, &file.key(LISTED), &copy);
+                if !ranges_likely {
+                    keep_copy(&cache, &file.key(LISTED), &copy);
+                }
                 let first = copy
                     .get(..first_offset(&entries))
                     .unwrap_or_default()
@@ -699,12 +715,6 @@ impl RecordFiles {
             // A compressed stream has no sample ranges.
             in_place.push(None);
         }
-        // What the cache holds of a packed object is its copy: the room checks again, with
-        // the copies' sizes.
-        if files.iter().any(|f| f.unpacked_from.is_some()) {
-            let sizes: Vec<u64> = files.iter().map(|f| f.size).collect();
-            room_for(&sizes)?;
-        }
         // Range mode reads records in place: not an unpacked copy, but a packed object's
         // index in place when every one has it (Parquet's uncompressed or Snappy pages).
         let not_in_place = files
@@ -712,6 +722,7 @@ impl RecordFiles {
             .zip(&in_place)
             .find(|(f, p)| f.unpacked_from.is_some() && p.is_none())
             .map(|(f, _)| f);
+        // A global shuffle through a cache smaller than the copies whole files would need.
         let total = files.iter().map(|f| f.size).sum();
         let can_range = not_in_place.is_none();
         let ranged = match not_in_place {
@@ -735,7 +746,19 @@ impl RecordFiles {
                     indexes[i] = p;
                 }
             }
+            // Copies an earlier run left in the cache are not read in range mode: their
+            // room goes to the kept samples.
+            for f in files.iter().filter(|f| f.unpacked_from.is_some()) {
+                if cache.lookup(&f.key(LISTED)).is_some() {
+                    let _ = std::fs::remove_file(cache.path_of(&f.key(LISTED)));
+                }
+            }
             files = objects;
+        } else if files.iter().any(|f| f.unpacked_from.is_some()) {
+            // What the cache holds of a packed object read whole is its copy: the room
+            // checks again, with the copies' sizes.
+            let sizes: Vec<u64> = files.iter().map(|f| f.size).collect();
+            room_for(&sizes)?;
         }
         let file_of = file_of(&indexes);
         let n = file_of.len();
