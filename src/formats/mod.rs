@@ -9,7 +9,9 @@
 //! `crate::source::record_files`.
 //!
 //! `tar.rs`: WebDataset. `parquet.rs`: Parquet files with an image column (the Hugging Face
-//! Hub's), unpacked once into a flat copy that is indexed. `tfrecord.rs`: TensorFlow's TFRecord of `tf.train.Example`s
+//! Hub's), unpacked once into a flat copy that is indexed; `parquet_pages.rs` (with
+//! `thrift.rs`, its page headers, and `snappy.rs`, its codec read from the middle) finds
+//! each image in the file itself, for range reads. `tfrecord.rs`: TensorFlow's TFRecord of `tf.train.Example`s
 //! (CRC-32C-checked frames, `crc32c.rs`; the examples read by the small wire reader
 //! `protobuf.rs`; gzip'd files unpacked once). `mindrecord/`: MindSpore's MindRecord (its
 //! JSON header and page table, the raw rows' MessagePack; the group a file belongs to; the

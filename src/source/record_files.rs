@@ -13,11 +13,13 @@
 //! (an object, a pattern, or a prefix holding them); the prefix is listed once, each object
 //! fetched whole into the cache (the store's [`FetchAhead`], ahead of the epoch's order),
 //! or, in range mode (`fetch`: see [`crate::store::ranges`]), each sample's record by its
-//! byte range ahead of the epoch's exact order ([`RangeAhead`]; not for packed objects),
-//! its index kept under the cache root keyed by size and ETag. A packed object (a Parquet
-//! file, a gzip'd TFRecord) is fetched whole once, unpacked into the cache folder
-//! (`unpacked/`, named by the object and its size and ETag) as a local packed file is, and
-//! read from that copy's map: nothing is fetched for it afterwards.
+//! byte range ahead of the epoch's exact order ([`RangeAhead`]), its index kept under the
+//! cache root keyed by size and ETag. A packed object (a Parquet file, a gzip'd TFRecord)
+//! is fetched whole once to index its unpacked copy; that copy is then a file of the cache
+//! made when an epoch needs it. A Parquet object whose images are ranges of its pages
+//! (Snappy or uncompressed: [`RecordFormat::in_place`], checked against the copy) gets an
+//! index in place too, and range mode reads those ranges, decoding each
+//! ([`crate::formats::Stored`]), with no copy.
 //!
 //! A file the format cannot index (a truncated tar, a sample without its label) is a
 //! dataset error naming the file, the member and the reason when the source opens.
