@@ -69,7 +69,9 @@ fn parquet_files_give_the_trees_digests() {
             }
         }
     }
-    // Each file was unpacked once, into the cache, and its copy's index kept beside it.
+    // Each file was unpacked once, into the cache, to index its rows; its images are read
+    // in place from its Snappy pages (the index in place kept beside it), so no copy is
+    // kept.
     let unpacked = std::fs::read_dir(cache.join("imgfeed/unpacked"))
         .map(|d| {
             d.flatten()
@@ -77,7 +79,16 @@ fn parquet_files_give_the_trees_digests() {
                 .count()
         })
         .unwrap_or(0);
-    assert_eq!(unpacked, 4, "one unpacked copy per file");
+    assert_eq!(unpacked, 0, "no unpacked copy kept");
+    for file in [three.join("train-00000-of-00003.parquet"), single.clone()] {
+        let mut name = file.file_name().expect("name").to_os_string();
+        name.push(".imgfeed-in-place");
+        assert!(
+            file.with_file_name(name).is_file(),
+            "{}: its index in place",
+            file.display()
+        );
+    }
 }
 
 #[test]

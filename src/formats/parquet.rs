@@ -17,6 +17,11 @@
 //! ```
 //!
 //! A sample's key is its row number in the file.
+//!
+//! Where the image column's pages are Snappy or uncompressed, [`super::RecordFormat::in_place`]
+//! also locates each image in the file itself ([`super::parquet_pages`]); checked against
+//! the copy, that index replaces it (local files: the copy is removed; objects: range mode
+//! reads those ranges).
 
 use super::RecordEntry;
 use crate::spec::MAX_LABELS;
@@ -167,7 +172,16 @@ impl super::RecordFormat for Parquet {
     }
 
     fn classes(&self, bytes: &[u8]) -> Vec<(String, u32)> {
-        classes(bytes)
+        if bytes.starts_with(MAGIC) {
+            return classes(bytes);
+        }
+        // A Parquet file read in place: its own metadata.
+        guarded(|| metadata(bytes))
+            .map(|meta| class_names(&meta, &self.options.label_column))
+            .unwrap_or_default()
+            .into_iter()
+            .zip(0..)
+            .collect()
     }
 
     fn in_place(&self, bytes: &[u8], unpacked: &[RecordEntry]) -> Option<Vec<RecordEntry>> {

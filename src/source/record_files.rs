@@ -189,20 +189,96 @@ fn index_local<F: RecordFormat>(
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or_default();
-    let map = match map {
-        Some(m) if format.is_packed(name, &m) => unpacked(path, &key.stamp, &m, format)?,
-        m => m,
+    let (beside, cached) = index_places(path);
+    let packed = match map {
+        Some(m) if format.is_packed(name, &m) => m,
+        map => {
+            let bytes: &[u8] = map.as_deref().unwrap_or_default();
+            let entries = indexed(path, &key, bytes, format, (&beside, cached.as_deref()))?;
+            return Ok((map, entries));
+        }
     };
-    let bytes: &[u8] = map.as_deref().unwrap_or_default();
+    // Packed. Read in place when its images are ranges of it (Parquet's Snappy or
+    // uncompressed pages): no copy kept. The index in place sits beside the copy's (an
+    // empty one: the file has none).
+    let in_place_key = IndexKey {
+        stamp: format!("{} in place", key.stamp),
+        ..key.clone()
+    };
+    let in_place = |p: &Path| p.with_extension("imgfeed-in-place");
+    let places = (in_place(&beside), cached.as_deref().map(in_place));
+    let kept = record_index::load(&places.0, &in_place_key).or_else(|| {
+        places
+            .1
+            .as_deref()
+            .and_then(|c| record_index::load(c, &in_place_key))
+    });
+    match kept {
+        Some(e) if !e.is_empty() && fits(&e, packed.len() as u64) => {
+            return Ok((Some(packed), e));
+        }
+        // Known to have none: the copy.
+        Some(e) if e.is_empty() => {
+            let (_, copy) = unpacked(path, &key.stamp, &packed, format)?;
+            let bytes: &[u8] = copy.as_deref().unwrap_or_default();
+            let entries = indexed(path, &key, bytes, format, (&beside, cached.as_deref()))?;
+            return Ok((copy, entries));
+        }
+        _ => {}
+    }
+    // First seen: unpacked (the copy indexes the rows and is what the index in place must
+    // read back exactly), then, when read in place, the copy removed.
+    let (copy_path, copy) = unpacked(path, &key.stamp, &packed, format)?;
+    let bytes: &[u8] = copy.as_deref().unwrap_or_default();
+    let entries = indexed(path, &key, bytes, format, (&beside, cached.as_deref()))?;
+    let here = format
+        .in_place(&packed, &entries)
+        .filter(|h| !h.is_empty() && same_images(&packed, h, bytes, &entries));
+    let saved = |e: &[RecordEntry]| {
+        record_index::save(&places.0, &in_place_key, e).is_ok()
+            || places
+                .1
+                .as_deref()
+                .is_some_and(|c| record_index::save(c, &in_place_key, e).is_ok())
+    };
+    match here {
+        Some(here) if saved(&here) => {
+            drop(copy);
+            let _ = std::fs::remove_file(&copy_path);
+            Ok((Some(packed), here))
+        }
+        Some(_) => Ok((copy, entries)),
+        None => {
+            let _ = saved(&[]);
+            Ok((copy, entries))
+        }
+    }
+}
+
+/// Where a local file's index is kept: beside it, or (a read-only folder) in the cache.
+fn index_places(path: &Path) -> (PathBuf, Option<PathBuf>) {
     let beside = record_index::beside(path);
     let cached = cache_root().map(|c| {
         let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         record_index::in_cache(&c, &abs.to_string_lossy())
     });
-    let kept = record_index::load(&beside, &key)
-        .or_else(|| cached.as_deref().and_then(|c| record_index::load(c, &key)));
+    (beside, cached)
+}
+
+/// The index of `bytes` (the file `path`'s, or its unpacked copy's), made from `key`:
+/// loaded from where it is kept (`places`), else built and kept there.
+fn indexed<F: RecordFormat>(
+    path: &Path,
+    key: &IndexKey,
+    bytes: &[u8],
+    format: &F,
+    places: (&Path, Option<&Path>),
+) -> Result<Vec<RecordEntry>> {
+    let (beside, cached) = places;
+    let kept =
+        record_index::load(beside, key).or_else(|| cached.and_then(|c| record_index::load(c, key)));
     if let Some(entries) = kept.filter(|e| fits(e, bytes.len() as u64)) {
-        return Ok((map, entries));
+        return Ok(entries);
     }
     let entries = format.index(bytes).map_err(|e| bad(path, e.to_string()))?;
     if !fits(&entries, bytes.len() as u64) {
@@ -212,24 +288,24 @@ fn index_local<F: RecordFormat>(
             format.name()
         )));
     }
-    if record_index::save(&beside, &key, &entries).is_err() {
-        if let Some(c) = &cached {
+    if record_index::save(beside, key, &entries).is_err() {
+        if let Some(c) = cached {
             // Nowhere to keep it: it is built again next time.
-            let _ = record_index::save(c, &key, &entries);
+            let _ = record_index::save(c, key, &entries);
         }
     }
-    Ok((map, entries))
+    Ok(entries)
 }
 
 /// The unpacked copy of the packed file `path` (whose bytes are `packed`, its stamp
-/// `stamp`), mapped: made once in the cache (`CACHE/unpacked/`), under a name that holds
-/// the file's path and stamp, so a changed file is unpacked again.
+/// `stamp`): where it is, and mapped. Made once in the cache (`CACHE/unpacked/`), under a
+/// name that holds the file's path and stamp, so a changed file is unpacked again.
 fn unpacked<F: RecordFormat>(
     path: &Path,
     stamp: &str,
     packed: &[u8],
     format: &F,
-) -> Result<Option<Mmap>> {
+) -> Result<(PathBuf, Option<Mmap>)> {
     let cache = cache_root().ok_or_else(|| {
         bad(
             path,
@@ -239,7 +315,8 @@ fn unpacked<F: RecordFormat>(
     })?;
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let copy = unpacked_copy(&cache, &abs.to_string_lossy(), stamp, &format.options());
-    unpack_into(path, &copy, packed, format)
+    let map = unpack_into(path, &copy, packed, format)?;
+    Ok((copy, map))
 }
 
 /// Where the unpacked copy of the file or object `id` with stamp `stamp`, unpacked with
