@@ -278,3 +278,58 @@ fn images_are_read_in_place_from_each_page_layout_pyarrow_writes() {
         );
     }
 }
+
+/// Ranks of one node opening the same files for the first time together (4 processes, 3
+/// rounds): every one opens them and gives the one-process digests, and no copy is left
+/// behind. (One may find the copy another removes once it reads in place; `unpacked` then
+/// makes it again. That window is too narrow to hit on purpose here.)
+#[test]
+fn processes_opening_new_files_together_all_read_them() {
+    let Some(python) = ready("processes_opening_new_files_together_all_read_them") else {
+        return;
+    };
+    let out = tempfile::tempdir().expect("tempdir");
+    let dir = out.path().join("pq");
+    write(&python, &dir, 3, &[]);
+    let want = digests(&run(EVAL, s(&dir), "1", None, &out.path().join("alone")));
+    for round in 0..3 {
+        // Fresh indexes and cache each round.
+        for e in std::fs::read_dir(&dir).expect("dir").flatten() {
+            if !e.file_name().to_string_lossy().ends_with(".parquet") {
+                std::fs::remove_file(e.path()).expect("removes");
+            }
+        }
+        let cache = out.path().join(format!("shared-{round}"));
+        let exe = env!("CARGO_BIN_EXE_imgfeed");
+        let spawn = || {
+            std::process::Command::new(exe)
+                .args([
+                    "run",
+                    EVAL,
+                    "--data",
+                    s(&dir),
+                    "--batch-size",
+                    "4",
+                    "--epochs",
+                    "2",
+                ])
+                .current_dir(repo())
+                .env("XDG_CACHE_HOME", &cache)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawns")
+        };
+        let children: Vec<_> = (0..4).map(|_| spawn()).collect();
+        for c in children {
+            let o = c.wait_with_output().expect("waits");
+            let (so, se) = text(&o);
+            assert_eq!(code(&o), 0, "round {round}: {so}{se}");
+            assert_eq!(digests(&o), want, "round {round}");
+        }
+        let left = std::fs::read_dir(cache.join("imgfeed/unpacked"))
+            .map(|d| d.flatten().count())
+            .unwrap_or(0);
+        assert_eq!(left, 0, "round {round}: copies left in the cache");
+    }
+}

@@ -112,7 +112,9 @@ pub trait RecordFormat: Send + Sync {
 
     /// Whether the file `name` with these bytes is stored compressed (a gzip'd TFRecord):
     /// it is then unpacked once ([`RecordFormat::unpack`]) into the cache, and that copy is
-    /// indexed and read in its place.
+    /// indexed and read in its place, unless [`RecordFormat::in_place`] locates its
+    /// samples in the file itself. A format packed whatever the bytes (Parquet: true for
+    /// empty `bytes`) is the one whose files may be read in place.
     fn is_packed(&self, name: &str, bytes: &[u8]) -> bool {
         let _ = (name, bytes);
         false
@@ -128,7 +130,8 @@ pub trait RecordFormat: Send + Sync {
     /// hold the sample, [`RecordEntry::stored`] saying how), given its bytes and the index
     /// of its unpacked copy (`unpacked`: the labels and keys, in the same order); `None`
     /// when the file's samples are not ranges of it (a compressed TFRecord; a Parquet
-    /// page this reader does not follow). Range mode reads these.
+    /// page this reader does not follow). Checked against the copy, it replaces it: a
+    /// local file is read from its own bytes, and range mode reads these ranges.
     fn in_place(&self, bytes: &[u8], unpacked: &[RecordEntry]) -> Option<Vec<RecordEntry>> {
         let _ = (bytes, unpacked);
         None

@@ -191,7 +191,15 @@ fn index_local<F: RecordFormat>(
         .unwrap_or_default();
     let (beside, cached) = index_places(path);
     let packed = match map {
-        Some(m) if format.is_packed(name, &m) => m,
+        // Packed by its name (Parquet): maybe read in place. Packed by its bytes (a gzip'd
+        // TFRecord): only ever from its copy.
+        Some(m) if format.is_packed(name, &[]) => m,
+        Some(m) if format.is_packed(name, &m) => {
+            let (_, copy) = unpacked(path, &key.stamp, &m, format)?;
+            let bytes: &[u8] = copy.as_deref().unwrap_or_default();
+            let entries = indexed(path, &key, bytes, format, (&beside, cached.as_deref()))?;
+            return Ok((copy, entries));
+        }
         map => {
             let bytes: &[u8] = map.as_deref().unwrap_or_default();
             let entries = indexed(path, &key, bytes, format, (&beside, cached.as_deref()))?;
@@ -315,7 +323,12 @@ fn unpacked<F: RecordFormat>(
     })?;
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let copy = unpacked_copy(&cache, &abs.to_string_lossy(), stamp, &format.options());
-    let map = unpack_into(path, &copy, packed, format)?;
+    // Another process reading the file in place may remove the copy between the check
+    // and the map: made again, once.
+    let map = match unpack_into(path, &copy, packed, format) {
+        Err(_) if !copy.is_file() => unpack_into(path, &copy, packed, format)?,
+        r => r?,
+    };
     Ok((copy, map))
 }
 
@@ -334,6 +347,9 @@ fn unpacked_copy(cache: &Path, id: &str, stamp: &str, options: &str) -> PathBuf 
     ))
 }
 
+/// Tells temporary copies of one process apart (threads may unpack one file at once).
+static COPY_TMP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// `copy`, mapped: made by unpacking `packed` (the bytes of `path`) unless there already.
 fn unpack_into<F: RecordFormat>(
     path: &Path,
@@ -346,7 +362,11 @@ fn unpack_into<F: RecordFormat>(
         if let Some(dir) = copy.parent() {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
-        let tmp = copy.with_extension(format!("tmp.{}", std::process::id()));
+        let tmp = copy.with_extension(format!(
+            "tmp.{}.{}",
+            std::process::id(),
+            COPY_TMP.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
         let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp).map_err(io)?);
         let written = format
             .unpack(packed, &mut out)

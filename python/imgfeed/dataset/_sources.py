@@ -177,8 +177,8 @@ class ParquetDataset(WebDataset):
     """Parquet files with an image column, as the Hugging Face Hub stores datasets
     (``datasets``' ``to_parquet``/``push_to_hub``): ``dataset_files`` is one ``.parquet``
     file, a folder of them, a brace pattern (``"train-{00000..00146}-of-00147.parquet"``), a
-    store URL or a list of these; each file is unpacked once into the cache and read from
-    there. Columns ``image`` (the encoded bytes, ``uint8``; decoded when ``decode=True``) and
+    store URL or a list of these; each file is unpacked once into the cache to index it,
+    then read in place from its pages (Snappy or uncompressed; else from that copy). Columns ``image`` (the encoded bytes, ``uint8``; decoded when ``decode=True``) and
     ``label`` (``uint32``). ``image``: the image column, a struct with a binary ``bytes``
     field (HF's ``Image()``) or binary (default ``"image"``); ``label``: the integer label
     column (default ``"label"``). Sampling as ``ImageFolderDataset``'s.
