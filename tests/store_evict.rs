@@ -181,14 +181,7 @@ fn packed_files_stream_through_a_cache_smaller_than_their_copies() {
     };
     let local = tempfile::tempdir().expect("tempdir");
     let dir = local.path().join("hf");
-    formats::write_tree(&python, "parquet", &dir, 4, &[]);
-    let sizes: Vec<u64> = std::fs::read_dir(&dir)
-        .expect("dir")
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
-        .filter_map(|e| e.metadata().ok().map(|m| m.len()))
-        .collect();
-    assert_eq!(sizes.len(), 4, "four Parquet files");
+    let sizes = formats::parquet_files(&python, &dir, 4, &[]);
     let largest = sizes.iter().copied().max().unwrap_or(0);
     let total: u64 = sizes.iter().sum();
     // Room for three files (the unpacked copies are smaller than the Parquet files: no

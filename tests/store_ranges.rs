@@ -422,15 +422,7 @@ fn parquet_pages_are_read_by_ranges_in_the_global_shuffle() {
     };
     let local = tempfile::tempdir().expect("tempdir");
     let dir = local.path().join("hf");
-    formats::write_tree(&python, "parquet", &dir, 4, &["--row-group", "4"]);
-    let mut sizes: Vec<u64> = std::fs::read_dir(&dir)
-        .expect("dir")
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
-        .filter_map(|e| e.metadata().ok().map(|m| m.len()))
-        .collect();
-    sizes.sort_unstable();
-    assert_eq!(sizes.len(), 4, "four Parquet files");
+    let sizes = formats::parquet_files(&python, &dir, 4, &["--row-group", "4"]);
     let largest = sizes[3];
     // The least the cache accepts: the largest object, not the four.
     let limit = largest + 4096;

@@ -70,6 +70,21 @@ pub fn write_tree(python: &Path, format: &str, out: &Path, files: usize, extra: 
     assert!(o.status.success(), "{}", text(&o).1);
 }
 
+/// The fixture tree as `files` Parquet files by HF `datasets` in `out` ([`write_tree`]),
+/// and their sizes, smallest first.
+pub fn parquet_files(python: &Path, out: &Path, files: usize, extra: &[&str]) -> Vec<u64> {
+    write_tree(python, "parquet", out, files, extra);
+    let mut sizes: Vec<u64> = std::fs::read_dir(out)
+        .expect("dir")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
+        .filter_map(|e| e.metadata().ok().map(|m| m.len()))
+        .collect();
+    sizes.sort_unstable();
+    assert_eq!(sizes.len(), files, "{files} Parquet files");
+    sizes
+}
+
 /// The line of `validate`'s class table (its output `so`) for class `label` named `name`.
 pub fn class_line<'a>(so: &'a str, label: usize, name: &str) -> Option<&'a str> {
     so.lines().find(|l| {
