@@ -197,6 +197,12 @@ def write_parquet(tree: Path, out: Path, files: int) -> None:
                     str(files), "--row-group", "100"], check=True, stdout=subprocess.DEVNULL)
 
 
+def dataset_files(folder: Path) -> list[Path]:
+    """The data set's files: not the indexes the local runs keep beside them
+    (``NAME.imgfeed-index``, ``NAME.imgfeed-in-place``), which the store never holds."""
+    return [f for f in sorted(folder.iterdir()) if not f.name.endswith((".imgfeed-index", ".imgfeed-in-place"))]
+
+
 def plain_get(server: Server, bucket: str, keys: list[str], threads: int = 16) -> dict:
     """Seconds to GET every object once, `threads` at a time (the store's bound), and the CPU
     seconds this process and the server used for it."""
@@ -320,12 +326,12 @@ def main() -> None:
     try:
         server.create("bench")
         for name in chosen:
-            for f in sorted(folder[name].iterdir()):
+            for f in dataset_files(folder[name]):
                 server.put("bench", f"{name}/{f.name}", f.read_bytes())
         for rnd in range(a.rounds):
             for name in chosen:
                 d = folder[name]
-                keys = [f"{name}/{f.name}" for f in sorted(d.iterdir())]
+                keys = [f"{name}/{f.name}" for f in dataset_files(d)]
                 if name == "parquet":
                     # Files, no manifest: named by a brace pattern; indexes live outside the
                     # dataset's cache folder.
@@ -342,7 +348,7 @@ def main() -> None:
                 row = {"set": name, "round": rnd, "bytes": total, "files": len(sizes)}
                 results.append({**row, "case": "local",
                                 **run(a.imgfeed, local_data, a.epochs, [], {}, None, a.workers)})
-                results.append({**row, "case": "get", **plain_get(server, "bench", keys)})
+                results.append({**row, "case": "get", "objects": len(keys), **plain_get(server, "bench", keys)})
                 for frac in [float(x) for x in a.fractions.split(",")]:
                     # 1.0 and above: no limit (the default 100 GB), every file stays cached
                     size = max(int(total * frac), small + largest) if frac < 1 else None
@@ -403,7 +409,7 @@ def report(results: list[dict], server: str) -> None:
             continue
         if case == "get":
             print(f"| {s} | plain GET, 16 threads | {statistics.median(r['wall'] for r in rows):.3f} | | | | | | | "
-                  f"{rows[0]['files'] + 3} objects, {rows[0]['bytes'] / 1e6:.1f} MB; {cpu_note(rows)} |")
+                  f"{rows[0].get('objects', rows[0]['files'] + 3)} objects, {rows[0]['bytes'] / 1e6:.1f} MB; {cpu_note(rows)} |")
             continue
         per_epoch = [statistics.median(ep) for ep in zip(*[r["epochs"] for r in rows])]
         loc = statistics.median(local_epoch.get(s, [float("nan")]))
