@@ -190,19 +190,25 @@ fn index_local<F: RecordFormat>(
         .and_then(|n| n.to_str())
         .unwrap_or_default();
     let (beside, cached) = index_places(path);
+    let places = (beside.as_path(), cached.as_deref());
+    // The unpacked copy of a packed file, mapped, its path and its index.
+    let from_copy = |packed: &[u8]| -> Result<(PathBuf, Option<Mmap>, Vec<RecordEntry>)> {
+        let (copy_path, copy) = unpacked(path, &key.stamp, packed, format)?;
+        let bytes: &[u8] = copy.as_deref().unwrap_or_default();
+        let entries = indexed(path, &key, bytes, format, places)?;
+        Ok((copy_path, copy, entries))
+    };
     let packed = match map {
         // Packed by its name (Parquet): maybe read in place. Packed by its bytes (a gzip'd
         // TFRecord): only ever from its copy.
         Some(m) if format.is_packed(name, &[]) => m,
         Some(m) if format.is_packed(name, &m) => {
-            let (_, copy) = unpacked(path, &key.stamp, &m, format)?;
-            let bytes: &[u8] = copy.as_deref().unwrap_or_default();
-            let entries = indexed(path, &key, bytes, format, (&beside, cached.as_deref()))?;
+            let (_, copy, entries) = from_copy(&m)?;
             return Ok((copy, entries));
         }
         map => {
             let bytes: &[u8] = map.as_deref().unwrap_or_default();
-            let entries = indexed(path, &key, bytes, format, (&beside, cached.as_deref()))?;
+            let entries = indexed(path, &key, bytes, format, places)?;
             return Ok((map, entries));
         }
     };
@@ -227,18 +233,15 @@ fn index_local<F: RecordFormat>(
         }
         // Known to have none: the copy.
         Some(e) if e.is_empty() => {
-            let (_, copy) = unpacked(path, &key.stamp, &packed, format)?;
-            let bytes: &[u8] = copy.as_deref().unwrap_or_default();
-            let entries = indexed(path, &key, bytes, format, (&beside, cached.as_deref()))?;
+            let (_, copy, entries) = from_copy(&packed)?;
             return Ok((copy, entries));
         }
         _ => {}
     }
     // First seen: unpacked (the copy indexes the rows and is what the index in place must
     // read back exactly), then, when read in place, the copy removed.
-    let (copy_path, copy) = unpacked(path, &key.stamp, &packed, format)?;
+    let (copy_path, copy, entries) = from_copy(&packed)?;
     let bytes: &[u8] = copy.as_deref().unwrap_or_default();
-    let entries = indexed(path, &key, bytes, format, (&beside, cached.as_deref()))?;
     let here = format
         .in_place(&packed, &entries)
         .filter(|h| !h.is_empty() && same_images(&packed, h, bytes, &entries));
@@ -673,6 +676,14 @@ impl RecordFiles {
         // The objects themselves, as range mode reads them (`files` become unpacked copies).
         let objects = files.clone();
         let mut indexes = Vec::with_capacity(files.len());
+        // Whether range mode is likely (from the objects' sizes; decided below from the
+        // copies'): a packed object read in place then puts no copy into the cache.
+        let ranges_likely = crate::shards::fetch::by_ranges(
+            at.options.fetch,
+            &at.sampling,
+            cache.limit(),
+            found.iter().map(|(_, i)| i.size).sum(),
+        );
         // Each packed object's index in place (Parquet pages range mode reads), where it
         // has one: `None` for a file not packed (its index is in place).
         let mut in_place: Vec<Option<Vec<RecordEntry>>> = Vec::with_capacity(files.len());
@@ -752,17 +763,11 @@ impl RecordFiles {
                 // (An empty index in place marks a file that has none, unless it has no rows.)
                 let here = here.filter(|p| !p.is_empty() || entries.is_empty());
                 // A copy is put into the cache now unless range mode will read this file in
-                // place (guessed from the objects' sizes; decided below from the copies').
-                let ranges_likely = here.is_some()
-                    && crate::shards::fetch::by_ranges(
-                        at.options.fetch,
-                        &at.sampling,
-                        cache.limit(),
-                        found.iter().map(|(_, i)| i.size).sum(),
-                    );
+                // place.
+                let copy_wanted = here.is_none() || !ranges_likely;
                 in_place.push(here);
                 as_unpacked(file, &unpacked_key.stamp, info.size, &entries);
-                if !ranges_likely {
+                if copy_wanted {
                     keep_copy(&cache, &file.key(LISTED), &copy);
                 }
                 let first = copy
