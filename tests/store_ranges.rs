@@ -207,6 +207,104 @@ fn the_next_epochs_first_samples_are_kept_in_the_cache_and_read_from_there() {
     assert!(after <= small, "{after} bytes left in the cache folder");
 }
 
+#[test]
+fn ranks_sharing_the_cache_folder_share_its_room_for_kept_samples() {
+    if !ready("ranks_sharing_the_cache_folder_share_its_room_for_kept_samples") {
+        return;
+    }
+    // The fixtures four times over (48 samples): each rank's share holds several.
+    let local = tempfile::tempdir().expect("tempdir");
+    let tree = local.path().join("tree");
+    for class in std::fs::read_dir("fixtures/imagefolder")
+        .expect("fixtures")
+        .flatten()
+    {
+        let to = tree.join(class.file_name());
+        std::fs::create_dir_all(&to).expect("mkdir");
+        for image in std::fs::read_dir(class.path()).expect("class").flatten() {
+            for k in 0..4 {
+                let name = format!("{k}-{}", image.file_name().to_string_lossy());
+                std::fs::copy(image.path(), to.join(name)).expect("copy");
+            }
+        }
+    }
+    let dir = local.path().join("ds");
+    let mut convert = remote::convert_fixtures("30kB");
+    let (tree_s, dir_s) = (tree.to_str().expect("utf-8"), dir.to_str().expect("utf-8"));
+    if let Some(at) = convert.iter().position(|a| *a == "--data") {
+        convert[at + 1] = tree_s;
+    }
+    convert.extend(["--out", dir_s]);
+    let o = remote::imgfeed_with_env(&convert, &[]);
+    assert!(o.status.success(), "convert: {}", text(&o.stderr));
+    let moto = Moto::start(None);
+    upload(moto.port, "data", "ds", &dir);
+    let ep = moto.endpoint();
+    let env = [("AWS_ENDPOINT_URL", ep.as_str())];
+    let epochs = [
+        "run",
+        "pipelines/resnet50_train.toml",
+        "--batch-size",
+        "4",
+        "--workers",
+        "1",
+        "--epochs",
+        "5",
+        "--num-shards",
+        "2",
+    ];
+    let (shards, small) = sizes(&dir);
+    // A rank reads half the samples and keeps at most the first half of its next order:
+    // a quarter of the dataset. With the room at a fifth, one rank alone would fill it.
+    let limit = small + shards / 5;
+    let cache = tempfile::tempdir().expect("tempdir");
+    let (folder, args, env) = (cache.path(), &epochs[..], &env[..]);
+    let ((a, b), most) = watching(folder, || {
+        std::thread::scope(|s| {
+            let rank = |id: &'static str| {
+                s.spawn(move || {
+                    run_ranged(
+                        args,
+                        "s3://data/ds",
+                        folder,
+                        limit,
+                        &["--fetch", "ranges", "--shard-id", id],
+                        env,
+                    )
+                })
+            };
+            let (a, b) = (rank("0"), rank("1"));
+            (a.join().expect("rank 0"), b.join().expect("rank 1"))
+        })
+    });
+    for (id, o) in [(0, &a), (1, &b)] {
+        let out = text(&o.stdout);
+        assert!(o.status.success(), "rank {id}: {}", text(&o.stderr));
+        let want = imgfeed(
+            &epochs,
+            &[
+                "--data",
+                dir.to_str().expect("utf-8"),
+                "--shard-id",
+                &id.to_string(),
+            ],
+            &[],
+        );
+        assert_eq!(digests(o), digests(&want), "rank {id}: the local bytes");
+        // Once both ranks are known to the folder, each keeps its share for its next
+        // epoch (the first epochs may go to whoever asked first).
+        let kept = per_epoch(o, "samples from the kept ranges");
+        assert_eq!(kept.len(), 5, "{out}");
+        assert!(
+            kept[3] > 0 && kept[4] > 0,
+            "rank {id} reads kept samples in its last epochs: {kept:?}: {out}"
+        );
+    }
+    assert!(most <= limit, "{most} bytes on disk, limit {limit}");
+    let after = bytes_under(cache.path());
+    assert!(after <= small, "{after} bytes left in the cache folder");
+}
+
 /// The flags after `resume with ` in a run's output.
 fn resume_hint(o: &Output) -> Vec<String> {
     let out = text(&o.stdout);

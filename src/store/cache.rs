@@ -247,6 +247,19 @@ impl Cache {
         Ok(self.scan()?.iter().map(|(_, size, _)| size).sum())
     }
 
+    /// How many temporary files of `name` live processes hold here: the readers that
+    /// joined the folder by reserving an empty file of that name and hold it (range
+    /// mode's, see `super::kept`). Dead processes' files are removed on the way.
+    pub fn holders(&self, name: &str) -> usize {
+        let prefix = format!(".{name}.");
+        let Ok(files) = self.scan() else { return 0 };
+        files
+            .iter()
+            .filter_map(|(p, _, _)| p.file_name()?.to_str())
+            .filter(|n| n.starts_with(&prefix) && tmp_owner(n).is_some())
+            .count()
+    }
+
     /// `(path, size, last use)` of every cache file, removing dead processes' temporary
     /// files.
     fn scan(&self) -> Result<Vec<(PathBuf, u64, std::time::SystemTime)>, StoreError> {

@@ -5,10 +5,11 @@
 //! Range mode holds fetched bytes in memory only until their read, which leaves the cache
 //! folder's room (`--cache-size`) unused. The order of the next epoch is known in advance
 //! ([`super::AheadFiles::order`]), so the room goes to the samples whose next use is
-//! nearest, Belady's rule: the first samples of the next epoch's order whose bytes fit.
-//! Every sample is read once an epoch, so all of them pass through this epoch's reads and
-//! are written then (at offsets planned when the file is reserved); the next epoch reads
-//! them at its start, and its prefetchers skip them.
+//! nearest, Belady's rule: the first samples of the next epoch's order whose bytes fit,
+//! among those this epoch still reads (in a sharded epoch, a rank reads only its part, and
+//! can keep only what it reads). They are written as they pass through this epoch's reads
+//! (at offsets planned when the file is reserved); the next epoch reads them at its start,
+//! and its prefetchers skip them.
 //!
 //! The file is a reservation of the cache ([`Cache::reserve`]: a temporary file at its full
 //! size, counted against the limit, never evicted, removed when dropped or when found after
@@ -21,6 +22,11 @@
 //! epochs, then 25%; 50%, then 25%; and as many fewer requests were made (BENCHMARKS.md). A sample not written (the run stopped, a write failed) or a read that
 //! fails is fetched from the store as before: the bytes kept are exactly the bytes read,
 //! and every read checks its record as before (a shard record's CRC-32).
+//!
+//! Several readers share a folder (the ranks of a node): each [`join`]s it when it opens
+//! the dataset and plans within its share of the room ([`sharers`]), so that no rank
+//! keeps everything while another keeps nothing (a synchronous trainer waits on the
+//! slowest).
 
 use super::cache::{Cache, CacheKey, Pending};
 use std::collections::HashMap;
@@ -53,12 +59,43 @@ pub(super) struct Kept {
     left: usize,
 }
 
+/// The name of the empty file by which a process reading in range mode joins the cache
+/// folder ([`join`]); [`Cache::holders`] counts them.
+const READER: &str = "ranges-reader";
+
+/// Join `cache`'s folder as one of the readers that share its room for kept samples:
+/// an empty file of this process, removed when the returned reservation is dropped (or
+/// found after the process died). `None` when it cannot be made (then this reader is
+/// not counted, and takes its share as if alone).
+pub(super) fn join(cache: &Cache) -> Option<Pending> {
+    let key = CacheKey {
+        name: READER,
+        size: 0,
+        crc32: 0,
+        checked: false,
+        listed_by: "range mode",
+    };
+    match cache.reserve(&key, &[]) {
+        Ok((Ok(pending), _)) => Some(pending),
+        _ => None,
+    }
+}
+
+/// How many readers share `cache`'s room now (those that [`join`]ed it, of live
+/// processes; at least 1).
+pub(super) fn sharers(cache: &Cache) -> u64 {
+    cache.holders(READER).max(1) as u64
+}
+
 impl Kept {
     /// Reserve room in `cache` for the first samples of `next` (the order of epoch
-    /// `epoch`; sample `i` is `ranges[i]` bytes long) that fit it beside the files of
-    /// `keep`, but those `read` already (`read[i]`: they will not pass by again before
-    /// `epoch`): the most that fit, else (another process holds part of the room) what is
-    /// free now. `None` when nothing fits.
+    /// `epoch`; sample `i` is `ranges[i]` bytes long) that fit this process's share of it
+    /// beside the files of `keep`, but those `read` marks (`read[i]`: read already, or
+    /// not read by this process at all: they will not pass by again before `epoch`).
+    /// The share is the room divided among the `sharers` readers of the folder, so that
+    /// ranks of one node sharing it keep alike. When others hold more than theirs (they
+    /// planned before this reader joined), what is free now, if that is at least half the
+    /// share. `None` when nothing fits.
     pub(super) fn reserve(
         cache: &Cache,
         keep: &[PathBuf],
@@ -66,15 +103,22 @@ impl Kept {
         next: &[usize],
         ranges: &[Range<u64>],
         read: &[bool],
+        sharers: u64,
     ) -> Option<Kept> {
         let kept_files: u64 = keep
             .iter()
             .filter_map(|p| std::fs::metadata(p).ok())
             .map(|m| m.len())
             .sum();
-        let mut tries = vec![cache.limit().saturating_sub(kept_files)];
-        if let Ok(used) = cache.used() {
-            tries.push(cache.limit().saturating_sub(used));
+        let share = cache.limit().saturating_sub(kept_files) / sharers.max(1);
+        let mut tries = vec![share];
+        // Less than half the share free: none (the caller tries again later), rather than
+        // a crumb that would hold this reader to it for an epoch.
+        let free = cache
+            .used()
+            .map_or(0, |used| cache.limit().saturating_sub(used));
+        if free >= share / 2 {
+            tries.push(share.min(free));
         }
         for room in tries {
             let (at, size) = plan(next, ranges, read, room);
@@ -205,7 +249,7 @@ pub(super) fn write(file: &File, offset: u64, bytes: &[u8]) -> bool {
 }
 
 /// The first samples of `next` whose bytes fit `room`, each once, at consecutive
-/// offsets, leaving out those `read` already, from the first half of `next` only; and the
+/// offsets, leaving out those `read` marks (they do not pass by before), from the first half of `next` only; and the
 /// bytes they take.
 ///
 /// The half keeps the plan steady from epoch to epoch. The file is planned when the reads
@@ -323,13 +367,75 @@ mod tests {
     }
 
     #[test]
+    fn readers_sharing_the_folder_reserve_their_share_and_dead_ones_are_not_counted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = super::super::StoreUrl::parse("http://127.0.0.1:9/ds").expect("url");
+        let cache = Cache::open(Some(dir.path()), 100, &url, None).expect("cache");
+        let ranges: Vec<Range<u64>> = (0..10u64).map(|i| i * 10..i * 10 + 10).collect();
+        let order: Vec<usize> = (0..10).collect();
+        let a = join(&cache).expect("joined");
+        assert_eq!(sharers(&cache), 1);
+        let b = join(&cache).expect("joined");
+        // A reader of a process that died (the child below, waited for) is not counted,
+        // and its file goes.
+        let mut child = std::process::Command::new("true").spawn().expect("spawn");
+        let dead = child.id();
+        child.wait().expect("wait");
+        let stale = cache.dir().join(format!(".{READER}.00000000.tmp.{dead}.0"));
+        std::fs::write(&stale, b"").expect("stale file");
+        assert_eq!(sharers(&cache), 2);
+        assert!(!stale.exists(), "a dead reader's file is removed");
+        // Each of the two takes half the room: 5 of the 10-byte samples (the first half
+        // of the order), then the other's half is all there is.
+        let first = Kept::reserve(&cache, &[], 1, &order, &ranges, &[], 2).expect("room");
+        assert_eq!(cache.used().expect("used"), 50);
+        let second = Kept::reserve(&cache, &[], 1, &order, &ranges, &[], 2).expect("room");
+        assert_eq!(cache.used().expect("used"), 100);
+        // A third that finds the room taken keeps nothing.
+        assert!(Kept::reserve(&cache, &[], 1, &order, &ranges, &[], 3).is_none());
+        drop(second.release());
+        // Nor one whose share is 50 where 50 are free, but not one of its samples fits
+        // before a sample of 60 bytes that it would keep first.
+        let big: Vec<Range<u64>> = vec![0..60, 60..70];
+        assert!(Kept::reserve(&cache, &[], 1, &[0, 1], &big, &[], 2).is_none());
+        // A crumb of its share is not taken either: 30 of 100 left for a share of 100.
+        let crumbs = Kept::reserve(&cache, &[], 1, &order[..2], &ranges, &[], 1);
+        let taken = Kept::reserve(&cache, &[], 1, &order[2..], &ranges, &[], 5);
+        assert!(crumbs.is_some() && taken.is_some(), "10 + 20 bytes");
+        assert_eq!(cache.used().expect("used"), 80);
+        assert!(Kept::reserve(&cache, &[], 1, &order, &ranges, &[], 1).is_none());
+        drop((
+            first.release(),
+            crumbs.map(Kept::release),
+            taken.map(Kept::release),
+        ));
+        // One who planned alone (the room whole) leaves the next what is free.
+        let alone = Kept::reserve(&cache, &[], 1, &order, &ranges, &[], 1).expect("room");
+        assert_eq!(
+            cache.used().expect("used"),
+            50,
+            "the first half of the order"
+        );
+        let late = Kept::reserve(&cache, &[], 1, &order[..4], &ranges, &[], 2).expect("room");
+        assert_eq!(
+            cache.used().expect("used"),
+            70,
+            "2 of the 4 samples' first half"
+        );
+        drop((alone.release(), late.release(), a));
+        assert_eq!(sharers(&cache), 1);
+        drop(b);
+        assert_eq!(cache.used().expect("used"), 0, "nothing left");
+    }
+
+    #[test]
     fn a_failed_read_gives_up_the_samples_later_reads_and_a_child_leaves_the_file() {
         let dir = tempfile::tempdir().expect("tempdir");
         let url = super::super::StoreUrl::parse("http://127.0.0.1:9/ds").expect("url");
         let cache = Cache::open(Some(dir.path()), 100, &url, None).expect("cache");
         let ranges: Vec<Range<u64>> = vec![0..30, 30..70];
         // (both in the first half of the next order)
-        let mut k = Kept::reserve(&cache, &[], 1, &[0, 1, 0, 1], &ranges, &[]).expect("room");
+        let mut k = Kept::reserve(&cache, &[], 1, &[0, 1, 0, 1], &ranges, &[], 1).expect("room");
         for (i, len) in [(0, 30), (1, 40)] {
             let (f, off) = k.wants(i, len).expect("kept");
             assert!(write(&f, off, &vec![1; len]));
@@ -354,7 +460,7 @@ mod tests {
         let url = super::super::StoreUrl::parse("http://127.0.0.1:9/ds").expect("url");
         let cache = Cache::open(Some(dir.path()), 100, &url, None).expect("cache");
         let ranges: Vec<Range<u64>> = vec![0..30, 30..70, 70..100, 100..150];
-        let mut k = Kept::reserve(&cache, &[], 1, &[1, 0, 3, 2], &ranges, &[]).expect("room");
+        let mut k = Kept::reserve(&cache, &[], 1, &[1, 0, 3, 2], &ranges, &[], 1).expect("room");
         // 1 (40) and 0 (30), the first half of the order, fit the 100 bytes
         assert_eq!(cache.used().expect("used"), 70, "reserved at its full size");
         let (f, off) = k.wants(1, 40).expect("kept");

@@ -36,6 +36,7 @@
 //! samples then cost 1.28 M GETs an epoch, $0.51 at S3's $0.0004 per 1000 GETs), fewer
 //! when the budget holds a good part of the dataset and neighbours get coalesced.
 
+use super::cache::Pending;
 use super::kept::{self, Kept};
 use super::{stats, AheadFiles, Cache, StoreClient};
 use crate::error::{Error, Result};
@@ -177,6 +178,11 @@ struct State {
     keeping: Option<Kept>,
     /// Reads of this epoch so far (about the position the readers are at).
     reads: usize,
+    /// This process's place among those sharing the cache folder's room ([`kept::join`]).
+    member: Option<Pending>,
+    /// When no file could be reserved for the next epoch (others held the room): the
+    /// count of reads at which to try again.
+    retry: Option<usize>,
 }
 
 struct Inner {
@@ -221,6 +227,12 @@ impl RangeAhead {
         budget: u64,
         cache: Option<Cache>,
     ) -> RangeAhead {
+        // Counted among the readers sharing the folder's room from now: the ranks of a
+        // node open their datasets before any of them plans what to keep.
+        let state = State {
+            member: cache.as_ref().and_then(kept::join),
+            ..State::default()
+        };
         RangeAhead {
             inner: Arc::new(Inner {
                 client,
@@ -228,7 +240,7 @@ impl RangeAhead {
                 ranges,
                 budget: budget.max(1),
                 cache,
-                state: Mutex::new(State::default()),
+                state: Mutex::new(state),
                 changed: Condvar::new(),
                 pid: AtomicU32::new(std::process::id()),
             }),
@@ -243,12 +255,17 @@ impl RangeAhead {
         }
         let mut st = lock(&self.inner.state);
         let stop = st.stop;
-        // The kept files are the parent's: left alone here.
+        // The kept files and the parent's place in the folder are the parent's: left
+        // alone here. This process reads: it takes a place of its own.
         for k in [st.kept.take(), st.keeping.take()].into_iter().flatten() {
             k.forget();
         }
+        if let Some(m) = st.member.take() {
+            m.leave();
+        }
         *st = State {
             stop,
+            member: self.inner.cache.as_ref().and_then(kept::join),
             ..State::default()
         };
     }
@@ -265,6 +282,7 @@ impl RangeAhead {
         // kept is dropped (its file removed).
         st.epoch = epoch;
         st.reads = 0;
+        st.retry = None;
         let mut released = Vec::new();
         released.extend(st.kept.take().map(Kept::release));
         st.kept = match st.keeping.take() {
@@ -335,14 +353,7 @@ impl RangeAhead {
         let inner = &self.inner;
         let (served, next) = inner.read_kept(index, range.len(), scratch);
         if let Some(epoch) = next {
-            // Planning the next file computes an epoch's order: not on a reader.
-            let inner = Arc::clone(inner);
-            let spawned = std::thread::Builder::new()
-                .name("imgfeed-kept".into())
-                .spawn(move || inner.keep_next(epoch));
-            if spawned.is_err() {
-                self.inner.keep_next(epoch);
-            }
+            Inner::plan_next(inner, epoch);
         }
         if served {
             stats::kept();
@@ -352,7 +363,9 @@ impl RangeAhead {
         if let Some(b) = inner.take(file, &range, index) {
             scratch.clear();
             scratch.extend_from_slice(&b);
-            inner.keep(index, &b);
+            if let Some(epoch) = inner.keep(index, &b) {
+                Inner::plan_next(inner, epoch);
+            }
             stats::waited(t0.elapsed());
             return Ok(());
         }
@@ -368,7 +381,9 @@ impl RangeAhead {
             .map_err(Error::from)?;
         scratch.clear();
         scratch.extend_from_slice(&bytes);
-        inner.keep(index, &bytes);
+        if let Some(epoch) = inner.keep(index, &bytes) {
+            Inner::plan_next(inner, epoch);
+        }
         stats::waited(t0.elapsed());
         Ok(())
     }
@@ -435,6 +450,7 @@ impl Drop for RangeAhead {
         // The kept files go now, not when the last prefetcher lets go of the state (the
         // process may end first). Not in a forked child: they are the parent's.
         let kept = [st.kept.take(), st.keeping.take()];
+        let member = st.member.take();
         drop(st);
         let child = super::forked::first_call_in_child(&self.inner.pid);
         for k in kept.into_iter().flatten() {
@@ -443,6 +459,10 @@ impl Drop for RangeAhead {
             } else {
                 drop(k.release());
             }
+        }
+        match member {
+            Some(m) if child => m.leave(),
+            m => drop(m),
         }
         self.inner.changed.notify_all();
     }
@@ -456,22 +476,36 @@ impl Inner {
             .ok_or_else(|| Error::Internal(format!("file {file} is not listed")))
     }
 
+    /// [`Inner::keep_next`] on a thread of its own: planning computes an epoch's order,
+    /// not work for a reader.
+    fn plan_next(inner: &Arc<Inner>, epoch: u64) {
+        let moved = Arc::clone(inner);
+        let spawned = std::thread::Builder::new()
+            .name("imgfeed-kept".into())
+            .spawn(move || moved.keep_next(epoch));
+        if spawned.is_err() {
+            inner.keep_next(epoch);
+        }
+    }
+
     /// Reserve the file that keeps epoch `epoch + 1`'s first samples (see
     /// [`super::kept`]), unless there is no cache, no room or another epoch was announced
     /// meanwhile.
     fn keep_next(&self, epoch: u64) {
         let Some(cache) = &self.cache else { return };
         let next = (self.files.order)(epoch + 1);
-        // The samples this epoch has read already do not pass by again before the next.
-        let mut read = vec![false; self.ranges.len()];
+        // Only the samples this epoch has still to read pass by before the next: not
+        // those read already, nor those it does not read at all (another rank's, when
+        // the epoch is sharded: this process could not write them).
+        let mut read = vec![true; self.ranges.len()];
         {
             let st = lock(&self.state);
             if st.epoch != epoch {
                 return;
             }
-            for &i in st.order.iter().take(st.reads) {
+            for &i in st.order.iter().skip(st.reads) {
                 if let Some(r) = read.get_mut(i) {
-                    *r = true;
+                    *r = false;
                 }
             }
         }
@@ -482,7 +516,17 @@ impl Inner {
             &next,
             &self.ranges,
             &read,
+            kept::sharers(cache),
         ) else {
+            // Others sharing the folder may hold the room (a rank that planned before
+            // this one joined): try again later in the epoch, at reads doubling from a
+            // 64th of it, up to three quarters of it.
+            let mut st = lock(&self.state);
+            if st.epoch == epoch && st.keeping.is_none() && !st.stop {
+                let len = st.order.len();
+                let at = (st.reads * 2).max(st.reads + (len / 64).max(1));
+                st.retry = (at < len * 3 / 4).then_some(at);
+            }
             return;
         };
         let mut st = lock(&self.state);
@@ -522,22 +566,30 @@ impl Inner {
     }
 
     /// Sample `index` was read (`bytes`): count the read, and write it to the next
-    /// epoch's kept file when it is one of the samples kept there.
-    fn keep(&self, index: usize, bytes: &[u8]) {
+    /// epoch's kept file when it is one of the samples kept there. `Some(epoch)` when it
+    /// is time to try reserving that file again (see [`Inner::keep_next`]).
+    #[must_use]
+    fn keep(&self, index: usize, bytes: &[u8]) -> Option<u64> {
+        let mut again = None;
         let Some((file, offset)) = ({
             let mut st = lock(&self.state);
             st.reads += 1;
+            if st.retry.is_some_and(|at| st.reads >= at) {
+                st.retry = None;
+                again = Some(st.epoch);
+            }
             st.keeping
                 .as_ref()
                 .and_then(|k| k.wants(index, bytes.len()))
         }) else {
-            return;
+            return again;
         };
         if kept::write(&file, offset, bytes) {
             if let Some(k) = lock(&self.state).keeping.as_mut() {
                 k.written(index, &file);
             }
         }
+        again
     }
 
     /// The prefetched bytes of sample `index` (bytes `range` of `file`), waiting while
