@@ -26,7 +26,8 @@ use moto::*;
 use proxy::{Fault, Proxy};
 
 use remote::{
-    convert_fixtures, digests, files_of, local_shards, text, traffic, COMMAND_LIMIT, EVAL, TRAIN,
+    convert_fixtures, digests, files_of, local_shards, per_epoch, text, traffic, COMMAND_LIMIT,
+    EVAL, TRAIN,
 };
 
 use std::io::Write;
@@ -664,6 +665,19 @@ fn upload_tree(port: u16, bucket: &str, prefix: &str, dir: &Path) -> usize {
     n
 }
 
+/// Copy the tree `from` to `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("dir").flatten() {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if src.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).expect("copy");
+        }
+    }
+}
+
 #[test]
 fn an_image_tree_in_the_store_reads_like_the_local_tree() {
     if !ready("an_image_tree_in_the_store_reads_like_the_local_tree") {
@@ -673,25 +687,95 @@ fn an_image_tree_in_the_store_reads_like_the_local_tree() {
     // Listings of 5 keys a page: the 14 objects take several requests.
     let moto = Moto::start_with(None, &[("MOTO_S3_DEFAULT_MAX_KEYS", "5")]);
     assert_eq!(http(moto.port, "PUT", "/data", b""), 200);
+    // Unsigned writes stay allowed after imgfeed's signed requests (an image is replaced
+    // below).
+    let policy = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":["s3:GetObject","s3:PutObject"],"Resource":"arn:aws:s3:::data/*"}]}"#;
+    let st = http(moto.port, "PUT", "/data?policy", policy.as_bytes());
+    assert!(st == 200 || st == 204, "policy: {st}");
     assert_eq!(upload_tree(moto.port, "data", "tree", &tree), 14);
     let ep = moto.endpoint();
     let env = [("AWS_ENDPOINT_URL", ep.as_str())];
     let local = tree.to_str().expect("utf-8");
     for args in [EVAL, TRAIN] {
-        let cache = tempfile::tempdir().expect("tempdir");
-        let o = run_remote(args, "s3://data/tree", cache.path(), &env);
-        assert!(o.status.success(), "{}", text(&o.stderr));
-        // The same classes, labels and order: the same digests.
-        assert_eq!(digests(&o), digests_of(args, local, &[]), "{args:?}");
-        let out = text(&o.stdout);
-        assert!(
-            out.contains("image_folder s3://data/tree: 12 samples, 3 classes"),
-            "{out}"
-        );
-        // One GET per image and epoch (and the listing's pages, the manifest probe).
-        let epochs = digests(&o).len() as u64;
-        assert!(traffic(&o, "requests") >= 12 * epochs + 2, "{out}");
+        let want = digests_of(args, local, &[]);
+        for fetch in [&[][..], &["--fetch", "ranges"]] {
+            let all: Vec<&str> = args.iter().chain(fetch).copied().collect();
+            let cache = tempfile::tempdir().expect("tempdir");
+            let o = run_remote(&all, "s3://data/tree", cache.path(), &env);
+            assert!(o.status.success(), "{}", text(&o.stderr));
+            // The same classes, labels and order: the same digests.
+            assert_eq!(digests(&o), want, "{all:?}");
+            let out = text(&o.stdout);
+            assert!(
+                out.contains("image_folder s3://data/tree: 12 samples, 3 classes"),
+                "{out}"
+            );
+            let epochs = digests(&o).len() as u64;
+            if !fetch.is_empty() {
+                // One GET per image and epoch (and the listing's pages, the manifest
+                // probe).
+                assert!(traffic(&o, "requests") >= 12 * epochs + 2, "{out}");
+                continue;
+            }
+            // The cache holds the tree: its images come once, as one pack file, and the
+            // later epochs ask the store nothing.
+            let requests = per_epoch(&o, "requests");
+            assert!(requests[0] >= 12, "{out}");
+            assert!(requests[1..].iter().all(|&r| r == 0), "{out}");
+            assert_eq!(traffic(&o, "files downloaded"), 1, "{out}");
+            // A second run reads the pack from the cache: the listing's pages and the
+            // manifest probe only.
+            let again = run_remote(&all, "s3://data/tree", cache.path(), &env);
+            assert!(again.status.success(), "{}", text(&again.stderr));
+            assert_eq!(digests(&again), want, "{all:?}");
+            assert_eq!(
+                traffic(&again, "files downloaded"),
+                0,
+                "{}",
+                text(&again.stdout)
+            );
+            assert!(traffic(&again, "requests") <= 4, "{}", text(&again.stdout));
+        }
     }
+    // The shard-aware shuffle windows the packs (here one): the same order each run.
+    let window = [TRAIN, &["--shuffle-window", "1"]].concat();
+    let runs: Vec<Output> = (0..2)
+        .map(|_| {
+            let cache = tempfile::tempdir().expect("tempdir");
+            run_remote(&window, "s3://data/tree", cache.path(), &env)
+        })
+        .collect();
+    for o in &runs {
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert_eq!(traffic(o, "files downloaded"), 1, "{}", text(&o.stdout));
+    }
+    assert_eq!(digests(&runs[0]), digests(&runs[1]));
+    assert_eq!(digests(&runs[0]).len(), 2);
+    // An image replaced on the store (same key, other bytes): its pack is fetched again,
+    // and the run reads the new bytes, as a local tree with that image replaced does.
+    let cache = tempfile::tempdir().expect("tempdir");
+    let o = run_remote(EVAL, "s3://data/tree", cache.path(), &env);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let changed = tempfile::tempdir().expect("tempdir");
+    let copy = changed.path().join("tree");
+    copy_tree(&tree, &copy);
+    let other = std::fs::read(tree.join("bird/bird_000.jpg")).expect("reads");
+    std::fs::write(copy.join("cat/cat_000.jpg"), &other).expect("writes");
+    let (st, body) = http_full(moto.port, "PUT", "/data/tree/cat/cat_000.jpg", &other);
+    assert_eq!(st, 200, "{}", text(&body));
+    let o = run_remote(EVAL, "s3://data/tree", cache.path(), &env);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(traffic(&o, "files downloaded"), 1, "{}", text(&o.stdout));
+    assert_eq!(
+        digests(&o),
+        digests_of(EVAL, copy.to_str().expect("utf-8"), &[]),
+        "the new bytes"
+    );
+    let original = std::fs::read(tree.join("cat/cat_000.jpg")).expect("reads");
+    assert_eq!(
+        http(moto.port, "PUT", "/data/tree/cat/cat_000.jpg", &original),
+        200
+    );
     // validate reads the tree in the store as it reads the local one (was: "pipeline file
     // s3://data/tree: No such file or directory", and --endpoint refused).
     let cache = tempfile::tempdir().expect("tempdir");
@@ -772,6 +856,8 @@ fn an_image_tree_in_the_store_reads_like_the_local_tree() {
             "2",
             "--batch-size",
             "4",
+            "--fetch",
+            "ranges",
         ],
         "s3://data/tree",
         cache.path(),
@@ -815,6 +901,27 @@ fn a_missing_or_forbidden_image_in_the_store_is_named() {
             err.contains("s3://data/tree/cat/cat_002.jpg") && err.contains(says),
             "{status}: {err}"
         );
+        // The tree's pack cannot be made: its other images are still read (one GET
+        // each), and only that one is lost.
+        let skip = [EVAL, &["--on-error", "skip"]].concat();
+        let o = run_remote(
+            &skip,
+            "s3://data/tree",
+            cache.path(),
+            &[("AWS_ENDPOINT_URL", ep.as_str())],
+        );
+        let (out, err) = (text(&o.stdout), text(&o.stderr));
+        let all = format!("{out}{err}");
+        // 11 images: 2 batches of 4.
+        assert!(out.contains("2 batches, 8 samples"), "{status}: {all}");
+        let skipped: Vec<&str> = all.lines().filter(|l| l.starts_with("skipped:")).collect();
+        assert_eq!(skipped.len(), 1, "{all}");
+        assert!(
+            skipped[0].contains("s3://data/tree/cat/cat_002.jpg"),
+            "{all}"
+        );
+        // The pack is tried once (12 GETs), then each image once more, and the listing.
+        assert!(traffic(&o, "requests") <= 30, "{all}");
     }
     // An empty prefix: neither a dataset nor a tree, said so.
     let cache = tempfile::tempdir().expect("tempdir");
@@ -1065,11 +1172,18 @@ fn a_forked_process_reads_the_store_like_its_parent() {
     let ep = moto.endpoint();
     let lines = format!("cache_size = \"{limit}\"\nfetch = \"files\"\n");
     fork_reads_alike(local.path(), "s3://data/ds", &dir, &ep, &lines);
-    // An image tree: the fetcher threads are the parent's too (one GET per image an
-    // epoch, no cache: the child's second epoch asks the store whatever happened before).
+    // An image tree read one GET per image (range mode: no packs in the cache): the
+    // fetcher threads are the parent's too, and the child's second epoch asks the store
+    // whatever happened before. (Its packs are files of the cache, as the shards above.)
     let tree = common::repo().join("fixtures/imagefolder");
     assert_eq!(upload_tree(moto.port, "data", "tree", &tree), 14);
-    fork_reads_alike(local.path(), "s3://data/tree", &tree, &ep, "");
+    fork_reads_alike(
+        local.path(),
+        "s3://data/tree",
+        &tree,
+        &ep,
+        "fetch = \"ranges\"\n",
+    );
 }
 
 /// Run [`fork_probe`] on `url` (through `ep`) and compare what the forked child and its

@@ -24,7 +24,7 @@ mod remote;
 
 use moto::{bytes_under, imgfeed, ready, watching, Moto};
 use proxy::{Fault, Proxy};
-use remote::{digests, local_shards, text, traffic, EVAL, TRAIN};
+use remote::{digests, local_shards, per_epoch, text, traffic, EVAL, TRAIN};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -128,19 +128,6 @@ fn ranges_with_a_tenth_of_the_dataset_cached_give_the_local_digests() {
     assert_eq!(digests(&o), want);
     assert_eq!(traffic(&o, "range requests"), 0, "{}", text(&o.stdout));
     assert!(traffic(&o, "files downloaded") > 2, "{}", text(&o.stdout));
-}
-
-/// Each epoch's figure `what` on its `object store:` line (0 where the line lacks it).
-fn per_epoch(o: &Output, what: &str) -> Vec<u64> {
-    text(&o.stdout)
-        .lines()
-        .filter(|l| l.starts_with("epoch ") && l.contains("object store:"))
-        .map(|l| {
-            l.find(what)
-                .and_then(|at| l[..at].split_whitespace().last()?.parse::<u64>().ok())
-                .unwrap_or(0)
-        })
-        .collect()
 }
 
 #[test]

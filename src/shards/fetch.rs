@@ -93,6 +93,7 @@ pub(crate) fn remote_files(
         order: Box::new(move |epoch| sampling.order(n, epoch, by_file.as_deref())),
         check: Box::new(check),
         unpack: None,
+        assemble: None,
     };
     match ranges {
         Some(ranges) => RemoteFiles::Ranges(RangeAhead::new(

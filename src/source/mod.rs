@@ -24,6 +24,7 @@ pub mod record_files;
 pub mod record_index;
 pub mod root;
 pub mod store_tree;
+pub mod tree_packs;
 
 pub use crate::shards::Shards;
 pub use cifar::{parse_record, Cifar, CifarKind, CifarLabel, Usage, PIXELS as PIXELS_PER_RECORD};

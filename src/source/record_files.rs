@@ -883,6 +883,7 @@ impl RecordFiles {
                     .unpack(packed, out)
                     .map_err(|e| bad(object, e.to_string()))
             })),
+            assemble: None,
         };
         let count = files.files.len();
         let copies: Vec<u64> = files

@@ -12,17 +12,23 @@
 //! itself. An object missing, forbidden or changed since the listing is that sample's
 //! error, naming the object; a store still failing after the retries stops the run.
 //!
+//! When the cache folder can hold the tree (and range mode is not asked for, nor picked by
+//! `fetch = "auto"` for a global shuffle through a smaller cache), the objects are kept
+//! there as packs instead ([`super::tree_packs`]): the first epoch fetches every image
+//! once, the later ones read them locally.
+//!
 //! One request per image makes this slower than a shards dataset by nature (the request
 //! rate, not the bandwidth, is the limit): `bench` says so and points at
 //! `convert --format shards`.
 
 use super::image_folder::{Ignored, ImageFolder, DEFAULT_MAX_FILE_BYTES};
 use super::root::StoreRoot;
+use super::tree_packs::TreePacks;
 use super::{Raw, RawSample, Source};
 use crate::error::{Error, Result, SampleErrorKind};
 use crate::shards::format::MANIFEST;
 use crate::spec::Spec;
-use crate::store::{stats, StoreClient, StoreError};
+use crate::store::{stats, Cache, StoreClient, StoreError};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -75,6 +81,8 @@ struct Shared {
 pub struct RemoteTree {
     listing: ImageFolder,
     shared: Arc<Shared>,
+    /// The tree's packs in the cache, when they are read that way.
+    packs: Option<TreePacks>,
 }
 
 impl std::fmt::Debug for RemoteTree {
@@ -99,10 +107,14 @@ pub fn open_tree(
     max_file_bytes: Option<u64>,
 ) -> Result<RemoteTree> {
     let StoreRoot {
-        root, url, client, ..
+        root,
+        url,
+        client,
+        options,
+        sampling,
     } = at;
     let root = root.as_path();
-    let listed = client.list(MAX_OBJECTS)?;
+    let listed = client.list_info(MAX_OBJECTS)?;
     if listed.is_empty() {
         return Err(StoreError::Request {
             object: format!("{url}/"),
@@ -134,13 +146,17 @@ pub fn open_tree(
         extensions,
         class_indexing,
     )?;
-    let size_of: HashMap<&str, u64> = listed.iter().map(|(k, s)| (k.as_str(), *s)).collect();
+    let info_of: HashMap<&str, &crate::store::ObjectInfo> =
+        listed.iter().map(|(k, i)| (k.as_str(), i)).collect();
     let n = listing.len();
     let mut keys = Vec::with_capacity(n);
     let mut sizes = Vec::with_capacity(n);
+    let mut e_tags = Vec::with_capacity(n);
     for i in 0..n {
         let key = listing.sample_name(i).replace('\\', "/");
-        sizes.push(size_of.get(key.as_str()).copied().unwrap_or(0));
+        let info = info_of.get(key.as_str());
+        sizes.push(info.map_or(0, |i| i.size));
+        e_tags.push(info.and_then(|i| i.e_tag.clone()));
         keys.push(key);
     }
     let max_file_bytes = match max_file_bytes {
@@ -154,6 +170,16 @@ pub fn open_tree(
         Some(n) => n,
         None => DEFAULT_MAX_FILE_BYTES,
     };
+    let packs = packs(
+        &client,
+        &url,
+        &options,
+        sampling,
+        &keys,
+        &sizes,
+        &e_tags,
+        max_file_bytes,
+    )?;
     let shared = Arc::new(Shared {
         client,
         keys,
@@ -163,8 +189,80 @@ pub fn open_tree(
         changed: Condvar::new(),
         pid: AtomicU32::new(std::process::id()),
     });
-    spawn_fetchers(&shared)?;
-    Ok(RemoteTree { listing, shared })
+    if packs.is_none() {
+        spawn_fetchers(&shared)?;
+    }
+    Ok(RemoteTree {
+        listing,
+        shared,
+        packs,
+    })
+}
+
+/// The tree's packs in the cache ([`super::tree_packs`]), unless its images are read one
+/// GET each every epoch: range mode asked (`fetch = "ranges"`) or picked by `auto` (a
+/// global shuffle through a cache smaller than the tree), or a cache too small for one
+/// pack (unless `fetch = "files"` asked for packs: then that is an error saying what it
+/// needs). A shard-aware window needs the packs, and room for its window of them.
+#[allow(clippy::too_many_arguments)]
+fn packs(
+    client: &StoreClient,
+    url: &crate::store::StoreUrl,
+    options: &crate::store::StoreOptions,
+    sampling: crate::plan::Sampling,
+    keys: &[String],
+    sizes: &[u64],
+    e_tags: &[Option<String>],
+    max_file_bytes: u64,
+) -> Result<Option<TreePacks>> {
+    use crate::store::Fetch;
+    let limit = options.cache_limit()?;
+    let total: u64 = sizes.iter().filter(|&&s| s <= max_file_bytes).sum();
+    let global = sampling.shuffle && sampling.shuffle_window.is_none();
+    if options.fetch.ranges(global, limit, total) {
+        return Ok(None);
+    }
+    let cache = Cache::open(
+        options.cache_dir.as_deref(),
+        limit,
+        url,
+        options.endpoint.as_deref(),
+    )?;
+    let packs = TreePacks::new(
+        client.another()?,
+        cache,
+        keys,
+        sizes,
+        e_tags,
+        max_file_bytes,
+        sampling,
+    );
+    let pack_sizes = packs.sizes();
+    let largest = pack_sizes.iter().copied().max().unwrap_or(0);
+    if let Some(window) = sampling.shuffle_window {
+        crate::plan::window::check_room(
+            &pack_sizes,
+            0,
+            limit,
+            window,
+            crate::store::ahead::PREFETCH,
+        )
+        .map_err(|source| crate::error::Invalid::WindowCache {
+            url: url.to_string(),
+            source,
+        })?;
+    } else if limit < largest {
+        if options.fetch == Fetch::Files {
+            return Err(crate::error::Invalid::CacheTooSmall {
+                limit,
+                url: url.to_string(),
+                least: largest,
+            }
+            .into());
+        }
+        return Ok(None);
+    }
+    Ok(Some(packs))
 }
 
 /// Start the [`FETCHERS`] threads.
@@ -370,10 +468,18 @@ impl Source for RemoteTree {
     }
 
     fn per_object(&self) -> bool {
-        true
+        self.packs.is_none()
     }
 
-    fn epoch_starts(&self, _epoch: u64, order: &[usize]) {
+    fn file_of(&self) -> Option<&[u32]> {
+        self.packs.as_ref().map(TreePacks::pack_of)
+    }
+
+    fn epoch_starts(&self, epoch: u64, order: &[usize]) {
+        if let Some(packs) = &self.packs {
+            packs.start_epoch(epoch, order);
+            return;
+        }
         // A thread that cannot start here leaves the reads to fetch their own objects.
         let _ = self.shared.forked();
         self.shared.announce(order.to_vec());
@@ -399,19 +505,27 @@ impl Source for RemoteTree {
                 format!("object is {size} bytes, over the limit of {max} (max_file_bytes)"),
             ));
         }
-        self.shared.forked()?;
-        match self.shared.take(index) {
-            Ok(mut bytes) => {
+        let got = match &self.packs {
+            // From its pack; one GET when its pack could not be made.
+            Some(packs) => (!packs.read(index, scratch)?).then(|| self.shared.get(index)),
+            None => {
+                self.shared.forked()?;
+                Some(self.shared.take(index))
+            }
+        };
+        match got {
+            None => {}
+            Some(Ok(mut bytes)) => {
                 // The fetched buffer becomes the sample's: no copy.
                 std::mem::swap(scratch, &mut bytes);
             }
-            Err(
+            Some(Err(
                 e @ (StoreError::NotFound { .. }
                 | StoreError::Denied { .. }
                 | StoreError::Changed { .. }
                 | StoreError::Request { .. }),
-            ) => return Err(fail(SampleErrorKind::Io, e.to_string())),
-            Err(e) => return Err(e.into()),
+            )) => return Err(fail(SampleErrorKind::Io, e.to_string())),
+            Some(Err(e)) => return Err(e.into()),
         }
         Ok(RawSample {
             raw: Raw::Encoded(scratch),

@@ -84,6 +84,12 @@ pub type CheckFile = Box<dyn Fn(&std::path::Path, &Mmap) -> Result<()> + Send + 
 pub type Unpack =
     Box<dyn Fn(&std::path::Path, &[u8], &mut dyn std::io::Write) -> Result<()> + Send + Sync>;
 
+/// Writes file `i` (of [`AheadFiles::files`]) into `out` from its start by `client`, when
+/// the file is made of several objects rather than one (an image tree's pack): what was
+/// written.
+pub type Assemble =
+    Box<dyn Fn(&StoreClient, usize, &mut std::fs::File) -> Result<super::Received> + Send + Sync>;
+
 /// The samples an epoch reads, in order (to prefetch without an announced order).
 pub type EpochOrder = Box<dyn Fn(u64) -> Vec<usize> + Send + Sync>;
 
@@ -106,6 +112,9 @@ pub struct AheadFiles {
     pub check: CheckFile,
     /// How the files with [`AheadFile::unpacked_from`] are unpacked.
     pub unpack: Option<Unpack>,
+    /// How every file is made, when the files are not objects of the store (an image
+    /// tree's packs of objects); `None`: each file is the object of its name.
+    pub assemble: Option<Assemble>,
 }
 
 /// Files the up-front room checks count as fetched ahead of the reader (a shard-aware
@@ -594,7 +603,9 @@ impl Inner {
                         let file = pending.file().ok_or_else(|| {
                             Error::Internal("a pending download without its file".into())
                         })?;
-                        let got = if let Some(packed) = entry.unpacked_from {
+                        let got = if let Some(assemble) = &self.files.assemble {
+                            assemble(&self.client, shard, file)?
+                        } else if let Some(packed) = entry.unpacked_from {
                             self.unpack_into(entry, packed, &object, file)?
                         } else {
                             self.client
@@ -859,6 +870,7 @@ mod tests {
                 order: Box::new(move |_| order.clone()),
                 check: Box::new(|_, _| Ok(())),
                 unpack: None,
+                assemble: None,
             },
             file_at,
             shared: AtomicPtr::new(Shared::fresh(n)),

@@ -71,6 +71,13 @@ pub struct Received {
 }
 
 impl Received {
+    /// `len` bytes that this crate wrote into a cache file itself, counted but not hashed:
+    /// for a file whose key is a version tag rather than a checksum (`checked: false`),
+    /// whose pieces were each checked as they arrived (an image tree's pack).
+    pub(crate) fn counted(len: u64) -> Received {
+        Received { len, crc32: 0 }
+    }
+
     /// The length and CRC-32 of `bytes` (what this crate wrote into a cache file itself).
     pub(crate) fn of(bytes: &[u8]) -> Received {
         Received {
@@ -144,6 +151,14 @@ impl StoreClient {
             io: AtomicPtr::new(Box::into_raw(Box::new(io))),
             retry: RetryPolicy::default(),
         })
+    }
+
+    /// Another client of the same location, endpoint and retry policy, with a runtime of
+    /// its own (for a second reader of the dataset's objects).
+    pub fn another(&self) -> Result<StoreClient, StoreError> {
+        let mut c = StoreClient::new(&self.url, self.endpoint.as_deref())?;
+        c.retry = self.retry;
+        Ok(c)
     }
 
     /// This process's runtime and store: the ones built here, or fresh ones when this is
@@ -591,6 +606,87 @@ impl StoreClient {
                 done(i, got);
             }
         });
+    }
+
+    /// Whole objects `(file, size as listed)`, at most `parallel` GETs in flight at once
+    /// on the client's runtime, each retried like [`get`](Self::get) and checked against
+    /// its listed size (another size is [`StoreError::Changed`], naming the object);
+    /// `done(i, bytes)` is called on this thread for object `i` as it arrives (in any
+    /// order).
+    pub fn get_objects(
+        &self,
+        objects: &[(&str, u64)],
+        parallel: usize,
+        mut done: impl FnMut(usize, Result<bytes::Bytes, StoreError>),
+    ) {
+        let io = match self.io() {
+            Ok(io) => io,
+            Err(e) => {
+                let text = e.to_string();
+                for (i, (file, _)) in objects.iter().enumerate() {
+                    done(
+                        i,
+                        Err(StoreError::Request {
+                            object: self.url.object(file),
+                            reason: text.clone(),
+                        }),
+                    );
+                }
+                return;
+            }
+        };
+        io.runtime.block_on(async {
+            let mut arriving = futures_util::stream::iter(objects.iter().enumerate())
+                .map(|(i, (file, size))| async move {
+                    (i, self.get_object_async(io, file, *size).await)
+                })
+                .buffer_unordered(parallel.max(1));
+            while let Some((i, got)) = arriving.next().await {
+                done(i, got);
+            }
+        });
+    }
+
+    /// One GET of [`get_objects`](Self::get_objects), retried.
+    async fn get_object_async(
+        &self,
+        io: &Io,
+        file: &str,
+        size: u64,
+    ) -> Result<bytes::Bytes, StoreError> {
+        let object = self.url.object(file);
+        let location = ObjectPath::from(self.url.key(file));
+        self.retry
+            .run_async(&object, |_| {
+                stats::request();
+                let (location, object) = (&location, &object);
+                async move {
+                    let got = io
+                        .store
+                        .get_opts(location, GetOptions::default())
+                        .await
+                        .map_err(|e| self.classify(file, e))?;
+                    if got.meta.size != size {
+                        return Err(Failure::Fatal(StoreError::Changed {
+                            object: object.clone(),
+                            reason: format!(
+                                "{} bytes, but {size} when it was listed: the object changed",
+                                got.meta.size
+                            ),
+                        }));
+                    }
+                    let bytes = got.bytes().await.map_err(|e| self.classify(file, e))?;
+                    stats::bytes(bytes.len() as u64);
+                    if bytes.len() as u64 != size {
+                        return Err(Failure::Transient(format!(
+                            "body of {} bytes, expected {size}",
+                            bytes.len()
+                        )));
+                    }
+                    Ok(bytes)
+                }
+            })
+            .await
     }
 
     /// One ranged GET of [`get_ranges`](Self::get_ranges), retried.

@@ -918,6 +918,7 @@ mod tests {
             order: Box::new(|_| Vec::new()),
             check: Box::new(|_, _| Ok(())),
             unpack: None,
+            assemble: None,
         };
         let url = super::super::StoreUrl::parse("http://127.0.0.1:9/none").expect("url");
         let client = StoreClient::new(&url, None).expect("client");

@@ -144,6 +144,20 @@ pub fn digests(o: &Output) -> Vec<String> {
         .collect()
 }
 
+/// Each epoch's count before `what` on its `object store:` line (0 where the line lacks
+/// it).
+pub fn per_epoch(o: &Output, what: &str) -> Vec<u64> {
+    text(&o.stdout)
+        .lines()
+        .filter(|l| l.starts_with("epoch ") && l.contains("object store:"))
+        .map(|l| {
+            l.find(what)
+                .and_then(|at| l[..at].split_whitespace().last()?.parse::<u64>().ok())
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
 /// The sum of the `object store:` lines' count before `what` (`requests`, `files`, ...).
 pub fn traffic(o: &Output, what: &str) -> u64 {
     text(&o.stdout)
