@@ -6,9 +6,10 @@ Run as root inside a network namespace holding only loopback (nothing leaves the
 
   unshare -n sh -c 'ip link set lo up && python3 benches/store_cache.py --tree TREE --work WORK'
 
-``--sets`` picks among ``jpeg``, ``raw`` and ``parquet``: the tree's JPEGs as they are in
-Hugging Face Parquet files (``--shard-sizes parquet=FILES``, default 16), a packed format
-whose unpacked copies the cache holds.
+``--sets`` picks among ``jpeg``, ``raw``, ``parquet`` and ``tree``: ``parquet``, the tree's
+JPEGs as they are in Hugging Face Parquet files (``--shard-sizes parquet=FILES``, default
+16); ``tree``, the tree itself, one object per image (kept in the cache as packs when it
+holds them).
 
 TREE is an ImageFolder tree (``python3 benches/make_data.py imagefolder --num 2000 --classes 20
 --out TREE``). The script converts it twice with the release binary (``--imgfeed``): jpeg shards
@@ -203,6 +204,11 @@ def dataset_files(folder: Path) -> list[Path]:
     return [f for f in sorted(folder.iterdir()) if not f.name.endswith((".imgfeed-index", ".imgfeed-in-place"))]
 
 
+def tree_files(tree: Path) -> list[Path]:
+    """The images of an ImageFolder tree (its class folders' files)."""
+    return sorted(f for f in tree.glob("*/*") if f.is_file())
+
+
 def plain_get(server: Server, bucket: str, keys: list[str], threads: int = 16) -> dict:
     """Seconds to GET every object once, `threads` at a time (the store's bound), and the CPU
     seconds this process and the server used for it."""
@@ -309,13 +315,16 @@ def main() -> None:
         shard[name] = size
     sets = {"jpeg": ("convert_jpeg256.toml", shard.get("jpeg", "4MB")),
             "raw": ("convert_raw256.toml", shard.get("raw", "32MB")),
-            "parquet": ("", shard.get("parquet", "16"))}
+            "parquet": ("", shard.get("parquet", "16")),
+            "tree": ("", "")}
     chosen = [s for s in a.sets.split(",") if s]
     if any(s not in sets for s in chosen):
         sys.exit(f"--sets: one of {', '.join(sets)}")
     folder = {name: a.work / f"{name}-{sets[name][1]}" for name in chosen}
     for name in chosen:
-        if name == "parquet":
+        if name == "tree":
+            folder[name] = a.tree
+        elif name == "parquet":
             write_parquet(a.tree, folder[name], int(sets[name][1]))
         else:
             convert(a.imgfeed, sets[name][0], a.tree, folder[name], sets[name][1])
@@ -326,13 +335,22 @@ def main() -> None:
     try:
         server.create("bench")
         for name in chosen:
-            for f in dataset_files(folder[name]):
-                server.put("bench", f"{name}/{f.name}", f.read_bytes())
+            for f in tree_files(a.tree) if name == "tree" else dataset_files(folder[name]):
+                rel = f.relative_to(a.tree).as_posix() if name == "tree" else f.name
+                server.put("bench", f"{name}/{rel}", f.read_bytes())
         for rnd in range(a.rounds):
             for name in chosen:
                 d = folder[name]
                 keys = [f"{name}/{f.name}" for f in dataset_files(d)]
-                if name == "parquet":
+                if name == "tree":
+                    # The images themselves, one object each (kept in the cache as packs
+                    # when it holds them all).
+                    files = tree_files(d)
+                    keys = [f"{name}/{f.relative_to(d).as_posix()}" for f in files]
+                    sizes = [f.stat().st_size for f in files]
+                    small = 0
+                    local_data, remote_data = str(d), server.url("bench", name)
+                elif name == "parquet":
                     # Files, no manifest: named by a brace pattern; indexes live outside the
                     # dataset's cache folder.
                     sizes = [f.stat().st_size for f in sorted(d.glob("*.parquet"))]

@@ -71,6 +71,8 @@ struct Shared {
     keys: Vec<String>,
     sizes: Vec<u64>,
     max_file_bytes: u64,
+    /// Samples the fetchers leave alone (read from their pack).
+    skip: Option<Arc<TreePacks>>,
     window: Mutex<Window>,
     changed: Condvar,
     /// The process whose fetcher threads these are (see [`Shared::forked`]).
@@ -82,7 +84,7 @@ pub struct RemoteTree {
     listing: ImageFolder,
     shared: Arc<Shared>,
     /// The tree's packs in the cache, when they are read that way.
-    packs: Option<TreePacks>,
+    packs: Option<Arc<TreePacks>>,
 }
 
 impl std::fmt::Debug for RemoteTree {
@@ -179,19 +181,21 @@ pub fn open_tree(
         &sizes,
         &e_tags,
         max_file_bytes,
-    )?;
+    )?
+    .map(Arc::new);
     let shared = Arc::new(Shared {
         client,
         keys,
         sizes,
         max_file_bytes,
+        skip: packs.clone(),
         window: Mutex::new(Window::default()),
         changed: Condvar::new(),
         pid: AtomicU32::new(std::process::id()),
     });
-    if packs.is_none() {
-        spawn_fetchers(&shared)?;
-    }
+    // With packs too: the reads whose pack is not at hand yet take their images from
+    // these fetchers.
+    spawn_fetchers(&shared)?;
     Ok(RemoteTree {
         listing,
         shared,
@@ -345,7 +349,8 @@ impl Shared {
                             && ahead < AHEAD_OBJECTS
                             && (w.held + size <= AHEAD_BYTES || pending == 0);
                         let taken = w.ready.contains_key(&i) || w.in_flight.contains_key(&i);
-                        if taken || size > self.max_file_bytes {
+                        let packed = self.skip.as_ref().is_some_and(|p| p.at_hand(i));
+                        if taken || packed || size > self.max_file_bytes {
                             w.next += 1; // read (and refused) by the worker itself
                             continue;
                         }
@@ -472,13 +477,12 @@ impl Source for RemoteTree {
     }
 
     fn file_of(&self) -> Option<&[u32]> {
-        self.packs.as_ref().map(TreePacks::pack_of)
+        self.packs.as_deref().map(TreePacks::pack_of)
     }
 
     fn epoch_starts(&self, epoch: u64, order: &[usize]) {
         if let Some(packs) = &self.packs {
             packs.start_epoch(epoch, order);
-            return;
         }
         // A thread that cannot start here leaves the reads to fetch their own objects.
         let _ = self.shared.forked();
@@ -505,13 +509,16 @@ impl Source for RemoteTree {
                 format!("object is {size} bytes, over the limit of {max} (max_file_bytes)"),
             ));
         }
-        let got = match &self.packs {
-            // From its pack; one GET when its pack could not be made.
-            Some(packs) => (!packs.read(index, scratch)?).then(|| self.shared.get(index)),
-            None => {
-                self.shared.forked()?;
-                Some(self.shared.take(index))
-            }
+        // From its pack when it is at hand; else one GET (fetched ahead).
+        let packed = match &self.packs {
+            Some(packs) => packs.read(index, scratch)?,
+            None => false,
+        };
+        let got = if packed {
+            None
+        } else {
+            self.shared.forked()?;
+            Some(self.shared.take(index))
         };
         match got {
             None => {}

@@ -12,6 +12,12 @@
 //! pack. The first epoch costs one GET per image as before; the later ones none, when the
 //! cache holds the tree.
 //!
+//! A read whose pack is not at hand yet (the first epoch: a shuffled epoch needs nearly
+//! every pack within its first reads) does not wait for it: its image is read by one GET,
+//! fetched ahead like a tree read without packs, while the packs arrive. So the first
+//! epoch runs at the pace of one GET per image, not behind the packs' download, for some
+//! GETs more (the images read before their pack came).
+//!
 //! A pack that cannot be assembled because one of its objects is missing, forbidden or
 //! changed is not kept: its samples are then read one GET each, so that object's sample
 //! alone fails, naming it.
@@ -211,31 +217,42 @@ impl TreePacks {
         self.files.start_epoch(epoch, order);
     }
 
-    /// Sample `index`'s bytes into `scratch` from its pack: `Ok(false)` when it is in no
-    /// pack or its pack could not be assembled (read it by one GET instead).
+    fn failed(&self, p: u32) -> bool {
+        self.failed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&(p as usize))
+    }
+
+    /// Sample `index`'s bytes into `scratch` from its pack, when the pack is at hand (in
+    /// the cache): `Ok(false)` when it is not yet (it is being fetched, or will be), or
+    /// cannot be made, or the sample is in none: read it by one GET instead.
     pub fn read(&self, index: usize, scratch: &mut Vec<u8>) -> Result<bool> {
         let Some(&p) = self.pack_of.get(index).filter(|&&p| p != u32::MAX) else {
             return Ok(false);
         };
-        let failed = |p: u32| {
-            self.failed
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .contains(&(p as usize))
-        };
-        if failed(p) {
+        if self.failed(p) {
             return Ok(false);
         }
         let start = self.offset.get(index).copied().unwrap_or(0) as usize;
         let len = self.sizes.get(index).copied().unwrap_or(0) as usize;
         match self
             .files
-            .copy(p as usize, start..start + len, index, scratch)
+            .copy_if_at_hand(p as usize, start..start + len, index, scratch)
         {
-            Ok(()) => Ok(true),
-            Err(_) if failed(p) => Ok(false),
+            Ok(read) => Ok(read),
+            Err(_) if self.failed(p) => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// Whether sample `index` would be read from its pack now (see [`TreePacks::read`]):
+    /// the per-image fetchers skip it.
+    pub fn at_hand(&self, index: usize) -> bool {
+        self.pack_of
+            .get(index)
+            .filter(|&&p| p != u32::MAX && !self.failed(p))
+            .is_some_and(|&p| self.files.at_hand(p as usize))
     }
 }
 

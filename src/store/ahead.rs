@@ -355,6 +355,43 @@ impl FetchAhead {
         Ok(())
     }
 
+    /// [`FetchAhead::copy`] when file `shard` is at hand (mapped here, or complete in the
+    /// cache folder): `Ok(false)`, without waiting, when it would first have to be fetched
+    /// or is being fetched. The caller then reads the sample another way; the prefetchers
+    /// still bring the file for the reads after (an image tree's first epoch reads its
+    /// images one GET each while their packs arrive).
+    pub fn copy_if_at_hand(
+        &self,
+        shard: usize,
+        range: std::ops::Range<usize>,
+        index: usize,
+        scratch: &mut Vec<u8>,
+    ) -> Result<bool> {
+        self.forked();
+        let t0 = Instant::now();
+        let st = self.inner.note_read(index);
+        if !self.inner.at_hand(shard, &st) {
+            return Ok(false);
+        }
+        let held = self.inner.acquire_locked(shard, st)?;
+        stats::waited(t0.elapsed());
+        let bytes = held.map.get(range).ok_or_else(|| {
+            Error::Internal(format!(
+                "a record outside file {shard}, past the index checks"
+            ))
+        })?;
+        scratch.clear();
+        scratch.extend_from_slice(bytes);
+        Ok(true)
+    }
+
+    /// Whether file `shard` is at hand (see [`FetchAhead::copy_if_at_hand`]).
+    pub fn at_hand(&self, shard: usize) -> bool {
+        self.forked();
+        let st = lock(self.inner.state());
+        self.inner.at_hand(shard, &st)
+    }
+
     /// Fetch every file (each is checked against its size and CRC-32 as it arrives; a
     /// cached one was when it arrived).
     pub fn verify_all(&self) -> Result<()> {
@@ -430,6 +467,20 @@ impl Inner {
 
     fn key<'a>(&self, f: &'a AheadFile) -> CacheKey<'a> {
         f.key(self.files.listed_by)
+    }
+
+    /// Whether file `shard` is mapped, or complete in the cache folder and not being
+    /// fetched.
+    fn at_hand(&self, shard: usize, st: &State) -> bool {
+        if st.maps.get(shard).is_some_and(Option::is_some) {
+            return true;
+        }
+        !st.fetching.get(shard).copied().unwrap_or(true)
+            && self
+                .files
+                .files
+                .get(shard)
+                .is_some_and(|f| self.cache.lookup(&self.key(f)).is_some())
     }
 
     /// A read of sample `index`: the state, locked, with the plan's position moved (the
