@@ -257,6 +257,21 @@ struct Held<'a> {
     map: Arc<Mmap>,
 }
 
+impl Held<'_> {
+    /// Copy bytes `range` of the file into `scratch`.
+    fn copy_out(&self, range: std::ops::Range<usize>, scratch: &mut Vec<u8>) -> Result<()> {
+        let bytes = self.map.get(range).ok_or_else(|| {
+            Error::Internal(format!(
+                "a record outside file {}, past the index checks",
+                self.file
+            ))
+        })?;
+        scratch.clear();
+        scratch.extend_from_slice(bytes);
+        Ok(())
+    }
+}
+
 impl Drop for Held<'_> {
     fn drop(&mut self) {
         let mut st = lock(self.inner.state());
@@ -345,19 +360,12 @@ impl FetchAhead {
         let st = self.inner.note_read(index);
         let held = self.inner.acquire_locked(shard, st)?;
         stats::waited(t0.elapsed());
-        let bytes = held.map.get(range).ok_or_else(|| {
-            Error::Internal(format!(
-                "a record outside file {shard}, past the index checks"
-            ))
-        })?;
-        scratch.clear();
-        scratch.extend_from_slice(bytes);
-        Ok(())
+        held.copy_out(range, scratch)
     }
 
     /// [`FetchAhead::copy`] when file `shard` is at hand (mapped here, or complete in the
-    /// cache folder): `Ok(false)`, without waiting, when it would first have to be fetched
-    /// or is being fetched. The caller then reads the sample another way; the prefetchers
+    /// cache folder): `Ok(false)`, without waiting, when it would first have to be
+    /// downloaded (or is being downloaded). The caller then reads the sample another way; the prefetchers
     /// still bring the file for the reads after (an image tree's first epoch reads its
     /// images one GET each while their packs arrive).
     pub fn copy_if_at_hand(
@@ -375,14 +383,7 @@ impl FetchAhead {
         }
         let held = self.inner.acquire_locked(shard, st)?;
         stats::waited(t0.elapsed());
-        let bytes = held.map.get(range).ok_or_else(|| {
-            Error::Internal(format!(
-                "a record outside file {shard}, past the index checks"
-            ))
-        })?;
-        scratch.clear();
-        scratch.extend_from_slice(bytes);
-        Ok(true)
+        held.copy_out(range, scratch).map(|()| true)
     }
 
     /// Whether file `shard` is at hand (see [`FetchAhead::copy_if_at_hand`]).
@@ -469,14 +470,11 @@ impl Inner {
         f.key(self.files.listed_by)
     }
 
-    /// Whether file `shard` is mapped, or complete in the cache folder and not being
-    /// fetched.
+    /// Whether file `shard` is mapped, or complete in the cache folder (where a fetch of
+    /// it only maps it: a download in progress is under a temporary name).
     fn at_hand(&self, shard: usize, st: &State) -> bool {
-        if st.maps.get(shard).is_some_and(Option::is_some) {
-            return true;
-        }
-        !st.fetching.get(shard).copied().unwrap_or(true)
-            && self
+        st.maps.get(shard).is_some_and(Option::is_some)
+            || self
                 .files
                 .files
                 .get(shard)

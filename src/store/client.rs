@@ -580,32 +580,11 @@ impl StoreClient {
         parallel: usize,
         mut done: impl FnMut(usize, Result<bytes::Bytes, StoreError>),
     ) {
-        let io = match self.io() {
-            Ok(io) => io,
-            Err(e) => {
-                let text = e.to_string();
-                for (i, (file, _)) in ranges.iter().enumerate() {
-                    done(
-                        i,
-                        Err(StoreError::Request {
-                            object: self.url.object(file),
-                            reason: text.clone(),
-                        }),
-                    );
-                }
-                return;
-            }
-        };
-        io.runtime.block_on(async {
-            let mut arriving = futures_util::stream::iter(ranges.iter().enumerate())
-                .map(|(i, (file, range))| async move {
-                    (i, self.get_range_async(io, file, range.clone()).await)
-                })
-                .buffer_unordered(parallel.max(1));
-            while let Some((i, got)) = arriving.next().await {
-                done(i, got);
-            }
-        });
+        let asked: Vec<(&str, Ask)> = ranges
+            .iter()
+            .map(|(f, r)| (*f, Ask::Range(r.clone())))
+            .collect();
+        self.get_many(&asked, parallel, &mut done);
     }
 
     /// Whole objects `(file, size as listed)`, at most `parallel` GETs in flight at once
@@ -619,11 +598,24 @@ impl StoreClient {
         parallel: usize,
         mut done: impl FnMut(usize, Result<bytes::Bytes, StoreError>),
     ) {
+        let asked: Vec<(&str, Ask)> = objects.iter().map(|(f, s)| (*f, Ask::Whole(*s))).collect();
+        self.get_many(&asked, parallel, &mut done);
+    }
+
+    /// The requests `asked`, `parallel` at a time on the client's runtime, `done(i, got)`
+    /// on this thread as each ends (every one failing with the runtime's error when it
+    /// cannot be had).
+    fn get_many(
+        &self,
+        asked: &[(&str, Ask)],
+        parallel: usize,
+        done: &mut dyn FnMut(usize, Result<bytes::Bytes, StoreError>),
+    ) {
         let io = match self.io() {
             Ok(io) => io,
             Err(e) => {
                 let text = e.to_string();
-                for (i, (file, _)) in objects.iter().enumerate() {
+                for (i, (file, _)) in asked.iter().enumerate() {
                     done(
                         i,
                         Err(StoreError::Request {
@@ -636,9 +628,13 @@ impl StoreClient {
             }
         };
         io.runtime.block_on(async {
-            let mut arriving = futures_util::stream::iter(objects.iter().enumerate())
-                .map(|(i, (file, size))| async move {
-                    (i, self.get_object_async(io, file, *size).await)
+            let mut arriving = futures_util::stream::iter(asked.iter().enumerate())
+                .map(|(i, (file, ask))| async move {
+                    let got = match ask {
+                        Ask::Range(r) => self.get_range_async(io, file, r.clone()).await,
+                        Ask::Whole(size) => self.get_object_async(io, file, *size).await,
+                    };
+                    (i, got)
                 })
                 .buffer_unordered(parallel.max(1));
             while let Some((i, got)) = arriving.next().await {
@@ -676,14 +672,7 @@ impl StoreClient {
                         }));
                     }
                     let bytes = got.bytes().await.map_err(|e| self.classify(file, e))?;
-                    stats::bytes(bytes.len() as u64);
-                    if bytes.len() as u64 != size {
-                        return Err(Failure::Transient(format!(
-                            "body of {} bytes, expected {size}",
-                            bytes.len()
-                        )));
-                    }
-                    Ok(bytes)
+                    all_of(bytes, size)
                 }
             })
             .await
@@ -710,14 +699,7 @@ impl StoreClient {
                         .get_range(location, range)
                         .await
                         .map_err(|e| self.classify(file, e))?;
-                    stats::bytes(bytes.len() as u64);
-                    if bytes.len() as u64 != want {
-                        return Err(Failure::Transient(format!(
-                            "{} bytes of the {want} asked for",
-                            bytes.len()
-                        )));
-                    }
-                    Ok(bytes)
+                    all_of(bytes, want)
                 }
             })
             .await
@@ -735,6 +717,27 @@ impl Drop for StoreClient {
             std::mem::forget(io);
         }
     }
+}
+
+/// `bytes` received (counted), when they are the `want` asked for; fewer (a body cut
+/// short) are a transient failure, tried again.
+fn all_of(bytes: bytes::Bytes, want: u64) -> Result<bytes::Bytes, Failure> {
+    stats::bytes(bytes.len() as u64);
+    if bytes.len() as u64 != want {
+        return Err(Failure::Transient(format!(
+            "{} bytes of the {want} asked for",
+            bytes.len()
+        )));
+    }
+    Ok(bytes)
+}
+
+/// One request of [`StoreClient::get_many`].
+enum Ask {
+    /// These bytes of the object (a ranged GET).
+    Range(Range<u64>),
+    /// The whole object, of this size as listed.
+    Whole(u64),
 }
 
 /// The client's own small Tokio runtime (two threads).
