@@ -738,6 +738,15 @@ fn an_image_tree_in_the_store_reads_like_the_local_tree() {
             assert!(traffic(&again, "requests") <= 4, "{}", text(&again.stdout));
         }
     }
+    // A cache smaller than the tree: no packs (they would be made again and again), one
+    // GET per image, unshuffled too.
+    let cache = tempfile::tempdir().expect("tempdir");
+    let small = [EVAL, &["--cache-size", "100000"]].concat();
+    let o = run_remote(&small, "s3://data/tree", cache.path(), &env);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(digests(&o), digests_of(EVAL, local, &[]));
+    assert_eq!(traffic(&o, "files downloaded"), 0, "{}", text(&o.stdout));
+    assert!(traffic(&o, "requests") >= 12, "{}", text(&o.stdout));
     // The shard-aware shuffle windows the packs (here one): the same order each run.
     let window = [TRAIN, &["--shuffle-window", "1"]].concat();
     let runs: Vec<Output> = (0..2)

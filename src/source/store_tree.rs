@@ -204,10 +204,12 @@ pub fn open_tree(
 }
 
 /// The tree's packs in the cache ([`super::tree_packs`]), unless its images are read one
-/// GET each every epoch: range mode asked (`fetch = "ranges"`) or picked by `auto` (a
-/// global shuffle through a cache smaller than the tree), or a cache too small for one
-/// pack (unless `fetch = "files"` asked for packs: then that is an error saying what it
-/// needs). A shard-aware window needs the packs, and room for its window of them.
+/// GET each every epoch: asked (`fetch = "ranges"`), or `auto` with a cache smaller than
+/// the tree (packs evicted and made again would cost the same GETs, and disk writes
+/// besides), or a store that gives no ETag for some image (a pack could not tell an image
+/// replaced at the same size), or a cache too small for one pack (unless `fetch =
+/// "files"` asked for packs: then that is an error saying what it needs). A shard-aware
+/// window needs the packs, and room for its window of them.
 #[allow(clippy::too_many_arguments)]
 fn packs(
     client: &StoreClient,
@@ -222,8 +224,12 @@ fn packs(
     use crate::store::Fetch;
     let limit = options.cache_limit()?;
     let total: u64 = sizes.iter().filter(|&&s| s <= max_file_bytes).sum();
-    let global = sampling.shuffle && sampling.shuffle_window.is_none();
-    if options.fetch.ranges(global, limit, total) {
+    let wanted = match options.fetch {
+        Fetch::Ranges => false,
+        Fetch::Files => true,
+        Fetch::Auto => sampling.shuffle_window.is_some() || limit >= total,
+    };
+    if !wanted || e_tags.iter().any(Option::is_none) {
         return Ok(None);
     }
     let cache = Cache::open(
@@ -349,8 +355,7 @@ impl Shared {
                             && ahead < AHEAD_OBJECTS
                             && (w.held + size <= AHEAD_BYTES || pending == 0);
                         let taken = w.ready.contains_key(&i) || w.in_flight.contains_key(&i);
-                        let packed = self.skip.as_ref().is_some_and(|p| p.at_hand(i));
-                        if taken || packed || size > self.max_file_bytes {
+                        if taken || size > self.max_file_bytes {
                             w.next += 1; // read (and refused) by the worker itself
                             continue;
                         }
@@ -364,6 +369,16 @@ impl Shared {
                     w = self.changed.wait(w).unwrap_or_else(|p| p.into_inner());
                 }
             };
+            // An image whose pack is at hand is read from there (asked outside the
+            // window's lock: it may look at the cache folder).
+            if self.skip.as_ref().is_some_and(|p| p.at_hand(index)) {
+                let mut w = lock(&self.window);
+                w.in_flight.remove(&index);
+                w.held = w.held.saturating_sub(size);
+                drop(w);
+                self.changed.notify_all();
+                continue;
+            }
             let got = self.get(index);
             let mut w = lock(&self.window);
             w.in_flight.remove(&index);
@@ -393,6 +408,34 @@ impl Shared {
             });
         }
         Ok(bytes)
+    }
+
+    /// The bytes of sample `index` when the fetchers have them or are getting them (then
+    /// it waits); `None` otherwise. Either way the read is noted (the fetchers stay within
+    /// their distance of it).
+    fn take_fetched(&self, index: usize) -> Option<Fetched> {
+        let t0 = std::time::Instant::now();
+        let mut w = lock(&self.window);
+        if let Some(&p) = w.position.get(index) {
+            if p != usize::MAX && p > w.read_to {
+                w.read_to = p;
+                self.changed.notify_all();
+            }
+        }
+        loop {
+            if let Some(got) = w.ready.remove(&index) {
+                let size = self.sizes.get(index).copied().unwrap_or(0);
+                w.held = w.held.saturating_sub(size);
+                drop(w);
+                self.changed.notify_all();
+                stats::waited(t0.elapsed());
+                return Some(got);
+            }
+            if !w.in_flight.contains_key(&index) {
+                return None;
+            }
+            w = self.changed.wait(w).unwrap_or_else(|p| p.into_inner());
+        }
     }
 
     /// The bytes of sample `index`: fetched ahead, being fetched (wait), or fetched now.
@@ -509,16 +552,19 @@ impl Source for RemoteTree {
                 format!("object is {size} bytes, over the limit of {max} (max_file_bytes)"),
             ));
         }
-        // From its pack when it is at hand; else one GET (fetched ahead).
-        let packed = match &self.packs {
-            Some(packs) => packs.read(index, scratch)?,
-            None => false,
-        };
-        let got = if packed {
-            None
-        } else {
-            self.shared.forked()?;
-            Some(self.shared.take(index))
+        self.shared.forked()?;
+        // Fetched already (its pack was not at hand then), else from its pack when it is
+        // at hand, else one GET (fetched ahead).
+        let got = match &self.packs {
+            Some(packs) => match self.shared.take_fetched(index) {
+                Some(got) => {
+                    packs.note_read(index);
+                    Some(got)
+                }
+                None if packs.read(index, scratch)? => None,
+                None => Some(self.shared.take(index)),
+            },
+            None => Some(self.shared.take(index)),
         };
         match got {
             None => {}

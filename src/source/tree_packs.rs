@@ -63,20 +63,25 @@ impl std::fmt::Debug for TreePacks {
     }
 }
 
-/// The packs of samples `sizes` (listing order), leaving out those over `max` bytes:
-/// `(pack of each sample, offset in it, each pack's samples)`.
+/// The packs of samples `sizes` (listing order), leaving out those over `max` bytes (a
+/// pack ends before one: its samples stay consecutive): `(pack of each sample, offset in
+/// it, each pack's samples)`.
 fn group(sizes: &[u64], max: u64) -> (Vec<u32>, Vec<u64>, Vec<std::ops::Range<usize>>) {
     let mut pack_of = vec![u32::MAX; sizes.len()];
     let mut offset = vec![0u64; sizes.len()];
     let mut packs: Vec<std::ops::Range<usize>> = Vec::new();
     let mut bytes = 0u64;
+    let mut cut = true;
     for (i, &size) in sizes.iter().enumerate() {
         if size > max {
+            cut = true;
             continue;
         }
-        let full = packs.last().is_none_or(|p| {
-            !p.is_empty() && (bytes + size > PACK_BYTES || p.len() >= PACK_OBJECTS)
-        });
+        let full = cut
+            || packs.last().is_none_or(|p| {
+                !p.is_empty() && (bytes + size > PACK_BYTES || p.len() >= PACK_OBJECTS)
+            });
+        cut = false;
         if full {
             packs.push(i..i);
             bytes = 0;
@@ -229,9 +234,11 @@ impl TreePacks {
     /// cannot be made, or the sample is in none: read it by one GET instead.
     pub fn read(&self, index: usize, scratch: &mut Vec<u8>) -> Result<bool> {
         let Some(&p) = self.pack_of.get(index).filter(|&&p| p != u32::MAX) else {
+            self.files.note_read(index);
             return Ok(false);
         };
         if self.failed(p) {
+            self.files.note_read(index);
             return Ok(false);
         }
         let start = self.offset.get(index).copied().unwrap_or(0) as usize;
@@ -244,6 +251,12 @@ impl TreePacks {
             Err(_) if self.failed(p) => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// A read of sample `index` made elsewhere (an image fetched before its pack came):
+    /// noted, so the packs' prefetching moves on.
+    pub fn note_read(&self, index: usize) {
+        self.files.note_read(index);
     }
 
     /// Whether sample `index` would be read from its pack now (see [`TreePacks::read`]):
@@ -273,9 +286,6 @@ fn assemble(
     let mut first_error = None;
     let mut len = 0u64;
     client.get_objects(&asked, FETCHES, |i, got| {
-        if first_error.is_some() {
-            return;
-        }
         let written = got.and_then(|bytes| {
             let offset = offsets.get(i).copied().unwrap_or(0);
             out.write_all_at(&bytes, offset)
@@ -290,8 +300,10 @@ fn assemble(
         });
         match written {
             Ok(n) => len += n,
+            // The pack will not be made: no more requests for it.
             Err(e) => first_error = Some(e),
         }
+        first_error.is_none()
     });
     match first_error {
         Some(e) => Err(e),
@@ -313,6 +325,12 @@ mod tests {
         assert_eq!(pack_of, [0, 0, 1, u32::MAX, 2, 3]);
         assert_eq!(offset, [0, 10 * mb, 0, 0, 0, 0]);
         assert_eq!(packs, [0..2, 2..3, 4..5, 5..6]);
+        // An object left out between two small ones ends the pack: every pack's samples
+        // are consecutive, at the offsets their sizes give.
+        let (pack_of, offset, packs) = group(&[1, 300 * mb, 1, 2], 256 * mb);
+        assert_eq!(pack_of, [0, u32::MAX, 1, 1]);
+        assert_eq!(offset, [0, 0, 0, 1]);
+        assert_eq!(packs, [0..1, 2..4]);
         // Many tiny objects: at most PACK_OBJECTS a pack.
         let tiny = vec![1u64; PACK_OBJECTS + 1];
         let (pack_of, _, packs) = group(&tiny, 10);

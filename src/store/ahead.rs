@@ -168,6 +168,7 @@ impl Shared {
                 maps: vec![None; files],
                 using: vec![0; files],
                 fetching: vec![false; files],
+                failed: vec![false; files],
                 downloaded: vec![false; files],
                 ..State::default()
             }),
@@ -200,6 +201,9 @@ struct State {
     using: Vec<u32>,
     /// Files being fetched.
     fetching: Vec<bool>,
+    /// Files whose prefetch failed this epoch: not prefetched again before the next (a
+    /// read that needs one still fetches it, and reports the error).
+    failed: Vec<bool>,
     /// Files this process downloaded (a second download is a refetch).
     downloaded: Vec<bool>,
     /// The epoch's future (`None` until the first read or announcement).
@@ -342,6 +346,7 @@ impl FetchAhead {
         let mut st = lock(self.inner.state());
         st.announced = true;
         st.plan = Some(plan);
+        st.failed.fill(false);
         st.room_gen += 1;
         drop(st);
         self.inner.changed().notify_all();
@@ -384,6 +389,13 @@ impl FetchAhead {
         let held = self.inner.acquire_locked(shard, st)?;
         stats::waited(t0.elapsed());
         held.copy_out(range, scratch).map(|()| true)
+    }
+
+    /// A read of sample `index` made elsewhere (not from its file): noted, so the
+    /// prefetchers' plan of the epoch moves on.
+    pub fn note_read(&self, index: usize) {
+        self.forked();
+        drop(self.inner.note_read(index));
     }
 
     /// Whether file `shard` is at hand (see [`FetchAhead::copy_if_at_hand`]).
@@ -600,7 +612,12 @@ impl Inner {
                 // No room without harm: wait until some may appear.
                 Ok(None) => st.no_room = Some((st.room_gen, Instant::now())),
                 // Left for the read that needs it (which reports the error).
-                Err(_) => st.no_room = Some((st.room_gen, Instant::now())),
+                Err(_) => {
+                    if let Some(x) = st.failed.get_mut(f) {
+                        *x = true;
+                    }
+                    st.no_room = Some((st.room_gen, Instant::now()));
+                }
             }
             drop(st);
             self.changed().notify_all();
@@ -622,7 +639,7 @@ impl Inner {
             st.ahead_bytes == 0 || st.ahead_bytes.saturating_add(size) <= room
         };
         (0..st.maps.len())
-            .filter(|&f| st.maps[f].is_none() && !st.fetching[f] && fits(f))
+            .filter(|&f| st.maps[f].is_none() && !st.fetching[f] && !st.failed[f] && fits(f))
             .map(|f| (f, plan.next_use(f)))
             .filter(|&(_, d)| d < left)
             .min_by_key(|&(f, d)| (d, f))

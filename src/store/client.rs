@@ -584,19 +584,23 @@ impl StoreClient {
             .iter()
             .map(|(f, r)| (*f, Ask::Range(r.clone())))
             .collect();
-        self.get_many(&asked, parallel, &mut done);
+        self.get_many(&asked, parallel, &mut |i, got| {
+            done(i, got);
+            true
+        });
     }
 
     /// Whole objects `(file, size as listed)`, at most `parallel` GETs in flight at once
     /// on the client's runtime, each retried like [`get`](Self::get) and checked against
     /// its listed size (another size is [`StoreError::Changed`], naming the object);
     /// `done(i, bytes)` is called on this thread for object `i` as it arrives (in any
-    /// order).
+    /// order), and returns whether to go on (false: the requests not yet answered are
+    /// dropped).
     pub fn get_objects(
         &self,
         objects: &[(&str, u64)],
         parallel: usize,
-        mut done: impl FnMut(usize, Result<bytes::Bytes, StoreError>),
+        mut done: impl FnMut(usize, Result<bytes::Bytes, StoreError>) -> bool,
     ) {
         let asked: Vec<(&str, Ask)> = objects.iter().map(|(f, s)| (*f, Ask::Whole(*s))).collect();
         self.get_many(&asked, parallel, &mut done);
@@ -604,25 +608,28 @@ impl StoreClient {
 
     /// The requests `asked`, `parallel` at a time on the client's runtime, `done(i, got)`
     /// on this thread as each ends (every one failing with the runtime's error when it
-    /// cannot be had).
+    /// cannot be had), until `done` says to stop.
     fn get_many(
         &self,
         asked: &[(&str, Ask)],
         parallel: usize,
-        done: &mut dyn FnMut(usize, Result<bytes::Bytes, StoreError>),
+        done: &mut dyn FnMut(usize, Result<bytes::Bytes, StoreError>) -> bool,
     ) {
         let io = match self.io() {
             Ok(io) => io,
             Err(e) => {
                 let text = e.to_string();
                 for (i, (file, _)) in asked.iter().enumerate() {
-                    done(
+                    let go_on = done(
                         i,
                         Err(StoreError::Request {
                             object: self.url.object(file),
                             reason: text.clone(),
                         }),
                     );
+                    if !go_on {
+                        break;
+                    }
                 }
                 return;
             }
@@ -638,7 +645,9 @@ impl StoreClient {
                 })
                 .buffer_unordered(parallel.max(1));
             while let Some((i, got)) = arriving.next().await {
-                done(i, got);
+                if !done(i, got) {
+                    break;
+                }
             }
         });
     }

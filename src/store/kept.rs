@@ -23,8 +23,8 @@
 //! fails is fetched from the store as before: the bytes kept are exactly the bytes read,
 //! and every read checks its record as before (a shard record's CRC-32).
 //!
-//! Several readers share a folder (the ranks of a node): each [`join`]s it when it opens
-//! the dataset and plans within its share of the room ([`sharers`]), so that no rank
+//! Several readers share a folder (the ranks of a node): each [`join`]s it when its first
+//! epoch starts and plans within its share of the room ([`sharers`]), so that no rank
 //! keeps everything while another keeps nothing (a synchronous trainer waits on the
 //! slowest).
 

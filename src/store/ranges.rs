@@ -227,12 +227,6 @@ impl RangeAhead {
         budget: u64,
         cache: Option<Cache>,
     ) -> RangeAhead {
-        // Counted among the readers sharing the folder's room from now: the ranks of a
-        // node open their datasets before any of them plans what to keep.
-        let state = State {
-            member: cache.as_ref().and_then(kept::join),
-            ..State::default()
-        };
         RangeAhead {
             inner: Arc::new(Inner {
                 client,
@@ -240,7 +234,7 @@ impl RangeAhead {
                 ranges,
                 budget: budget.max(1),
                 cache,
-                state: Mutex::new(state),
+                state: Mutex::new(State::default()),
                 changed: Condvar::new(),
                 pid: AtomicU32::new(std::process::id()),
             }),
@@ -256,7 +250,7 @@ impl RangeAhead {
         let mut st = lock(&self.inner.state);
         let stop = st.stop;
         // The kept files and the parent's place in the folder are the parent's: left
-        // alone here. This process reads: it takes a place of its own.
+        // alone here (this process takes a place of its own when its epoch starts).
         for k in [st.kept.take(), st.keeping.take()].into_iter().flatten() {
             k.forget();
         }
@@ -265,7 +259,6 @@ impl RangeAhead {
         }
         *st = State {
             stop,
-            member: self.inner.cache.as_ref().and_then(kept::join),
             ..State::default()
         };
     }
@@ -276,6 +269,12 @@ impl RangeAhead {
     pub fn start_epoch(&self, epoch: u64, order: &[usize]) {
         self.forked();
         let mut st = lock(&self.inner.state);
+        if st.member.is_none() {
+            // Counted among the readers sharing the folder's room from its first epoch
+            // (a process that only opened the dataset, a DataLoader's main process whose
+            // workers read, takes no share).
+            st.member = self.inner.cache.as_ref().and_then(kept::join);
+        }
         st.slots.clear();
         st.early.clear();
         // The samples the previous epoch kept for this one, if it did; anything else
