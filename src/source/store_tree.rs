@@ -346,18 +346,39 @@ impl Shared {
                     if w.stop {
                         return;
                     }
-                    let pending = w.ready.len() + w.in_flight.len();
                     let next = w.order.get(w.next).copied();
                     let ahead = w.next.saturating_sub(w.read_to);
                     if let Some(i) = next {
                         let size = self.sizes.get(i).copied().unwrap_or(0);
-                        let room = pending < AHEAD_OBJECTS
-                            && ahead < AHEAD_OBJECTS
-                            && (w.held + size <= AHEAD_BYTES || pending == 0);
+                        // Read from its pack (known to be at hand): nothing to fetch.
+                        let packed = self.skip.as_ref().is_some_and(|p| p.known_at_hand(i));
                         let taken = w.ready.contains_key(&i) || w.in_flight.contains_key(&i);
-                        if taken || size > self.max_file_bytes {
+                        if taken || packed || size > self.max_file_bytes {
                             w.next += 1; // read (and refused) by the worker itself
                             continue;
+                        }
+                        let mut pending = w.ready.len() + w.in_flight.len();
+                        let mut room = pending < AHEAD_OBJECTS
+                            && ahead < AHEAD_OBJECTS
+                            && (w.held + size <= AHEAD_BYTES || pending == 0);
+                        if let (false, Some(packs)) = (room, &self.skip) {
+                            // Images fetched before their pack came, whose reads take the
+                            // pack now: their room is free again.
+                            let stale: Vec<usize> = w
+                                .ready
+                                .keys()
+                                .copied()
+                                .filter(|&k| packs.known_at_hand(k))
+                                .collect();
+                            for k in stale {
+                                w.ready.remove(&k);
+                                let size = self.sizes.get(k).copied().unwrap_or(0);
+                                w.held = w.held.saturating_sub(size);
+                            }
+                            pending = w.ready.len() + w.in_flight.len();
+                            room = pending < AHEAD_OBJECTS
+                                && ahead < AHEAD_OBJECTS
+                                && (w.held + size <= AHEAD_BYTES || pending == 0);
                         }
                         if room {
                             w.next += 1;
@@ -553,17 +574,27 @@ impl Source for RemoteTree {
             ));
         }
         self.shared.forked()?;
-        // Fetched already (its pack was not at hand then), else from its pack when it is
-        // at hand, else one GET (fetched ahead).
+        // From its pack when it is known at hand; else fetched already (its pack was not
+        // at hand then), else from its pack when it is at hand, else one GET (fetched
+        // ahead).
         let got = match &self.packs {
-            Some(packs) => match self.shared.take_fetched(index) {
-                Some(got) => {
-                    packs.note_read(index);
-                    Some(got)
+            Some(packs) => {
+                let tried = packs.known_at_hand(index);
+                if tried && packs.read(index, scratch)? {
+                    None
+                } else {
+                    match self.shared.take_fetched(index) {
+                        Some(got) => {
+                            if !tried {
+                                packs.note_read(index);
+                            }
+                            Some(got)
+                        }
+                        None if !tried && packs.read(index, scratch)? => None,
+                        None => Some(self.shared.take(index)),
+                    }
                 }
-                None if packs.read(index, scratch)? => None,
-                None => Some(self.shared.take(index)),
-            },
+            }
             None => Some(self.shared.take(index)),
         };
         match got {

@@ -27,6 +27,7 @@ use crate::plan::Sampling;
 use crate::store::{AheadFile, AheadFiles, Cache, FetchAhead, Received, StoreClient, StoreError};
 use std::collections::HashSet;
 use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// About the bytes of one pack: few enough files in the cache folder (4400 for
@@ -53,6 +54,9 @@ pub struct TreePacks {
     sizes: Vec<u64>,
     /// Packs that could not be assembled: their samples are read one GET each.
     failed: Arc<Mutex<HashSet<usize>>>,
+    /// Packs last seen at hand (a hint read without a lock: a read that finds its pack
+    /// gone after all clears it).
+    known: Vec<AtomicBool>,
 }
 
 impl std::fmt::Debug for TreePacks {
@@ -193,6 +197,7 @@ impl TreePacks {
             offset,
             sizes: sizes.to_vec(),
             failed,
+            known: (0..count).map(|_| AtomicBool::new(false)).collect(),
         }
     }
 
@@ -247,7 +252,10 @@ impl TreePacks {
             .files
             .copy_if_at_hand(p as usize, start..start + len, index, scratch)
         {
-            Ok(read) => Ok(read),
+            Ok(read) => {
+                self.know(p, read);
+                Ok(read)
+            }
             Err(_) if self.failed(p) => Ok(false),
             Err(e) => Err(e),
         }
@@ -262,10 +270,31 @@ impl TreePacks {
     /// Whether sample `index` would be read from its pack now (see [`TreePacks::read`]):
     /// the per-image fetchers skip it.
     pub fn at_hand(&self, index: usize) -> bool {
-        self.pack_of
+        let Some(&p) = self
+            .pack_of
             .get(index)
             .filter(|&&p| p != u32::MAX && !self.failed(p))
-            .is_some_and(|&p| self.files.at_hand(p as usize))
+        else {
+            return false;
+        };
+        let at_hand = self.files.at_hand(p as usize);
+        self.know(p, at_hand);
+        at_hand
+    }
+
+    /// Whether sample `index`'s pack was last seen at hand: no lock, no look at the
+    /// folder (the per-image fetchers' and the reads' first question).
+    pub fn known_at_hand(&self, index: usize) -> bool {
+        self.pack_of
+            .get(index)
+            .and_then(|&p| self.known.get(p as usize))
+            .is_some_and(|k| k.load(Ordering::Relaxed))
+    }
+
+    fn know(&self, p: u32, at_hand: bool) {
+        if let Some(k) = self.known.get(p as usize) {
+            k.store(at_hand, Ordering::Relaxed);
+        }
     }
 }
 
