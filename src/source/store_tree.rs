@@ -342,12 +342,19 @@ impl Shared {
         loop {
             let (index, size) = {
                 let mut w = lock(&self.window);
+                let mut skipped = 0usize;
                 loop {
                     if w.stop {
                         return;
                     }
                     let next = w.order.get(w.next).copied();
-                    let ahead = w.next.saturating_sub(w.read_to);
+                    // With packs, reads from them do not move `read_to`: only the
+                    // window's objects and bytes bound the fetchers then.
+                    let ahead = if self.skip.is_some() {
+                        0
+                    } else {
+                        w.next.saturating_sub(w.read_to)
+                    };
                     if let Some(i) = next {
                         let size = self.sizes.get(i).copied().unwrap_or(0);
                         // Read from its pack (known to be at hand): nothing to fetch.
@@ -355,6 +362,13 @@ impl Shared {
                         let taken = w.ready.contains_key(&i) || w.in_flight.contains_key(&i);
                         if taken || packed || size > self.max_file_bytes {
                             w.next += 1; // read (and refused) by the worker itself
+                            skipped += 1;
+                            if skipped.is_multiple_of(4096) {
+                                // A walk past a whole cached epoch lets go of the lock
+                                // now and then (the readers, a fork).
+                                drop(w);
+                                w = lock(&self.window);
+                            }
                             continue;
                         }
                         let mut pending = w.ready.len() + w.in_flight.len();

@@ -243,6 +243,7 @@ impl TreePacks {
             return Ok(false);
         };
         if self.failed(p) {
+            self.know(p, false);
             self.files.note_read(index);
             return Ok(false);
         }
@@ -256,7 +257,10 @@ impl TreePacks {
                 self.know(p, read);
                 Ok(read)
             }
-            Err(_) if self.failed(p) => Ok(false),
+            Err(_) if self.failed(p) => {
+                self.know(p, false);
+                Ok(false)
+            }
             Err(e) => Err(e),
         }
     }
@@ -270,13 +274,13 @@ impl TreePacks {
     /// Whether sample `index` would be read from its pack now (see [`TreePacks::read`]):
     /// the per-image fetchers skip it.
     pub fn at_hand(&self, index: usize) -> bool {
-        let Some(&p) = self
-            .pack_of
-            .get(index)
-            .filter(|&&p| p != u32::MAX && !self.failed(p))
-        else {
+        let Some(&p) = self.pack_of.get(index).filter(|&&p| p != u32::MAX) else {
             return false;
         };
+        if self.failed(p) {
+            self.know(p, false);
+            return false;
+        }
         let at_hand = self.files.at_hand(p as usize);
         self.know(p, at_hand);
         at_hand

@@ -202,7 +202,8 @@ struct State {
     /// Files being fetched.
     fetching: Vec<bool>,
     /// Files whose prefetch failed this epoch: not prefetched again before the next (a
-    /// read that needs one still fetches it, and reports the error).
+    /// read that needs one still fetches it, and reports the error); assembled files
+    /// (see [`AheadFiles::assemble`]) not again at all.
     failed: Vec<bool>,
     /// Files this process downloaded (a second download is a refetch).
     downloaded: Vec<bool>,
@@ -346,7 +347,11 @@ impl FetchAhead {
         let mut st = lock(self.inner.state());
         st.announced = true;
         st.plan = Some(plan);
-        st.failed.fill(false);
+        if self.inner.files.assemble.is_none() {
+            // A file made of several objects that failed stays failed: its reader reads
+            // those objects one by one (an image tree's pack).
+            st.failed.fill(false);
+        }
         st.room_gen += 1;
         drop(st);
         self.inner.changed().notify_all();
