@@ -476,34 +476,13 @@ impl Shared {
     /// The bytes of sample `index`: fetched ahead, being fetched (wait), or fetched now.
     fn take(&self, index: usize) -> Fetched {
         let t0 = std::time::Instant::now();
-        let mut w = lock(&self.window);
-        if w.order.is_empty() {
+        if lock(&self.window).order.is_empty() {
             // Read without an epoch (a conversion reads in source order): fetch in that.
-            drop(w);
             self.announce((0..self.keys.len()).collect());
-            w = lock(&self.window);
         }
-        if let Some(&p) = w.position.get(index) {
-            if p != usize::MAX && p > w.read_to {
-                w.read_to = p;
-                self.changed.notify_all();
-            }
+        if let Some(got) = self.take_fetched(index) {
+            return got;
         }
-        loop {
-            if let Some(got) = w.ready.remove(&index) {
-                let size = self.sizes.get(index).copied().unwrap_or(0);
-                w.held = w.held.saturating_sub(size);
-                drop(w);
-                self.changed.notify_all();
-                stats::waited(t0.elapsed());
-                return got;
-            }
-            if !w.in_flight.contains_key(&index) {
-                break;
-            }
-            w = self.changed.wait(w).unwrap_or_else(|p| p.into_inner());
-        }
-        drop(w);
         let got = self.get(index);
         stats::waited(t0.elapsed());
         got
