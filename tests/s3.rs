@@ -747,6 +747,17 @@ fn an_image_tree_in_the_store_reads_like_the_local_tree() {
     assert_eq!(digests(&o), digests_of(EVAL, local, &[]));
     assert_eq!(traffic(&o, "files downloaded"), 0, "{}", text(&o.stdout));
     assert!(traffic(&o, "requests") >= 12, "{}", text(&o.stdout));
+    // Packs asked for through a cache smaller than one: refused up front, saying why.
+    let cache = tempfile::tempdir().expect("tempdir");
+    let files = [EVAL, &["--cache-size", "100000", "--fetch", "files"]].concat();
+    let o = run_remote(&files, "s3://data/tree", cache.path(), &env);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("100000 bytes cannot hold one pack of s3://data/tree")
+            && err.contains("--fetch"),
+        "{err}"
+    );
     // The shard-aware shuffle windows the packs (here one): the same order each run.
     let window = [TRAIN, &["--shuffle-window", "1"]].concat();
     let runs: Vec<Output> = (0..2)

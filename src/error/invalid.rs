@@ -241,6 +241,20 @@ pub enum Invalid {
         /// What it needs at least.
         least: u64,
     },
+    /// A cache too small for one pack of an image tree in a store, with `fetch = "files"`.
+    #[error(
+        "--cache-size (source.cache_size) {limit} bytes cannot hold one pack of {url}'s \
+         images ({least} bytes), which --fetch files reads through the cache; give at least \
+         that, or leave --fetch at auto (then the images are read one GET each)"
+    )]
+    TreeCacheTooSmall {
+        /// The cache's limit in bytes.
+        limit: u64,
+        /// The tree.
+        url: String,
+        /// Its largest pack.
+        least: u64,
+    },
     /// A remote shards dataset's record asked for by borrowing (`Shards::record`).
     #[error("{}: a dataset in object storage is read with record_into", root.display())]
     RemoteRecord {

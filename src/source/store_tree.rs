@@ -68,8 +68,8 @@ struct Window {
 struct Shared {
     client: StoreClient,
     /// The key of each sample, relative to the prefix.
-    keys: Vec<String>,
-    sizes: Vec<u64>,
+    keys: Arc<[String]>,
+    sizes: Arc<[u64]>,
     max_file_bytes: u64,
     /// Samples the fetchers leave alone (read from their pack).
     skip: Option<Arc<TreePacks>>,
@@ -172,6 +172,7 @@ pub fn open_tree(
         Some(n) => n,
         None => DEFAULT_MAX_FILE_BYTES,
     };
+    let (keys, sizes): (Arc<[String]>, Arc<[u64]>) = (keys.into(), sizes.into());
     let packs = packs(
         &client,
         &url,
@@ -216,8 +217,8 @@ fn packs(
     url: &crate::store::StoreUrl,
     options: &crate::store::StoreOptions,
     sampling: crate::plan::Sampling,
-    keys: &[String],
-    sizes: &[u64],
+    keys: &Arc<[String]>,
+    sizes: &Arc<[u64]>,
     e_tags: &[Option<String>],
     max_file_bytes: u64,
 ) -> Result<Option<TreePacks>> {
@@ -241,8 +242,8 @@ fn packs(
     let packs = TreePacks::new(
         client.another()?,
         cache,
-        keys,
-        sizes,
+        Arc::clone(keys),
+        Arc::clone(sizes),
         e_tags,
         max_file_bytes,
         sampling,
@@ -251,7 +252,7 @@ fn packs(
     let largest = pack_sizes.iter().copied().max().unwrap_or(0);
     if let Some(window) = sampling.shuffle_window {
         crate::plan::window::check_room(
-            &pack_sizes,
+            pack_sizes,
             0,
             limit,
             window,
@@ -263,7 +264,7 @@ fn packs(
         })?;
     } else if limit < largest {
         if options.fetch == Fetch::Files {
-            return Err(crate::error::Invalid::CacheTooSmall {
+            return Err(crate::error::Invalid::TreeCacheTooSmall {
                 limit,
                 url: url.to_string(),
                 least: largest,

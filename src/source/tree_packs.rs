@@ -25,10 +25,9 @@
 use crate::error::Result;
 use crate::plan::Sampling;
 use crate::store::{AheadFile, AheadFiles, Cache, FetchAhead, Received, StoreClient, StoreError};
-use std::collections::HashSet;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// About the bytes of one pack: few enough files in the cache folder (4400 for
 /// ImageNet's 140 GB), small enough that the first batch of a shuffled epoch, which needs
@@ -51,9 +50,12 @@ pub struct TreePacks {
     pack_of: Vec<u32>,
     /// Each sample's offset in its pack.
     offset: Vec<u64>,
-    sizes: Vec<u64>,
+    /// Each sample's size (the listing's, shared with the per-image reader).
+    sizes: Arc<[u64]>,
+    /// Each pack's size.
+    pack_sizes: Vec<u64>,
     /// Packs that could not be assembled: their samples are read one GET each.
-    failed: Arc<Mutex<HashSet<usize>>>,
+    failed: Arc<[AtomicBool]>,
     /// Packs last seen at hand (a hint read without a lock: a read that finds its pack
     /// gone after all clears it).
     known: Vec<AtomicBool>,
@@ -119,14 +121,14 @@ impl TreePacks {
     pub fn new(
         client: StoreClient,
         cache: Cache,
-        keys: &[String],
-        sizes: &[u64],
+        keys: Arc<[String]>,
+        sizes: Arc<[u64]>,
         e_tags: &[Option<String>],
         max: u64,
         sampling: Sampling,
     ) -> TreePacks {
         let n = sizes.len();
-        let (pack_of, offset, packs) = group(sizes, max);
+        let (pack_of, offset, packs) = group(&sizes, max);
         let count = packs.len();
         let files: Vec<AheadFile> = packs
             .iter()
@@ -139,33 +141,23 @@ impl TreePacks {
                 unpacked_from: None,
             })
             .collect();
-        let failed: Arc<Mutex<HashSet<usize>>> = Arc::default();
-        let objects: Vec<Vec<(String, u64)>> = packs
-            .iter()
-            .map(|r| {
-                r.clone()
-                    .map(|i| (keys[i].clone(), sizes[i]))
-                    .collect::<Vec<_>>()
-            })
-            .collect();
+        let pack_sizes: Vec<u64> = files.iter().map(|f| f.size).collect();
+        let failed: Arc<[AtomicBool]> = (0..count).map(|_| AtomicBool::new(false)).collect();
         let assemble = {
-            let failed = Arc::clone(&failed);
+            let (failed, sizes) = (Arc::clone(&failed), Arc::clone(&sizes));
             move |client: &StoreClient, p: usize, out: &mut std::fs::File| -> Result<Received> {
-                let objects = objects.get(p).map_or(&[][..], Vec::as_slice);
-                if failed
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .contains(&p)
-                {
+                let r = packs.get(p).cloned().unwrap_or(0..0);
+                let (keys, sizes) = (&keys[r.clone()], &sizes[r]);
+                if failed.get(p).is_some_and(|f| f.load(Ordering::Relaxed)) {
                     // Not asked again (a prefetch of it): its samples are read one by one.
-                    let first = objects.first().map_or("", |o| o.0.as_str());
+                    let first = keys.first().map_or("", String::as_str);
                     return Err(StoreError::Request {
                         object: client.url().object(first),
                         reason: "its pack could not be made: read one image at a time".into(),
                     }
                     .into());
                 }
-                assemble(client, objects, out).map_err(|e| {
+                assemble(client, keys, sizes, out).map_err(|e| {
                     if matches!(
                         e,
                         StoreError::NotFound { .. }
@@ -173,7 +165,9 @@ impl TreePacks {
                             | StoreError::Changed { .. }
                             | StoreError::Request { .. }
                     ) {
-                        failed.lock().unwrap_or_else(|e| e.into_inner()).insert(p);
+                        if let Some(f) = failed.get(p) {
+                            f.store(true, Ordering::Relaxed);
+                        }
                     }
                     e.into()
                 })
@@ -195,7 +189,8 @@ impl TreePacks {
             files: FetchAhead::new(client, cache, ahead),
             pack_of,
             offset,
-            sizes: sizes.to_vec(),
+            sizes,
+            pack_sizes,
             failed,
             known: (0..count).map(|_| AtomicBool::new(false)).collect(),
         }
@@ -207,19 +202,8 @@ impl TreePacks {
     }
 
     /// The packs' sizes.
-    pub fn sizes(&self) -> Vec<u64> {
-        let mut out: Vec<u64> = Vec::new();
-        for (i, &p) in self.pack_of.iter().enumerate() {
-            if p == u32::MAX {
-                continue;
-            }
-            let p = p as usize;
-            if out.len() <= p {
-                out.resize(p + 1, 0);
-            }
-            out[p] += self.sizes.get(i).copied().unwrap_or(0);
-        }
-        out
+    pub fn sizes(&self) -> &[u64] {
+        &self.pack_sizes
     }
 
     /// Epoch `epoch` reads the samples `order`.
@@ -229,9 +213,8 @@ impl TreePacks {
 
     fn failed(&self, p: u32) -> bool {
         self.failed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(&(p as usize))
+            .get(p as usize)
+            .is_some_and(|f| f.load(Ordering::Relaxed))
     }
 
     /// Sample `index`'s bytes into `scratch` from its pack, when the pack is at hand (in
@@ -302,20 +285,25 @@ impl TreePacks {
     }
 }
 
-/// GET `objects` (`(key, size)`, in pack order) into `out` at their offsets, [`FETCHES`]
-/// at a time: what was written, or the first object's error.
+/// GET the objects `keys` (`sizes` bytes each, in pack order) into `out` at their
+/// offsets, [`FETCHES`] at a time: what was written, or the first object's error.
 fn assemble(
     client: &StoreClient,
-    objects: &[(String, u64)],
+    keys: &[String],
+    sizes: &[u64],
     out: &std::fs::File,
 ) -> std::result::Result<Received, StoreError> {
-    let mut offsets = Vec::with_capacity(objects.len());
+    let mut offsets = Vec::with_capacity(sizes.len());
     let mut at = 0u64;
-    for (_, size) in objects {
+    for size in sizes {
         offsets.push(at);
         at += size;
     }
-    let asked: Vec<(&str, u64)> = objects.iter().map(|(k, s)| (k.as_str(), *s)).collect();
+    let asked: Vec<(&str, u64)> = keys
+        .iter()
+        .map(String::as_str)
+        .zip(sizes.iter().copied())
+        .collect();
     let mut first_error = None;
     let mut len = 0u64;
     client.get_objects(&asked, FETCHES, |i, got| {
@@ -326,7 +314,7 @@ fn assemble(
                 .map_err(|e| StoreError::Cache {
                     path: client
                         .url()
-                        .object(objects.get(i).map_or("", |o| &o.0))
+                        .object(keys.get(i).map_or("", String::as_str))
                         .into(),
                     reason: format!("writing it into its pack: {e}"),
                 })
