@@ -17,7 +17,8 @@ each, ``--epochs``), ``--num-shards RANKS --shard-id I``, ``--fetch ranges``, on
 (emptied before each run) for all of them, as the ranks of one node share
 ``~/.cache/imgfeed``.
 
-Each row gives, per rank, the samples read from the kept ranges and the range requests of
+Each row gives, per rank, the samples read from the kept ranges (and how many of them another
+rank wrote there: a rank writes the samples it reads that another rank keeps) and the range requests of
 each epoch, and the epoch's time; then, per epoch, the slowest rank's time. ``--before BIN``
 runs every row a second time with another build, alternated in each round; ``--rounds``
 repeats; the table gives the medians of the epochs after the first. The ranks and the
@@ -71,6 +72,7 @@ def run_ranks(binary: str, data: str, endpoint: str, ranks: int, size: int, cach
             "rank": rank,
             "epochs": [float(m.group(1)) for l in lines if (m := re.search(r"; ([0-9.]+) s, [0-9.]+ images/s", l))],
             "kept": per_epoch(lines, "samples from the kept ranges"),
+            "by_others": per_epoch(lines, "written by other ranks"),
             "requests": per_epoch(lines, "range requests"),
         })
     shutil.rmtree(cache, ignore_errors=True)
@@ -124,7 +126,7 @@ def main() -> None:
         a.json.write_text(json.dumps(results, indent=1))
     print(f"server: {a.server}; {a.ranks} ranks, {a.workers} worker(s) each, one cache folder; "
           f"{len(manifest['shards'])} shards, {shards / 1e6:.1f} MB")
-    print("| cache | build | rank | kept samples, each epoch | range requests, each epoch | epoch s (median after the first) | slowest rank's epoch s |")
+    print("| cache | build | rank | kept samples, each epoch (of them written by other ranks) | range requests, each epoch | epoch s (median after the first) | slowest rank's epoch s |")
     print("|---|---|---|---|---|---|---|")
     for frac in sorted({r["fraction"] for r in results}):
         for label in [b[1] for b in builds]:
@@ -133,7 +135,9 @@ def main() -> None:
                 max(rk["epochs"][e] for rk in r["ranks"]) for r in rows for e in range(1, a.epochs))
             for rank in range(a.ranks):
                 mine = [r["ranks"][rank] for r in rows]
-                kept = " / ".join(",".join(str(k) for k in m["kept"]) for m in mine)
+                kept = " / ".join(",".join(f"{k}({o})" if o else str(k)
+                                           for k, o in zip(m["kept"], m.get("by_others") or [0] * len(m["kept"])))
+                                  for m in mine)
                 req = " / ".join(",".join(str(k) for k in m["requests"]) for m in mine)
                 ep = statistics.median(e for m in mine for e in m["epochs"][1:])
                 print(f"| {frac:.0%} | {label} | {rank} | {kept} | {req} | {ep:.3f} | "

@@ -195,8 +195,8 @@ fn the_next_epochs_first_samples_are_kept_in_the_cache_and_read_from_there() {
 }
 
 #[test]
-fn ranks_sharing_the_cache_folder_share_its_room_for_kept_samples() {
-    if !ready("ranks_sharing_the_cache_folder_share_its_room_for_kept_samples") {
+fn ranks_sharing_the_cache_folder_share_its_room_and_write_each_others_kept_samples() {
+    if !ready("ranks_sharing_the_cache_folder_share_its_room_and_write_each_others_kept_samples") {
         return;
     }
     // The fixtures four times over (48 samples): each rank's share holds several.
@@ -281,10 +281,17 @@ fn ranks_sharing_the_cache_folder_share_its_room_for_kept_samples() {
         // Once both ranks are known to the folder, each keeps its share for its next
         // epoch (the first epochs may go to whoever asked first).
         let kept = per_epoch(o, "samples from the kept ranges");
+        let others = per_epoch(o, "written by other ranks");
         assert_eq!(kept.len(), 5, "{out}");
         assert!(
             kept[3] > 0 && kept[4] > 0,
             "rank {id} reads kept samples in its last epochs: {kept:?}: {out}"
+        );
+        // The ranks pool what they read: some of a rank's kept samples were read (and
+        // written there) by the other rank in the epoch before.
+        assert!(
+            others.iter().sum::<u64>() > 0,
+            "rank {id}: none of its kept samples {kept:?} written by the other rank: {out}"
         );
     }
     assert!(most <= limit, "{most} bytes on disk, limit {limit}");

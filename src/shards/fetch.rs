@@ -90,7 +90,7 @@ pub(crate) fn remote_files(
         keep,
         file_of: shard_of,
         per_epoch: sampling.len(n) as u64,
-        order: Box::new(move |epoch| sampling.order(n, epoch, by_file.as_deref())),
+        order: crate::store::Orders::sampled(sampling, n, by_file),
         check: Box::new(check),
         unpack: None,
         assemble: None,

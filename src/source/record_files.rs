@@ -876,7 +876,7 @@ impl RecordFiles {
             keep: Vec::new(),
             file_of,
             per_epoch: sampling.len(n) as u64,
-            order: Box::new(move |epoch| sampling.order(n, epoch, by_file.as_deref())),
+            order: crate::store::Orders::sampled(sampling, n, by_file),
             check: Box::new(|_, _| Ok(())),
             unpack: Some(Box::new(move |object, packed, out| {
                 unpacker

@@ -180,7 +180,7 @@ impl TreePacks {
             keep: Vec::new(),
             file_of: pack_of.clone(),
             per_epoch: sampling.len(n) as u64,
-            order: Box::new(move |epoch| sampling.order(n, epoch, by_file.as_deref())),
+            order: crate::store::Orders::sampled(sampling, n, by_file),
             check: Box::new(|_, _| Ok(())),
             unpack: None,
             assemble: Some(Box::new(assemble)),

@@ -90,9 +90,6 @@ pub type Unpack =
 pub type Assemble =
     Box<dyn Fn(&StoreClient, usize, &mut std::fs::File) -> Result<super::Received> + Send + Sync>;
 
-/// The samples an epoch reads, in order (to prefetch without an announced order).
-pub type EpochOrder = Box<dyn Fn(u64) -> Vec<usize> + Send + Sync>;
-
 /// What a [`FetchAhead`] is given: the files, who lists them, the file of each sample and
 /// how the epochs read them.
 pub struct AheadFiles {
@@ -106,8 +103,8 @@ pub struct AheadFiles {
     pub file_of: Vec<u32>,
     /// Samples an epoch reads.
     pub per_epoch: u64,
-    /// The samples of an epoch, in order.
-    pub order: EpochOrder,
+    /// The samples of an epoch, in order (this reader's, and another rank's).
+    pub order: super::Orders,
     /// The check of each file as it arrives.
     pub check: CheckFile,
     /// How the files with [`AheadFile::unpacked_from`] are unpacked.
@@ -336,7 +333,7 @@ impl FetchAhead {
     /// and its first files are fetched now.
     pub fn start_epoch(&self, epoch: u64, order: &[usize]) {
         self.forked();
-        let next = (self.inner.files.order)(epoch + 1);
+        let next = self.inner.files.order.of(epoch + 1);
         let plan = Plan::new(
             epoch,
             order,
@@ -508,8 +505,8 @@ impl Inner {
             drop(st);
             let plan = Plan::new(
                 epoch,
-                &(self.files.order)(epoch),
-                &(self.files.order)(epoch + 1),
+                &self.files.order.of(epoch),
+                &self.files.order.of(epoch + 1),
                 &self.files.file_of,
                 self.files.files.len(),
             );
@@ -938,7 +935,7 @@ mod tests {
                 keep: Vec::new(),
                 file_of: vec![0, 1, 2, 3, 4],
                 per_epoch: order.len() as u64,
-                order: Box::new(move |_| order.clone()),
+                order: super::super::Orders::fixed(order),
                 check: Box::new(|_, _| Ok(())),
                 unpack: None,
                 assemble: None,

@@ -164,6 +164,11 @@ impl Pending {
 }
 
 impl Pending {
+    /// The temporary file's path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.tmp
+    }
+
     /// Close this process's handle and leave the file where it is: in a forked child, the
     /// file is the parent's to remove.
     pub(crate) fn leave(mut self) {
@@ -251,13 +256,25 @@ impl Cache {
     /// joined the folder by reserving an empty file of that name and hold it (range
     /// mode's, see `super::kept`). Dead processes' files are removed on the way.
     pub fn holders(&self, name: &str) -> usize {
+        self.held(name).len()
+    }
+
+    /// The temporary files of `name` that live processes hold here, with their sizes
+    /// (see [`Cache::holders`]); dead processes' files are removed on the way.
+    pub fn held(&self, name: &str) -> Vec<(PathBuf, u64)> {
         let prefix = format!(".{name}.");
-        let Ok(files) = self.scan() else { return 0 };
+        let Ok(files) = self.scan() else {
+            return Vec::new();
+        };
         files
-            .iter()
-            .filter_map(|(p, _, _)| p.file_name()?.to_str())
-            .filter(|n| n.starts_with(&prefix) && tmp_owner(n).is_some())
-            .count()
+            .into_iter()
+            .filter(|(p, _, _)| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&prefix) && tmp_owner(n).is_some())
+            })
+            .map(|(p, size, _)| (p, size))
+            .collect()
     }
 
     /// `(path, size, last use)` of every cache file, removing dead processes' temporary

@@ -40,8 +40,9 @@ use super::cache::Pending;
 use super::kept::{self, Kept};
 use super::{stats, AheadFiles, Cache, StoreClient};
 use crate::error::{Error, Result};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -69,6 +70,11 @@ pub const MAX_BUDGET: u64 = 256 << 20;
 
 /// Most samples one wave plans.
 const WAVE_SAMPLES: usize = 4096;
+
+/// Reads between two looks for other readers' kept files (a 64th of an epoch of `len`).
+fn scan_step(len: usize) -> usize {
+    (len / 64).max(1)
+}
 
 /// The memory budget for a cache limit of `cache_limit` bytes: the smaller of the two.
 pub fn budget(cache_limit: u64) -> u64 {
@@ -183,6 +189,15 @@ struct State {
     /// When no file could be reserved for the next epoch (others held the room): the
     /// count of reads at which to try again.
     retry: Option<usize>,
+    /// Where the samples other readers of the folder keep for their next epoch go, by
+    /// sample: this process writes those it reads ([`kept::peer_plans`]).
+    peers: HashMap<usize, kept::Target>,
+    /// The other readers' kept files looked at this epoch (and handles to them).
+    peers_seen: HashMap<PathBuf, Arc<std::fs::File>>,
+    /// The count of reads at which to look for other readers' kept files again.
+    scan_at: usize,
+    /// A look is under way.
+    scanning: bool,
 }
 
 struct Inner {
@@ -196,6 +211,9 @@ struct Inner {
     changed: Condvar,
     /// The process whose prefetchers these are.
     pid: AtomicU32,
+    /// What the samples' ranges and the epochs' orders depend on (but the rank): the
+    /// readers of a folder with the same key can write each other's kept samples.
+    key: u64,
 }
 
 /// Samples' byte ranges of a location's files, fetched ahead (see the module).
@@ -227,8 +245,19 @@ impl RangeAhead {
         budget: u64,
         cache: Option<Cache>,
     ) -> RangeAhead {
+        let mut h = crc32fast::Hasher::new();
+        for r in &ranges {
+            h.update(&r.start.to_le_bytes());
+            h.update(&r.end.to_le_bytes());
+        }
+        for f in &files.files {
+            h.update(f.name.as_bytes());
+            h.update(&f.size.to_le_bytes());
+        }
+        let key = (u64::from(h.finalize()) << 32) ^ files.order.key;
         RangeAhead {
             inner: Arc::new(Inner {
+                key,
                 client,
                 files,
                 ranges,
@@ -273,10 +302,18 @@ impl RangeAhead {
             // Counted among the readers sharing the folder's room from its first epoch
             // (a process that only opened the dataset, a DataLoader's main process whose
             // workers read, takes no share).
-            st.member = self.inner.cache.as_ref().and_then(kept::join);
+            let (key, rank) = (self.inner.key, self.inner.files.order.rank);
+            st.member = self
+                .inner
+                .cache
+                .as_ref()
+                .and_then(|c| kept::join(c, key, rank));
         }
         st.slots.clear();
         st.early.clear();
+        st.peers.clear();
+        st.peers_seen.clear();
+        st.scan_at = scan_step(order.len());
         // The samples the previous epoch kept for this one, if it did; anything else
         // kept is dropped (its file removed).
         st.epoch = epoch;
@@ -354,17 +391,16 @@ impl RangeAhead {
         if let Some(epoch) = next {
             Inner::plan_next(inner, epoch);
         }
-        if served {
-            stats::kept();
+        if let Some(by_other) = served {
+            stats::kept(by_other);
+            Inner::keep(inner, index, scratch);
             stats::waited(t0.elapsed());
             return Ok(());
         }
         if let Some(b) = inner.take(file, &range, index) {
             scratch.clear();
             scratch.extend_from_slice(&b);
-            if let Some(epoch) = inner.keep(index, &b) {
-                Inner::plan_next(inner, epoch);
-            }
+            Inner::keep(inner, index, &b);
             stats::waited(t0.elapsed());
             return Ok(());
         }
@@ -380,9 +416,7 @@ impl RangeAhead {
             .map_err(Error::from)?;
         scratch.clear();
         scratch.extend_from_slice(&bytes);
-        if let Some(epoch) = inner.keep(index, &bytes) {
-            Inner::plan_next(inner, epoch);
-        }
+        Inner::keep(inner, index, &bytes);
         stats::waited(t0.elapsed());
         Ok(())
     }
@@ -492,17 +526,36 @@ impl Inner {
     /// meanwhile.
     fn keep_next(&self, epoch: u64) {
         let Some(cache) = &self.cache else { return };
-        let next = (self.files.order)(epoch + 1);
-        // Only the samples this epoch has still to read pass by before the next: not
-        // those read already, nor those it does not read at all (another rank's, when
-        // the epoch is sharded: this process could not write them).
+        let orders = &self.files.order;
+        let next = orders.of(epoch + 1);
+        // Only the samples a reader of the folder has still to read this epoch pass by
+        // before the next: not those read already, nor those no rank of this node reads
+        // (another node's: nobody here could write them). This process's own by its
+        // reads; the other ranks' (which write what they read of the plan) from about as
+        // far in their orders, less a 16th of the epoch for the ranks ahead.
         let mut read = vec![true; self.ranges.len()];
-        {
+        let (reads, len) = {
             let st = lock(&self.state);
             if st.epoch != epoch {
                 return;
             }
             for &i in st.order.iter().skip(st.reads) {
+                if let Some(r) = read.get_mut(i) {
+                    *r = false;
+                }
+            }
+            (st.reads, st.order.len())
+        };
+        let readers = kept::readers(cache, self.key);
+        let whole = (self.files.per_epoch as usize).max(len).max(1);
+        let at = whole - len + reads + whole / 16 + 1;
+        for &rank in &readers.ranks {
+            if rank == orders.rank || rank >= orders.ranks {
+                continue;
+            }
+            let theirs = orders.of_rank(epoch, rank);
+            let from = (at * theirs.len()).div_ceil(whole).min(theirs.len());
+            for &i in &theirs[from..] {
                 if let Some(r) = read.get_mut(i) {
                     *r = false;
                 }
@@ -515,7 +568,8 @@ impl Inner {
             &next,
             &self.ranges,
             &read,
-            kept::sharers(cache),
+            &readers,
+            self.key,
         ) else {
             // Others sharing the folder may hold the room (a rank that planned before
             // this one joined): try again later in the epoch, at reads doubling from a
@@ -539,56 +593,130 @@ impl Inner {
         drop(stale);
     }
 
+    /// Look for the other readers' kept files of the epoch after `epoch` (their plans),
+    /// so that this process writes the samples of them it reads.
+    fn scan_peers(&self, epoch: u64) {
+        let Some(cache) = &self.cache else { return };
+        let (seen, files, own) = {
+            let mut st = lock(&self.state);
+            if st.epoch != epoch || st.stop {
+                st.scanning = false;
+                return;
+            }
+            let own = st
+                .keeping
+                .as_ref()
+                .and_then(|k| k.path().map(Path::to_path_buf));
+            let seen: HashSet<PathBuf> = st.peers_seen.keys().cloned().collect();
+            let files: Vec<Arc<std::fs::File>> = st.peers_seen.values().cloned().collect();
+            (seen, files, own)
+        };
+        // Files their readers removed (read already): let go of them.
+        let gone: Vec<Arc<std::fs::File>> =
+            files.into_iter().filter(|f| !kept::linked(f)).collect();
+        let found = kept::peer_plans(cache, self.key, epoch + 1, &seen, own.as_deref());
+        let mut st = lock(&self.state);
+        st.scanning = false;
+        if st.epoch != epoch {
+            return;
+        }
+        if !gone.is_empty() {
+            let held = |f: &Arc<std::fs::File>| !gone.iter().any(|g| Arc::ptr_eq(g, f));
+            st.peers.retain(|_, t| held(t.file()));
+            st.peers_seen.retain(|_, f| held(f));
+        }
+        for plan in found {
+            st.peers_seen.insert(plan.path, plan.file);
+            for (i, t) in plan.targets {
+                st.peers.entry(i).or_insert(t);
+            }
+        }
+    }
+
     /// Read sample `index` (`len` bytes) from the kept file into `scratch`, when it is
-    /// there: whether it was, and `Some(epoch)` when that was the file's last read to come
-    /// (or a failed one gave up the last ones; the file is removed): reserve the next file
-    /// for the epoch after `epoch`.
-    fn read_kept(&self, index: usize, len: usize, scratch: &mut Vec<u8>) -> (bool, Option<u64>) {
-        let Some((file, offset)) = lock(&self.state)
+    /// there: `Some(by another reader)` when it was (and whether another reader wrote
+    /// it), and `Some(epoch)` when that was the file's last read to come (or a failed one
+    /// gave up the last ones; the file is removed): reserve the next file for the epoch
+    /// after `epoch`.
+    fn read_kept(
+        &self,
+        index: usize,
+        len: usize,
+        scratch: &mut Vec<u8>,
+    ) -> (Option<bool>, Option<u64>) {
+        let Some((file, offset, by_other)) = lock(&self.state)
             .kept
             .as_ref()
             .and_then(|k| k.source(index, len))
         else {
-            return (false, None);
+            return (None, None);
         };
         let ok = kept::read(&file, offset, len, scratch);
         let mut st = lock(&self.state);
         let released = st.kept.as_mut().and_then(|k| k.used(index, &file, ok));
-        if ok {
-            st.reads += 1;
-        }
         let epoch = st.epoch;
         drop(st);
         let last = released.is_some();
         drop(released);
-        (ok, last.then_some(epoch))
+        (ok.then_some(by_other), last.then_some(epoch))
     }
 
     /// Sample `index` was read (`bytes`): count the read, and write it to the next
-    /// epoch's kept file when it is one of the samples kept there. `Some(epoch)` when it
-    /// is time to try reserving that file again (see [`Inner::keep_next`]).
-    #[must_use]
-    fn keep(&self, index: usize, bytes: &[u8]) -> Option<u64> {
-        let mut again = None;
-        let Some((file, offset)) = ({
-            let mut st = lock(&self.state);
+    /// epoch's kept file when it is one of the samples kept there, or to another
+    /// reader's when it is one of theirs. Then, when it is time, try reserving the next
+    /// file again (see [`Inner::keep_next`]), or look for other readers' files.
+    fn keep(inner: &Arc<Inner>, index: usize, bytes: &[u8]) {
+        let (mut again, mut scan) = (None, None);
+        let (own, theirs) = {
+            let mut st = lock(&inner.state);
             st.reads += 1;
             if st.retry.is_some_and(|at| st.reads >= at) {
                 st.retry = None;
                 again = Some(st.epoch);
             }
-            st.keeping
+            if st.announced && st.reads >= st.scan_at && !st.scanning && !st.stop {
+                let len = st.order.len();
+                st.scan_at = if st.reads < len * 3 / 4 {
+                    st.reads + scan_step(len)
+                } else {
+                    usize::MAX
+                };
+                st.scanning = true;
+                scan = Some(st.epoch);
+            }
+            let own = st
+                .keeping
                 .as_ref()
-                .and_then(|k| k.wants(index, bytes.len()))
-        }) else {
-            return again;
+                .and_then(|k| k.wants(index, bytes.len()));
+            let theirs = if own.is_none() && !st.peers.is_empty() {
+                st.peers.remove(&index)
+            } else {
+                None
+            };
+            (own, theirs)
         };
-        if kept::write(&file, offset, bytes) {
-            if let Some(k) = lock(&self.state).keeping.as_mut() {
-                k.written(index, &file);
+        if let Some(t) = own {
+            if t.write(bytes) {
+                if let Some(k) = lock(&inner.state).keeping.as_mut() {
+                    k.written(index, t.file());
+                }
             }
         }
-        again
+        if let Some(t) = theirs {
+            t.write(bytes);
+        }
+        if let Some(epoch) = again {
+            Inner::plan_next(inner, epoch);
+        }
+        if let Some(epoch) = scan {
+            let moved = Arc::clone(inner);
+            let spawned = std::thread::Builder::new()
+                .name("imgfeed-kept".into())
+                .spawn(move || moved.scan_peers(epoch));
+            if spawned.is_err() {
+                lock(&inner.state).scanning = false;
+            }
+        }
     }
 
     /// The prefetched bytes of sample `index` (bytes `range` of `file`), waiting while
@@ -914,7 +1042,7 @@ mod tests {
             keep: Vec::new(),
             file_of: file_of.clone(),
             per_epoch: order.len() as u64,
-            order: Box::new(|_| Vec::new()),
+            order: crate::store::Orders::fixed(Vec::new()),
             check: Box::new(|_, _| Ok(())),
             unpack: None,
             assemble: None,

@@ -15,6 +15,7 @@ static REFETCHED: AtomicU64 = AtomicU64::new(0);
 static REFETCHED_BYTES: AtomicU64 = AtomicU64::new(0);
 static RANGED: AtomicU64 = AtomicU64::new(0);
 static KEPT: AtomicU64 = AtomicU64::new(0);
+static KEPT_BY_OTHERS: AtomicU64 = AtomicU64::new(0);
 
 /// The counters at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -47,6 +48,9 @@ pub struct Traffic {
     /// Samples read from the cache folder's copies that range mode kept for this epoch
     /// while the previous one read them (no request).
     pub kept: u64,
+    /// Of those, the samples another reader of the folder wrote there (a rank of the
+    /// node that read them in the epoch before).
+    pub kept_by_others: u64,
 }
 
 impl Traffic {
@@ -65,6 +69,7 @@ impl Traffic {
             refetched_bytes: self.refetched_bytes.saturating_sub(earlier.refetched_bytes),
             ranged: self.ranged.saturating_sub(earlier.ranged),
             kept: self.kept.saturating_sub(earlier.kept),
+            kept_by_others: self.kept_by_others.saturating_sub(earlier.kept_by_others),
         }
     }
 
@@ -109,6 +114,9 @@ impl std::fmt::Display for Traffic {
         }
         if self.kept > 0 {
             write!(f, ", {} samples from the kept ranges", self.kept)?;
+            if self.kept_by_others > 0 {
+                write!(f, ", {} written by other ranks", self.kept_by_others)?;
+            }
         }
         Ok(())
     }
@@ -129,6 +137,7 @@ pub fn snapshot() -> Traffic {
         refetched_bytes: REFETCHED_BYTES.load(Ordering::Relaxed),
         ranged: RANGED.load(Ordering::Relaxed),
         kept: KEPT.load(Ordering::Relaxed),
+        kept_by_others: KEPT_BY_OTHERS.load(Ordering::Relaxed),
     }
 }
 
@@ -173,6 +182,9 @@ pub(crate) fn ranged() {
     RANGED.fetch_add(1, Ordering::Relaxed);
 }
 
-pub(crate) fn kept() {
+pub(crate) fn kept(by_other: bool) {
     KEPT.fetch_add(1, Ordering::Relaxed);
+    if by_other {
+        KEPT_BY_OTHERS.fetch_add(1, Ordering::Relaxed);
+    }
 }
