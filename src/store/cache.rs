@@ -252,15 +252,10 @@ impl Cache {
         Ok(self.scan()?.iter().map(|(_, size, _)| size).sum())
     }
 
-    /// How many temporary files of `name` live processes hold here: the readers that
-    /// joined the folder by reserving an empty file of that name and hold it (range
-    /// mode's, see `super::kept`). Dead processes' files are removed on the way.
-    pub fn holders(&self, name: &str) -> usize {
-        self.held(name).len()
-    }
-
-    /// The temporary files of `name` that live processes hold here, with their sizes
-    /// (see [`Cache::holders`]); dead processes' files are removed on the way.
+    /// The temporary files of `name` that live processes hold here, with their sizes:
+    /// the readers that joined the folder by reserving a file of that name and hold it,
+    /// or their kept files (range mode's, see `super::kept`). Dead processes' files are
+    /// removed on the way.
     pub fn held(&self, name: &str) -> Vec<(PathBuf, u64)> {
         let prefix = format!(".{name}.");
         let Ok(files) = self.scan() else {

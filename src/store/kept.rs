@@ -23,19 +23,21 @@
 //! and every read checks its record as before (a shard record's CRC-32).
 //!
 //! Several readers share a folder (the ranks of a node): each [`join`]s it when its first
-//! epoch starts, naming its rank, and plans within its share of the room ([`readers`]),
-//! so that no rank keeps everything while another keeps nothing (a synchronous trainer
-//! waits on the slowest). And they **pool** what they read: in a sharded epoch a rank
-//! reads only `1/k` of the samples, so alone it could keep only `1/k` of its next epoch's
-//! first samples. Its file therefore ends with its plan (which sample at which offset, and
-//! a byte per sample set once written), and the other readers with the same orders
-//! ([`peer_plans`], looked for every 64th of their epoch) write the samples of it they
-//! read: each sample's bytes, then its byte. A rank plans from the samples that any rank
-//! of the node still reads this epoch (the ranks' orders are known: MindSpore's rule on
-//! the seeded permutation), counting the others as about as far as itself less a 16th of
-//! the epoch. When its epoch starts it takes the samples whose byte is set; one written
-//! later, or never (a rank that had read it already, a rank of another node), is fetched
-//! as before.
+//! epoch starts (a file naming its rank, and how far it is, rewritten every 64th of its
+//! epoch), and plans within its share of the room ([`readers`]), so that no rank keeps
+//! everything while another keeps nothing (a synchronous trainer waits on the slowest).
+//! And they **pool** what they read: in a sharded epoch a rank reads only `1/k` of the
+//! samples, so alone it could keep only `1/k` of its next epoch's first samples. Its file
+//! therefore ends with its plan (which sample at which offset, and a byte per sample set
+//! once written), and the other readers with the same orders ([`peer_plans`], looked for
+//! every 64th of their epoch) write the samples of it they read: each sample's bytes, then
+//! its byte. A rank plans from the samples that any rank of the node still reads this
+//! epoch: the ranks' orders are known (MindSpore's rule on the seeded permutation), and
+//! each other rank's from a 32nd of the epoch past where it last said it was. When its
+//! epoch starts it takes the samples whose byte is set; one written later, or never (a
+//! rank that had read it already, a rank of another node), is fetched as before. The
+//! folder must be on a local file system (as the cache's other rules assume): a byte seen
+//! set then means the bytes before it were written.
 
 use super::cache::{Cache, CacheKey, Pending};
 use std::collections::{HashMap, HashSet};
@@ -103,7 +105,7 @@ impl Target {
 }
 
 /// The name of the empty file by which a process reading in range mode joins the cache
-/// folder ([`join`]); [`Cache::holders`] counts them.
+/// folder ([`join`]); [`readers`] reads them ([`Cache::held`]).
 const READER: &str = "ranges-reader";
 
 /// The kept files' name.
@@ -122,12 +124,59 @@ fn tail(entries: usize) -> u64 {
     entries as u64 * (ENTRY + 1) + FOOTER
 }
 
+/// A reader's file in the folder ([`join`]): its key (what its orders depend on: readers
+/// with the same key read the same epochs' orders), its rank, and how far it is (the
+/// epoch, and the position in its rank's order of it), as one line of fixed width, so
+/// that [`Member::at`] rewrites it in place.
+fn member_line(key: u64, rank: usize, epoch: u64, position: usize) -> String {
+    format!("{key:016x} {rank:010} {epoch:020} {position:020}\n")
+}
+
+/// Its length.
+const MEMBER_LINE: usize = 16 + 1 + 10 + 1 + 20 + 1 + 20 + 1;
+
+/// This process's place among the readers sharing a folder ([`join`]).
+pub(super) struct Member {
+    /// Removed when dropped.
+    pending: Pending,
+    handle: MemberHandle,
+}
+
+impl Member {
+    /// A handle to its file, to say how far this reader is outside the state's lock.
+    pub(super) fn handle(&self) -> MemberHandle {
+        self.handle.clone()
+    }
+
+    /// In a forked child: close this process's handle and leave the file (the parent's).
+    pub(super) fn leave(self) {
+        self.pending.leave();
+    }
+}
+
+/// A handle to a [`Member`]'s file.
+#[derive(Clone)]
+pub(super) struct MemberHandle {
+    file: Arc<File>,
+    key: u64,
+    rank: usize,
+}
+
+impl MemberHandle {
+    /// Say how far this reader is: `position` in its order of epoch `epoch` (the other
+    /// readers plan by it, see [`readers`]).
+    pub(super) fn at(&self, epoch: u64, position: usize) {
+        let line = member_line(self.key, self.rank, epoch, position);
+        let _ = self.file.write_all_at(line.as_bytes(), 0);
+    }
+}
+
 /// Join `cache`'s folder as one of the readers that share its room for kept samples:
-/// a file of this process naming `key` (what its orders depend on: readers with the
-/// same key read the same epochs' orders) and its `rank`, removed when the returned
-/// reservation is dropped (or found after the process died). `None` when it cannot be
-/// made (then this reader is not counted, and takes its share as if alone).
-pub(super) fn join(cache: &Cache, key: u64, rank: usize) -> Option<Pending> {
+/// a file of this process naming `key`, its `rank` and how far it is (at epoch `epoch`'s
+/// start), removed when the returned member is dropped (or found after the process
+/// died). `None` when it cannot be made (then this reader is not counted, and takes its
+/// share as if alone).
+pub(super) fn join(cache: &Cache, key: u64, rank: usize, epoch: u64) -> Option<Member> {
     let key_entry = CacheKey {
         name: READER,
         size: 0,
@@ -137,12 +186,24 @@ pub(super) fn join(cache: &Cache, key: u64, rank: usize) -> Option<Pending> {
     };
     match cache.reserve(&key_entry, &[]) {
         Ok((Ok(mut pending), _)) => {
-            let line = format!("{key:016x} {rank}\n");
-            pending.file()?.write_all_at(line.as_bytes(), 0).ok()?;
-            Some(pending)
+            let handle = MemberHandle {
+                file: Arc::new(pending.file()?.try_clone().ok()?),
+                key,
+                rank,
+            };
+            handle.at(epoch, 0);
+            Some(Member { pending, handle })
         }
         _ => None,
     }
+}
+
+/// Another reader with the same key ([`readers`]): its rank, and how far it said it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Peer {
+    pub rank: usize,
+    pub epoch: u64,
+    pub position: usize,
 }
 
 /// The readers sharing a folder's room ([`readers`]).
@@ -151,28 +212,34 @@ pub(super) struct Readers {
     pub count: u64,
     /// The bytes of their files.
     pub bytes: u64,
-    /// The ranks of those with the caller's key, each once.
-    pub ranks: Vec<usize>,
+    /// Those with the caller's key, each rank once (the least advanced of its readers).
+    pub peers: Vec<Peer>,
 }
 
-/// The readers that share `cache`'s room now, and the ranks of those reading with `key`.
+/// The readers that share `cache`'s room now, and those reading with `key`.
 pub(super) fn readers(cache: &Cache, key: u64) -> Readers {
     let held = cache.held(READER);
-    let mut ranks: Vec<usize> = held
+    let mut peers: Vec<Peer> = held
         .iter()
         .filter_map(|(path, _)| {
-            let text = std::fs::read_to_string(path).ok()?;
-            let (k, rank) = text.trim().split_once(' ')?;
-            (u64::from_str_radix(k, 16).ok()? == key).then_some(())?;
-            rank.parse().ok()
+            let mut line = [0u8; MEMBER_LINE];
+            let got = File::open(path).ok()?.read_at(&mut line, 0).ok()?;
+            let text = std::str::from_utf8(line.get(..got)?).ok()?;
+            let mut fields = text.split_whitespace();
+            (u64::from_str_radix(fields.next()?, 16).ok()? == key).then_some(())?;
+            Some(Peer {
+                rank: fields.next()?.parse().ok()?,
+                epoch: fields.next()?.parse().ok()?,
+                position: fields.next()?.parse().ok()?,
+            })
         })
         .collect();
-    ranks.sort_unstable();
-    ranks.dedup();
+    peers.sort_unstable_by_key(|p| (p.rank, p.epoch, p.position));
+    peers.dedup_by_key(|p| p.rank);
     Readers {
         count: held.len().max(1) as u64,
         bytes: held.iter().map(|(_, size)| size).sum(),
-        ranks,
+        peers,
     }
 }
 
@@ -386,18 +453,20 @@ pub(super) fn linked(file: &File) -> bool {
 }
 
 /// The other readers' kept files for epoch `epoch` in `cache` with the readers' `key`,
-/// but those in `seen` and `own`. A file whose plan is not written yet is left for a
-/// later look.
+/// of `samples` samples, but those in `seen` and those `own` says are this process's. A
+/// file whose plan is not written yet is left for a later look; one whose tail does not
+/// hold together (sizes, offsets, sample indices) is not written into.
 pub(super) fn peer_plans(
     cache: &Cache,
     key: u64,
     epoch: u64,
+    samples: usize,
     seen: &HashSet<PathBuf>,
-    own: Option<&Path>,
+    own: &dyn Fn(&Path) -> bool,
 ) -> Vec<PeerPlan> {
     let mut out = Vec::new();
     for (path, size) in cache.held(KEPT) {
-        if seen.contains(&path) || own == Some(path.as_path()) || size < FOOTER {
+        if seen.contains(&path) || own(&path) || size < FOOTER {
             continue;
         }
         let Ok(file) = std::fs::OpenOptions::new()
@@ -417,11 +486,18 @@ pub(super) fn peer_plans(
             u64::from_le_bytes(b)
         };
         let (their_key, their_epoch, entries, data) = (field(0), field(1), field(2), field(3));
-        let Ok(entries) = usize::try_from(entries) else {
-            continue;
-        };
-        if their_key != key || their_epoch != epoch || data.checked_add(tail(entries)) != Some(size)
+        // At most a sample per entry, each entry within the file: nothing read or
+        // allocated past the file's size whatever the footer says.
+        if their_key != key
+            || their_epoch != epoch
+            || entries == 0
+            || entries > (size - FOOTER) / (ENTRY + 1)
+            || entries > samples as u64
         {
+            continue;
+        }
+        let entries = entries as usize;
+        if data.checked_add(tail(entries)) != Some(size) {
             continue;
         }
         let mut plan = vec![0u8; entries * ENTRY as usize];
@@ -440,8 +516,8 @@ pub(super) fn peer_plans(
                     u64::from_le_bytes(b)
                 };
                 let (index, offset, len) = (word(0), word(1), word(2));
-                // A plan that points past its samples is not written into.
-                (offset.checked_add(len)? <= data).then_some(())?;
+                // An entry that points past the samples' bytes is not written into.
+                (offset.checked_add(len)? <= data && index < samples as u64).then_some(())?;
                 Some((
                     usize::try_from(index).ok()?,
                     Target {
@@ -603,7 +679,7 @@ mod tests {
         Readers {
             count,
             bytes: readers(cache, 0).bytes,
-            ranks: Vec::new(),
+            peers: Vec::new(),
         }
     }
 
@@ -611,34 +687,43 @@ mod tests {
     fn readers_sharing_the_folder_reserve_their_share_and_dead_ones_are_not_counted() {
         let dir = tempfile::tempdir().expect("tempdir");
         let url = super::super::StoreUrl::parse("http://127.0.0.1:9/ds").expect("url");
-        // Two readers' files (19 bytes each) and two shares of 5 samples of 100 bytes
-        // with their tails.
+        // Two readers' files and two shares of 5 samples of 100 bytes with their tails.
         let one = 500 + tail(5);
-        let limit = 2 * one + 38;
+        let members = 2 * MEMBER_LINE as u64;
+        let limit = 2 * one + members;
         let cache = Cache::open(Some(dir.path()), limit, &url, None).expect("cache");
         let ranges: Vec<Range<u64>> = (0..10u64).map(|i| i * 100..i * 100 + 100).collect();
         let order: Vec<usize> = (0..10).collect();
-        let a = join(&cache, 0, 0).expect("joined");
+        let a = join(&cache, 0, 0, 1).expect("joined");
         assert_eq!(readers(&cache, 0).count, 1);
-        let b = join(&cache, 0, 1).expect("joined");
+        let b = join(&cache, 0, 1, 1).expect("joined");
         // A reader of a process that died (the child below, waited for) is not counted,
         // and its file goes.
         let mut child = std::process::Command::new("true").spawn().expect("spawn");
         let dead = child.id();
         child.wait().expect("wait");
         let stale = cache.dir().join(format!(".{READER}.00000000.tmp.{dead}.0"));
-        std::fs::write(&stale, b"0000000000000000 2\n").expect("stale file");
+        std::fs::write(&stale, member_line(0, 2, 1, 0)).expect("stale file");
+        a.handle().at(1, 40);
         let now = readers(&cache, 0);
-        assert_eq!((now.count, now.bytes, now.ranks), (2, 38, vec![0, 1]));
+        let peer = |rank, epoch, position| Peer {
+            rank,
+            epoch,
+            position,
+        };
+        assert_eq!(
+            (now.count, now.bytes, now.peers),
+            (2, members, vec![peer(0, 1, 40), peer(1, 1, 0)])
+        );
         assert!(!stale.exists(), "a dead reader's file is removed");
-        assert!(readers(&cache, 1).ranks.is_empty(), "another key");
+        assert!(readers(&cache, 1).peers.is_empty(), "another key");
         let kept = |order: &[usize], ranges: &[Range<u64>], r: &Readers| {
             Kept::reserve(&cache, &[], 1, order, ranges, &[], r, 0)
         };
         // Each of the two takes half the room: 5 of the samples (the first half of the
         // order), then the other's half is all there is.
         let first = kept(&order, &ranges, &sharing(&cache, 2)).expect("room");
-        assert_eq!(cache.used().expect("used"), 38 + one);
+        assert_eq!(cache.used().expect("used"), members + one);
         let second = kept(&order, &ranges, &sharing(&cache, 2)).expect("room");
         assert_eq!(cache.used().expect("used"), limit);
         // A third that finds the room taken keeps nothing.
@@ -652,7 +737,10 @@ mod tests {
         let crumbs = kept(&order[..2], &ranges, &sharing(&cache, 1));
         let taken = kept(&order[2..], &ranges, &sharing(&cache, 5));
         assert!(crumbs.is_some() && taken.is_some(), "a sample each");
-        assert_eq!(cache.used().expect("used"), 38 + one + 2 * (100 + tail(1)));
+        assert_eq!(
+            cache.used().expect("used"),
+            members + one + 2 * (100 + tail(1))
+        );
         assert!(kept(&order, &ranges, &sharing(&cache, 1)).is_none());
         drop((
             first.release(),
@@ -663,16 +751,21 @@ mod tests {
         let alone = kept(&order, &ranges, &sharing(&cache, 1)).expect("room");
         assert_eq!(
             cache.used().expect("used"),
-            38 + one,
+            members + one,
             "the first half of the order"
         );
         let late = kept(&order[..4], &ranges, &sharing(&cache, 2)).expect("room");
         assert_eq!(
             cache.used().expect("used"),
-            38 + one + 200 + tail(2),
+            members + one + 200 + tail(2),
             "2 of the 4 samples' first half"
         );
-        drop((alone.release(), late.release(), a));
+        drop((alone.release(), late.release()));
+        // Two readers of one rank (a DataLoader's workers): the rank counts once, at the
+        // least advanced.
+        let c = join(&cache, 0, 0, 2).expect("joined");
+        assert_eq!(readers(&cache, 0).peers, [peer(0, 1, 40), peer(1, 1, 0)]);
+        drop((a, c));
         assert_eq!(readers(&cache, 0).count, 1);
         drop(b);
         assert_eq!(cache.used().expect("used"), 0, "nothing left");
@@ -766,14 +859,25 @@ mod tests {
         let (pending, _) = cache.reserve(&half_made, &[]).expect("reserved");
         let _pending = pending.expect("new");
         let seen = HashSet::new();
-        for (key, epoch, mine) in [(8, 2, None), (7, 3, None), (7, 2, own.as_deref())] {
+        let none = |_: &Path| false;
+        let mine = |p: &Path| Some(p) == own.as_deref();
+        for (key, epoch, samples, own) in [
+            (8, 2, 8, &none as &dyn Fn(&Path) -> bool),
+            (7, 3, 8, &none),
+            (7, 2, 8, &mine),
+            (7, 2, 1, &none),
+        ] {
             assert!(
-                peer_plans(&cache, key, epoch, &seen, mine).is_empty(),
-                "key {key}, epoch {epoch}"
+                peer_plans(&cache, key, epoch, samples, &seen, own).is_empty(),
+                "key {key}, epoch {epoch}, {samples} samples"
             );
         }
+        // Of 3 samples, sample 3 is none: only 1 is written into.
+        let of_three = peer_plans(&cache, 7, 2, 3, &seen, &none);
+        let indices: Vec<usize> = of_three[0].targets.iter().map(|t| t.0).collect();
+        assert_eq!(indices, [1]);
         // Another reader (rank 1) finds the plan, and writes sample 3 as it reads it.
-        let found = peer_plans(&cache, 7, 2, &seen, None);
+        let found = peer_plans(&cache, 7, 2, 8, &seen, &none);
         assert_eq!(found.len(), 1, "one plan");
         assert_eq!(Some(&found[0].path), own.as_ref());
         assert!(linked(&found[0].file));
@@ -784,7 +888,7 @@ mod tests {
         assert!(!t.write(&three[..12]), "not its length");
         assert!(t.write(&three));
         let seen: HashSet<PathBuf> = [found[0].path.clone()].into();
-        assert!(peer_plans(&cache, 7, 2, &seen, None).is_empty(), "seen");
+        assert!(peer_plans(&cache, 7, 2, 8, &seen, &none).is_empty(), "seen");
         // Rank 0's epoch 2 reads 3 from its file, written by the other; 1 was not.
         assert!(k.start(&[3, 1, 0, 2]));
         assert!(k.serves(3) && !k.serves(1));
@@ -796,5 +900,61 @@ mod tests {
         // Its last read removes the file: the other reader lets go of it.
         assert!(k.used(3, &f, true).is_some());
         assert!(!linked(&found[0].file));
+    }
+
+    #[test]
+    fn a_kept_file_whose_tail_does_not_hold_together_is_not_written_into() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = super::super::StoreUrl::parse("http://127.0.0.1:9/ds").expect("url");
+        let cache = Cache::open(Some(dir.path()), 1 << 20, &url, None).expect("cache");
+        // A file of `size` bytes ending with a footer saying `entries` and `data`, its
+        // plan entry (if it has room for one) `entry`.
+        let file = |size: u64, entries: u64, data: u64, entry: [u64; 3]| {
+            let key = CacheKey {
+                name: KEPT,
+                size,
+                crc32: 2,
+                checked: false,
+                listed_by: "test",
+            };
+            let (pending, _) = cache.reserve(&key, &[]).expect("reserved");
+            let mut pending = pending.expect("new");
+            let f = pending.file().expect("open");
+            if let Some(at) = data.checked_add(ENTRY).filter(|&end| end + FOOTER <= size) {
+                let bytes: Vec<u8> = entry.iter().flat_map(|v| v.to_le_bytes()).collect();
+                f.write_all_at(&bytes, at - ENTRY).expect("entry");
+            }
+            let mut footer = MAGIC.to_vec();
+            for v in [7u64, 2, entries, data] {
+                footer.extend_from_slice(&v.to_le_bytes());
+            }
+            f.write_all_at(&footer, size - FOOTER).expect("footer");
+            pending
+        };
+        let none = |_: &Path| false;
+        let plans = |samples| peer_plans(&cache, 7, 2, samples, &HashSet::new(), &none);
+        // One entry of 10 bytes: sample 3 at 0.
+        let good = file(10 + tail(1), 1, 10, [3, 0, 10]);
+        assert_eq!(plans(8).len(), 1);
+        assert_eq!(plans(8)[0].targets.len(), 1);
+        // Sample 3 is not one of 3 samples.
+        assert!(plans(3)[0].targets.is_empty());
+        drop(good);
+        let bad = [
+            // entries * 25 wraps to 1 (the inverse of 25): a 41-byte tail, and an
+            // allocation of about 8e18 bytes if it were believed.
+            file(200, 0x8f5c_28f5_c28f_5c29, 200 - 41, [0; 3]),
+            // More entries than the file holds.
+            file(100, 1000, 0, [0; 3]),
+            // None.
+            file(100, 0, 100 - FOOTER, [0; 3]),
+            // Sizes that do not add up.
+            file(10 + tail(1), 1, 11, [3, 0, 10]),
+        ];
+        assert!(plans(8).is_empty(), "no plan taken");
+        drop(bad);
+        // An entry past the samples' bytes is left out.
+        let _past = file(10 + tail(1), 1, 10, [3, 5, 10]);
+        assert!(plans(8)[0].targets.is_empty());
     }
 }

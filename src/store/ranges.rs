@@ -36,7 +36,6 @@
 //! samples then cost 1.28 M GETs an epoch, $0.51 at S3's $0.0004 per 1000 GETs), fewer
 //! when the budget holds a good part of the dataset and neighbours get coalesced.
 
-use super::cache::Pending;
 use super::kept::{self, Kept};
 use super::{stats, AheadFiles, Cache, StoreClient};
 use crate::error::{Error, Result};
@@ -185,7 +184,7 @@ struct State {
     /// Reads of this epoch so far (about the position the readers are at).
     reads: usize,
     /// This process's place among those sharing the cache folder's room ([`kept::join`]).
-    member: Option<Pending>,
+    member: Option<kept::Member>,
     /// When no file could be reserved for the next epoch (others held the room): the
     /// count of reads at which to try again.
     retry: Option<usize>,
@@ -253,6 +252,8 @@ impl RangeAhead {
         for f in &files.files {
             h.update(f.name.as_bytes());
             h.update(&f.size.to_le_bytes());
+            h.update(&f.crc32.to_le_bytes());
+            h.update(&[u8::from(f.checked)]);
         }
         let key = (u64::from(h.finalize()) << 32) ^ files.order.key;
         RangeAhead {
@@ -298,6 +299,9 @@ impl RangeAhead {
     pub fn start_epoch(&self, epoch: u64, order: &[usize]) {
         self.forked();
         let mut st = lock(&self.inner.state);
+        // Where this epoch starts in the rank's order (a resumed one, further on).
+        let position = (self.inner.files.per_epoch as usize).saturating_sub(order.len());
+        let mut said = None;
         if st.member.is_none() {
             // Counted among the readers sharing the folder's room from its first epoch
             // (a process that only opened the dataset, a DataLoader's main process whose
@@ -307,13 +311,20 @@ impl RangeAhead {
                 .inner
                 .cache
                 .as_ref()
-                .and_then(|c| kept::join(c, key, rank));
+                .and_then(|c| kept::join(c, key, rank, epoch));
+        } else {
+            said = st.member.as_ref().map(kept::Member::handle);
         }
         st.slots.clear();
         st.early.clear();
-        st.peers.clear();
-        st.peers_seen.clear();
+        // The other readers' files are let go of outside the lock (closing the last
+        // handle of a removed file frees its blocks).
+        let peers = (
+            std::mem::take(&mut st.peers),
+            std::mem::take(&mut st.peers_seen),
+        );
         st.scan_at = scan_step(order.len());
+        st.scanning = false;
         // The samples the previous epoch kept for this one, if it did; anything else
         // kept is dropped (its file removed).
         st.epoch = epoch;
@@ -358,6 +369,10 @@ impl RangeAhead {
         drop(st);
         // The files let go of are removed outside the lock.
         drop(released);
+        drop(peers);
+        if let Some(m) = said {
+            m.at(epoch, position);
+        }
         if start {
             for _ in 0..PREFETCHERS {
                 let inner = Arc::clone(&self.inner);
@@ -484,7 +499,12 @@ impl Drop for RangeAhead {
         // process may end first). Not in a forked child: they are the parent's.
         let kept = [st.kept.take(), st.keeping.take()];
         let member = st.member.take();
+        let peers = (
+            std::mem::take(&mut st.peers),
+            std::mem::take(&mut st.peers_seen),
+        );
         drop(st);
+        drop(peers);
         let child = super::forked::first_call_in_child(&self.inner.pid);
         for k in kept.into_iter().flatten() {
             if child {
@@ -531,10 +551,10 @@ impl Inner {
         // Only the samples a reader of the folder has still to read this epoch pass by
         // before the next: not those read already, nor those no rank of this node reads
         // (another node's: nobody here could write them). This process's own by its
-        // reads; the other ranks' (which write what they read of the plan) from about as
-        // far in their orders, less a 16th of the epoch for the ranks ahead.
+        // reads; the other ranks' (which write what they read of the plan) by where they
+        // said they are in the folder.
         let mut read = vec![true; self.ranges.len()];
-        let (reads, len) = {
+        {
             let st = lock(&self.state);
             if st.epoch != epoch {
                 return;
@@ -544,17 +564,22 @@ impl Inner {
                     *r = false;
                 }
             }
-            (st.reads, st.order.len())
-        };
+        }
         let readers = kept::readers(cache, self.key);
-        let whole = (self.files.per_epoch as usize).max(len).max(1);
-        let at = whole - len + reads + whole / 16 + 1;
-        for &rank in &readers.ranks {
-            if rank == orders.rank || rank >= orders.ranks {
+        for peer in &readers.peers {
+            if peer.rank == orders.rank || peer.rank >= orders.ranks || peer.epoch > epoch {
                 continue;
             }
-            let theirs = orders.of_rank(epoch, rank);
-            let from = (at * theirs.len()).div_ceil(whole).min(theirs.len());
+            let theirs = orders.of_rank(epoch, peer.rank);
+            // From where it said it is (it says so every 64th of its epoch, and finds
+            // this plan within the next 64th): a 32nd further on.
+            let from = if peer.epoch < epoch {
+                0
+            } else {
+                peer.position
+                    .saturating_add(theirs.len() / 32 + 1)
+                    .min(theirs.len())
+            };
             for &i in &theirs[from..] {
                 if let Some(r) = read.get_mut(i) {
                     *r = false;
@@ -614,7 +639,16 @@ impl Inner {
         // Files their readers removed (read already): let go of them.
         let gone: Vec<Arc<std::fs::File>> =
             files.into_iter().filter(|f| !kept::linked(f)).collect();
-        let found = kept::peer_plans(cache, self.key, epoch + 1, &seen, own.as_deref());
+        // This process's own files (its kept file, or the next one being reserved) are
+        // not another reader's.
+        let pid = format!(".tmp.{}.", std::process::id());
+        let mine = |p: &Path| {
+            own.as_deref() == Some(p)
+                || p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.contains(&pid))
+        };
+        let found = kept::peer_plans(cache, self.key, epoch + 1, self.ranges.len(), &seen, &mine);
         let mut st = lock(&self.state);
         st.scanning = false;
         if st.epoch != epoch {
@@ -676,13 +710,14 @@ impl Inner {
             }
             if st.announced && st.reads >= st.scan_at && !st.scanning && !st.stop {
                 let len = st.order.len();
-                st.scan_at = if st.reads < len * 3 / 4 {
-                    st.reads + scan_step(len)
-                } else {
-                    usize::MAX
-                };
+                st.scan_at = st.reads + scan_step(len);
                 st.scanning = true;
-                scan = Some(st.epoch);
+                let position = (inner.files.per_epoch as usize).saturating_sub(len) + st.reads;
+                scan = Some((
+                    st.epoch,
+                    position,
+                    st.member.as_ref().map(kept::Member::handle),
+                ));
             }
             let own = st
                 .keeping
@@ -708,7 +743,11 @@ impl Inner {
         if let Some(epoch) = again {
             Inner::plan_next(inner, epoch);
         }
-        if let Some(epoch) = scan {
+        if let Some((epoch, position, member)) = scan {
+            // Say how far this reader is, for the others' plans.
+            if let Some(m) = member {
+                m.at(epoch, position);
+            }
             let moved = Arc::clone(inner);
             let spawned = std::thread::Builder::new()
                 .name("imgfeed-kept".into())
