@@ -42,7 +42,6 @@
 use super::cache::{Cache, CacheKey, Pending};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -245,7 +244,7 @@ pub(super) fn readers(cache: &Cache, key: u64) -> Readers {
 
 impl Kept {
     /// Reserve room in `cache` for the first samples of `next` (the order of epoch
-    /// `epoch`; sample `i` is `ranges[i]` bytes long) that fit this process's share of it
+    /// `epoch`; sample `i` is `len_of(i)` bytes long) that fit this process's share of it
     /// beside the files of `keep`, but those `read` marks (`read[i]`: read already, or
     /// read by no reader of the folder before `epoch`: they will not pass by again).
     /// The share is the room divided among the `readers` of the folder, so that ranks of
@@ -259,7 +258,7 @@ impl Kept {
         keep: &[PathBuf],
         epoch: u64,
         next: &[usize],
-        ranges: &[Range<u64>],
+        len_of: &dyn Fn(usize) -> Option<u64>,
         read: &[bool],
         readers: &Readers,
         key: u64,
@@ -284,7 +283,7 @@ impl Kept {
             tries.push(share.min(free));
         }
         for room in tries {
-            let (at, planned, data) = plan(next, ranges, read, room);
+            let (at, planned, data) = plan(next, len_of, read, room);
             if planned.is_empty() {
                 continue;
             }
@@ -562,7 +561,7 @@ pub(super) fn read(file: &File, offset: u64, len: usize, scratch: &mut Vec<u8>) 
 #[allow(clippy::type_complexity)]
 fn plan(
     next: &[usize],
-    ranges: &[Range<u64>],
+    len_of: &dyn Fn(usize) -> Option<u64>,
     read: &[bool],
     room: u64,
 ) -> (HashMap<usize, Slot>, Vec<(usize, u64, usize)>, u64) {
@@ -573,8 +572,7 @@ fn plan(
         if at.contains_key(&i) || read.get(i).copied().unwrap_or(false) {
             continue;
         }
-        let Some(r) = ranges.get(i) else { continue };
-        let len = r.end.saturating_sub(r.start);
+        let Some(len) = len_of(i) else { continue };
         if size + len + tail(planned.len() + 1) > room {
             break;
         }
@@ -598,11 +596,17 @@ fn plan(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ops::Range;
+
+    /// The lengths of samples at `ranges`.
+    fn lens(ranges: &[Range<u64>]) -> impl Fn(usize) -> Option<u64> + '_ {
+        |i| ranges.get(i).map(|r| r.end - r.start)
+    }
 
     #[test]
     fn the_plan_takes_the_next_epochs_first_samples_that_fit_once_each() {
         let ranges: Vec<Range<u64>> = vec![0..10, 10..30, 30..35, 35..75, 75..76, 76..77];
-        let (at, planned, size) = plan(&[2, 1, 2, 0, 3, 4], &ranges, &[], 40 + tail(2));
+        let (at, planned, size) = plan(&[2, 1, 2, 0, 3, 4], &lens(&ranges), &[], 40 + tail(2));
         // 2 (5 bytes), 1 (20): 25; 0 (10 more) is past the first half
         assert_eq!(size, 25);
         assert_eq!(planned, [(2, 0, 5), (1, 5, 20)]);
@@ -612,13 +616,13 @@ mod tests {
         assert_eq!((at[&2].offset, at[&1].offset), (0, 5));
         assert_eq!((at[&2].entry, at[&1].entry), (0, 1));
         // Nothing fits (the plan's tail counts): nothing planned.
-        assert_eq!(plan(&[3, 0], &ranges, &[], 39 + tail(1)).2, 0);
-        assert_eq!(plan(&[3, 0], &ranges, &[], 40 + tail(1) - 1).2, 0);
-        assert_eq!(plan(&[3, 0], &ranges, &[], 40 + tail(1)).2, 40);
+        assert_eq!(plan(&[3, 0], &lens(&ranges), &[], 39 + tail(1)).2, 0);
+        assert_eq!(plan(&[3, 0], &lens(&ranges), &[], 40 + tail(1) - 1).2, 0);
+        assert_eq!(plan(&[3, 0], &lens(&ranges), &[], 40 + tail(1)).2, 40);
         // Samples read already (1) pass their room to the next ones of the first half.
         let (at, _, size) = plan(
             &[2, 1, 0, 4, 3, 5],
-            &ranges,
+            &lens(&ranges),
             &[false, true, false, false, false, false],
             60 + tail(3),
         );
@@ -655,7 +659,7 @@ mod tests {
             let mut shares = Vec::new();
             for e in 1..12u64 {
                 let order = permutation(n, e);
-                let (at, _, _) = plan(&order, &ranges, &read, room);
+                let (at, _, _) = plan(&order, &lens(&ranges), &read, room);
                 shares.push(at.len());
                 // That epoch reads the kept samples by its last kept one's position.
                 let x = order
@@ -718,7 +722,7 @@ mod tests {
         assert!(!stale.exists(), "a dead reader's file is removed");
         assert!(readers(&cache, 1).peers.is_empty(), "another key");
         let kept = |order: &[usize], ranges: &[Range<u64>], r: &Readers| {
-            Kept::reserve(&cache, &[], 1, order, ranges, &[], r, 0)
+            Kept::reserve(&cache, &[], 1, order, &lens(ranges), &[], r, 0)
         };
         // Each of the two takes half the room: 5 of the samples (the first half of the
         // order), then the other's half is all there is.
@@ -779,8 +783,17 @@ mod tests {
         let ranges: Vec<Range<u64>> = vec![0..30, 30..70];
         // (both in the first half of the next order)
         let alone = readers(&cache, 0);
-        let mut k =
-            Kept::reserve(&cache, &[], 1, &[0, 1, 0, 1], &ranges, &[], &alone, 0).expect("room");
+        let mut k = Kept::reserve(
+            &cache,
+            &[],
+            1,
+            &[0, 1, 0, 1],
+            &lens(&ranges),
+            &[],
+            &alone,
+            0,
+        )
+        .expect("room");
         for (i, len) in [(0, 30), (1, 40)] {
             let t = k.wants(i, len).expect("kept");
             assert!(t.write(&vec![1; len]));
@@ -807,8 +820,17 @@ mod tests {
         let cache = Cache::open(Some(dir.path()), 200, &url, None).expect("cache");
         let ranges: Vec<Range<u64>> = vec![0..30, 30..70, 70..100, 100..150];
         let alone = readers(&cache, 0);
-        let mut k =
-            Kept::reserve(&cache, &[], 1, &[1, 0, 3, 2], &ranges, &[], &alone, 0).expect("room");
+        let mut k = Kept::reserve(
+            &cache,
+            &[],
+            1,
+            &[1, 0, 3, 2],
+            &lens(&ranges),
+            &[],
+            &alone,
+            0,
+        )
+        .expect("room");
         // 1 (40) and 0 (30), the first half of the order, fit with their tail
         assert_eq!(
             cache.used().expect("used"),
@@ -845,8 +867,17 @@ mod tests {
         let ranges: Vec<Range<u64>> = (0..8u64).map(|i| i * 10..i * 10 + 10 + i).collect();
         let alone = readers(&cache, 7);
         // Rank 0 keeps the first half of its next order, 3 and 1, for epoch 2.
-        let mut k =
-            Kept::reserve(&cache, &[], 2, &[3, 1, 0, 2], &ranges, &[], &alone, 7).expect("room");
+        let mut k = Kept::reserve(
+            &cache,
+            &[],
+            2,
+            &[3, 1, 0, 2],
+            &lens(&ranges),
+            &[],
+            &alone,
+            7,
+        )
+        .expect("room");
         let own = k.path().map(Path::to_path_buf);
         // A file of the folder whose plan is not written yet is left for later.
         let half_made = CacheKey {

@@ -5,9 +5,10 @@
 use crate::plan::Sampling;
 
 /// How the epochs read a location's samples.
+#[derive(Clone)]
 pub struct Orders {
     /// Epoch `e`'s order of rank `r` (`None`: this reader's own).
-    of: Box<dyn Fn(u64, Option<usize>) -> Vec<usize> + Send + Sync>,
+    of: std::sync::Arc<dyn Fn(u64, Option<usize>) -> Vec<usize> + Send + Sync>,
     /// This reader's rank (MindSpore's `shard_id`).
     pub rank: usize,
     /// The number of ranks (`num_shards`).
@@ -25,7 +26,7 @@ impl Orders {
         any_rank.shard_id = 0;
         let key = u64::from(crc32fast::hash(format!("{n} {any_rank:?}").as_bytes()));
         Orders {
-            of: Box::new(move |epoch, rank| {
+            of: std::sync::Arc::new(move |epoch, rank| {
                 let mut s = sampling;
                 if let Some(r) = rank {
                     s.shard_id = r;
@@ -42,7 +43,7 @@ impl Orders {
     #[cfg(test)]
     pub fn fixed(order: Vec<usize>) -> Orders {
         Orders {
-            of: Box::new(move |_, _| order.clone()),
+            of: std::sync::Arc::new(move |_, _| order.clone()),
             rank: 0,
             ranks: 1,
             key: 0,

@@ -36,12 +36,10 @@
 //! samples then cost 1.28 M GETs an epoch, $0.51 at S3's $0.0004 per 1000 GETs), fewer
 //! when the budget holds a good part of the dataset and neighbours get coalesced.
 
-use super::kept::{self, Kept};
-use super::{stats, AheadFiles, Cache, StoreClient};
+use super::{stats, AheadFiles, Cache, Keeper, StoreClient};
 use crate::error::{Error, Result};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ops::Range;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -69,11 +67,6 @@ pub const MAX_BUDGET: u64 = 256 << 20;
 
 /// Most samples one wave plans.
 const WAVE_SAMPLES: usize = 4096;
-
-/// Reads between two looks for other readers' kept files (a 64th of an epoch of `len`).
-fn scan_step(len: usize) -> usize {
-    (len / 64).max(1)
-}
 
 /// The memory budget for a cache limit of `cache_limit` bytes: the smaller of the two.
 pub fn budget(cache_limit: u64) -> u64 {
@@ -175,44 +168,19 @@ struct State {
     /// Whether this process's prefetchers run.
     started: bool,
     stop: bool,
-    /// The epoch announced.
-    epoch: u64,
-    /// This epoch's samples kept on disk by the previous one (see [`super::kept`]).
-    kept: Option<Kept>,
-    /// The next epoch's, written as this one reads them.
-    keeping: Option<Kept>,
-    /// Reads of this epoch so far (about the position the readers are at).
-    reads: usize,
-    /// This process's place among those sharing the cache folder's room ([`kept::join`]).
-    member: Option<kept::Member>,
-    /// When no file could be reserved for the next epoch (others held the room): the
-    /// count of reads at which to try again.
-    retry: Option<usize>,
-    /// Where the samples other readers of the folder keep for their next epoch go, by
-    /// sample: this process writes those it reads ([`kept::peer_plans`]).
-    peers: HashMap<usize, kept::Target>,
-    /// The other readers' kept files looked at this epoch (and handles to them).
-    peers_seen: HashMap<PathBuf, Arc<std::fs::File>>,
-    /// The count of reads at which to look for other readers' kept files again.
-    scan_at: usize,
-    /// A look is under way.
-    scanning: bool,
 }
 
 struct Inner {
     client: StoreClient,
     files: AheadFiles,
-    ranges: Vec<Range<u64>>,
+    ranges: Arc<[Range<u64>]>,
     budget: u64,
-    /// The cache folder whose room keeps the next epoch's first samples (`None`: none).
-    cache: Option<Cache>,
+    /// The next epoch's first samples kept in the cache folder's room (`None`: no cache).
+    keeper: Option<Keeper>,
     state: Mutex<State>,
     changed: Condvar,
     /// The process whose prefetchers these are.
     pid: AtomicU32,
-    /// What the samples' ranges and the epochs' orders depend on (but the rank): the
-    /// readers of a folder with the same key can write each other's kept samples.
-    key: u64,
 }
 
 /// Samples' byte ranges of a location's files, fetched ahead (see the module).
@@ -255,15 +223,27 @@ impl RangeAhead {
             h.update(&f.crc32.to_le_bytes());
             h.update(&[u8::from(f.checked)]);
         }
-        let key = (u64::from(h.finalize()) << 32) ^ files.order.key;
+        let key = u64::from(h.finalize()) << 32;
+        let ranges: Arc<[Range<u64>]> = ranges.into();
+        let keeper = cache.map(|cache| {
+            let lens = Arc::clone(&ranges);
+            Keeper::new(
+                cache,
+                key,
+                files.order.clone(),
+                files.per_epoch as usize,
+                ranges.len(),
+                Box::new(move |i| lens.get(i).map(|r| r.end.saturating_sub(r.start))),
+                files.keep.clone(),
+            )
+        });
         RangeAhead {
             inner: Arc::new(Inner {
-                key,
                 client,
                 files,
                 ranges,
                 budget: budget.max(1),
-                cache,
+                keeper,
                 state: Mutex::new(State::default()),
                 changed: Condvar::new(),
                 pid: AtomicU32::new(std::process::id()),
@@ -279,14 +259,6 @@ impl RangeAhead {
         }
         let mut st = lock(&self.inner.state);
         let stop = st.stop;
-        // The kept files and the parent's place in the folder are the parent's: left
-        // alone here (this process takes a place of its own when its epoch starts).
-        for k in [st.kept.take(), st.keeping.take()].into_iter().flatten() {
-            k.forget();
-        }
-        if let Some(m) = st.member.take() {
-            m.leave();
-        }
         *st = State {
             stop,
             ..State::default()
@@ -299,54 +271,8 @@ impl RangeAhead {
     pub fn start_epoch(&self, epoch: u64, order: &[usize]) {
         self.forked();
         let mut st = lock(&self.inner.state);
-        // Where this epoch starts in the rank's order (a resumed one, further on).
-        let position = (self.inner.files.per_epoch as usize).saturating_sub(order.len());
-        let mut said = None;
-        if st.member.is_none() {
-            // Counted among the readers sharing the folder's room from its first epoch
-            // (a process that only opened the dataset, a DataLoader's main process whose
-            // workers read, takes no share).
-            let (key, rank) = (self.inner.key, self.inner.files.order.rank);
-            st.member = self
-                .inner
-                .cache
-                .as_ref()
-                .and_then(|c| kept::join(c, key, rank, epoch));
-        } else {
-            said = st.member.as_ref().map(kept::Member::handle);
-        }
         st.slots.clear();
         st.early.clear();
-        // The other readers' files are let go of outside the lock (closing the last
-        // handle of a removed file frees its blocks).
-        let peers = (
-            std::mem::take(&mut st.peers),
-            std::mem::take(&mut st.peers_seen),
-        );
-        st.scan_at = scan_step(order.len());
-        st.scanning = false;
-        // The samples the previous epoch kept for this one, if it did; anything else
-        // kept is dropped (its file removed).
-        st.epoch = epoch;
-        st.reads = 0;
-        st.retry = None;
-        let mut released = Vec::new();
-        released.extend(st.kept.take().map(Kept::release));
-        st.kept = match st.keeping.take() {
-            Some(mut k) if k.epoch() == epoch => {
-                if k.start(order) {
-                    Some(k)
-                } else {
-                    released.push(k.release());
-                    None
-                }
-            }
-            other => {
-                released.extend(other.map(Kept::release));
-                None
-            }
-        };
-        let keep_next = st.kept.is_none();
         let mut freed = 0;
         st.chunks.retain(|_, c| match c.body {
             // In flight: dropped when it arrives.
@@ -367,12 +293,6 @@ impl RangeAhead {
         let start = !st.started && !st.stop;
         st.started = true;
         drop(st);
-        // The files let go of are removed outside the lock.
-        drop(released);
-        drop(peers);
-        if let Some(m) = said {
-            m.at(epoch, position);
-        }
         if start {
             for _ in 0..PREFETCHERS {
                 let inner = Arc::clone(&self.inner);
@@ -386,8 +306,8 @@ impl RangeAhead {
             }
         }
         self.inner.changed.notify_all();
-        if keep_next {
-            self.inner.keep_next(epoch);
+        if let Some(k) = &self.inner.keeper {
+            k.start_epoch(epoch, order);
         }
     }
 
@@ -402,20 +322,17 @@ impl RangeAhead {
         self.forked();
         let t0 = std::time::Instant::now();
         let inner = &self.inner;
-        let (served, next) = inner.read_kept(index, range.len(), scratch);
-        if let Some(epoch) = next {
-            Inner::plan_next(inner, epoch);
-        }
-        if let Some(by_other) = served {
-            stats::kept(by_other);
-            Inner::keep(inner, index, scratch);
+        let keeper = inner.keeper.as_ref();
+        if keeper.is_some_and(|k| k.read(index, range.len(), scratch).is_some()) {
             stats::waited(t0.elapsed());
             return Ok(());
         }
         if let Some(b) = inner.take(file, &range, index) {
             scratch.clear();
             scratch.extend_from_slice(&b);
-            Inner::keep(inner, index, &b);
+            if let Some(k) = keeper {
+                k.passed(index, &b);
+            }
             stats::waited(t0.elapsed());
             return Ok(());
         }
@@ -431,7 +348,9 @@ impl RangeAhead {
             .map_err(Error::from)?;
         scratch.clear();
         scratch.extend_from_slice(&bytes);
-        Inner::keep(inner, index, &bytes);
+        if let Some(k) = keeper {
+            k.passed(index, &bytes);
+        }
         stats::waited(t0.elapsed());
         Ok(())
     }
@@ -493,29 +412,11 @@ impl RangeAhead {
 
 impl Drop for RangeAhead {
     fn drop(&mut self) {
-        let mut st = lock(&self.inner.state);
-        st.stop = true;
+        lock(&self.inner.state).stop = true;
         // The kept files go now, not when the last prefetcher lets go of the state (the
-        // process may end first). Not in a forked child: they are the parent's.
-        let kept = [st.kept.take(), st.keeping.take()];
-        let member = st.member.take();
-        let peers = (
-            std::mem::take(&mut st.peers),
-            std::mem::take(&mut st.peers_seen),
-        );
-        drop(st);
-        drop(peers);
-        let child = super::forked::first_call_in_child(&self.inner.pid);
-        for k in kept.into_iter().flatten() {
-            if child {
-                k.forget();
-            } else {
-                drop(k.release());
-            }
-        }
-        match member {
-            Some(m) if child => m.leave(),
-            m => drop(m),
+        // process may end first).
+        if let Some(k) = &self.inner.keeper {
+            k.close();
         }
         self.inner.changed.notify_all();
     }
@@ -527,235 +428,6 @@ impl Inner {
             .files
             .get(file)
             .ok_or_else(|| Error::Internal(format!("file {file} is not listed")))
-    }
-
-    /// [`Inner::keep_next`] on a thread of its own: planning computes an epoch's order,
-    /// not work for a reader.
-    fn plan_next(inner: &Arc<Inner>, epoch: u64) {
-        let moved = Arc::clone(inner);
-        let spawned = std::thread::Builder::new()
-            .name("imgfeed-kept".into())
-            .spawn(move || moved.keep_next(epoch));
-        if spawned.is_err() {
-            inner.keep_next(epoch);
-        }
-    }
-
-    /// Reserve the file that keeps epoch `epoch + 1`'s first samples (see
-    /// [`super::kept`]), unless there is no cache, no room or another epoch was announced
-    /// meanwhile.
-    fn keep_next(&self, epoch: u64) {
-        let Some(cache) = &self.cache else { return };
-        let orders = &self.files.order;
-        let next = orders.of(epoch + 1);
-        // Only the samples a reader of the folder has still to read this epoch pass by
-        // before the next: not those read already, nor those no rank of this node reads
-        // (another node's: nobody here could write them). This process's own by its
-        // reads; the other ranks' (which write what they read of the plan) by where they
-        // said they are in the folder.
-        let mut read = vec![true; self.ranges.len()];
-        {
-            let st = lock(&self.state);
-            if st.epoch != epoch {
-                return;
-            }
-            for &i in st.order.iter().skip(st.reads) {
-                if let Some(r) = read.get_mut(i) {
-                    *r = false;
-                }
-            }
-        }
-        let readers = kept::readers(cache, self.key);
-        for peer in &readers.peers {
-            if peer.rank == orders.rank || peer.rank >= orders.ranks || peer.epoch > epoch {
-                continue;
-            }
-            let theirs = orders.of_rank(epoch, peer.rank);
-            // From where it said it is (it says so every 64th of its epoch, and finds
-            // this plan within the next 64th): a 32nd further on.
-            let from = if peer.epoch < epoch {
-                0
-            } else {
-                peer.position
-                    .saturating_add(theirs.len() / 32 + 1)
-                    .min(theirs.len())
-            };
-            for &i in &theirs[from..] {
-                if let Some(r) = read.get_mut(i) {
-                    *r = false;
-                }
-            }
-        }
-        let Some(k) = Kept::reserve(
-            cache,
-            &self.files.keep,
-            epoch + 1,
-            &next,
-            &self.ranges,
-            &read,
-            &readers,
-            self.key,
-        ) else {
-            // Others sharing the folder may hold the room (a rank that planned before
-            // this one joined): try again later in the epoch, at reads doubling from a
-            // 64th of it, up to three quarters of it.
-            let mut st = lock(&self.state);
-            if st.epoch == epoch && st.keeping.is_none() && !st.stop {
-                let len = st.order.len();
-                let at = (st.reads * 2).max(st.reads + (len / 64).max(1));
-                st.retry = (at < len * 3 / 4).then_some(at);
-            }
-            return;
-        };
-        let mut st = lock(&self.state);
-        let stale = if st.epoch == epoch && st.keeping.is_none() && !st.stop {
-            st.keeping = Some(k);
-            None
-        } else {
-            Some(k.release())
-        };
-        drop(st);
-        drop(stale);
-    }
-
-    /// Look for the other readers' kept files of the epoch after `epoch` (their plans),
-    /// so that this process writes the samples of them it reads.
-    fn scan_peers(&self, epoch: u64) {
-        let Some(cache) = &self.cache else { return };
-        let (seen, files, own) = {
-            let mut st = lock(&self.state);
-            if st.epoch != epoch || st.stop {
-                st.scanning = false;
-                return;
-            }
-            let own = st
-                .keeping
-                .as_ref()
-                .and_then(|k| k.path().map(Path::to_path_buf));
-            let seen: HashSet<PathBuf> = st.peers_seen.keys().cloned().collect();
-            let files: Vec<Arc<std::fs::File>> = st.peers_seen.values().cloned().collect();
-            (seen, files, own)
-        };
-        // Files their readers removed (read already): let go of them.
-        let gone: Vec<Arc<std::fs::File>> =
-            files.into_iter().filter(|f| !kept::linked(f)).collect();
-        // This process's own files (its kept file, or the next one being reserved) are
-        // not another reader's.
-        let pid = format!(".tmp.{}.", std::process::id());
-        let mine = |p: &Path| {
-            own.as_deref() == Some(p)
-                || p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.contains(&pid))
-        };
-        let found = kept::peer_plans(cache, self.key, epoch + 1, self.ranges.len(), &seen, &mine);
-        let mut st = lock(&self.state);
-        st.scanning = false;
-        if st.epoch != epoch {
-            return;
-        }
-        if !gone.is_empty() {
-            let held = |f: &Arc<std::fs::File>| !gone.iter().any(|g| Arc::ptr_eq(g, f));
-            st.peers.retain(|_, t| held(t.file()));
-            st.peers_seen.retain(|_, f| held(f));
-        }
-        for plan in found {
-            st.peers_seen.insert(plan.path, plan.file);
-            for (i, t) in plan.targets {
-                st.peers.entry(i).or_insert(t);
-            }
-        }
-    }
-
-    /// Read sample `index` (`len` bytes) from the kept file into `scratch`, when it is
-    /// there: `Some(by another reader)` when it was (and whether another reader wrote
-    /// it), and `Some(epoch)` when that was the file's last read to come (or a failed one
-    /// gave up the last ones; the file is removed): reserve the next file for the epoch
-    /// after `epoch`.
-    fn read_kept(
-        &self,
-        index: usize,
-        len: usize,
-        scratch: &mut Vec<u8>,
-    ) -> (Option<bool>, Option<u64>) {
-        let Some((file, offset, by_other)) = lock(&self.state)
-            .kept
-            .as_ref()
-            .and_then(|k| k.source(index, len))
-        else {
-            return (None, None);
-        };
-        let ok = kept::read(&file, offset, len, scratch);
-        let mut st = lock(&self.state);
-        let released = st.kept.as_mut().and_then(|k| k.used(index, &file, ok));
-        let epoch = st.epoch;
-        drop(st);
-        let last = released.is_some();
-        drop(released);
-        (ok.then_some(by_other), last.then_some(epoch))
-    }
-
-    /// Sample `index` was read (`bytes`): count the read, and write it to the next
-    /// epoch's kept file when it is one of the samples kept there, or to another
-    /// reader's when it is one of theirs. Then, when it is time, try reserving the next
-    /// file again (see [`Inner::keep_next`]), or look for other readers' files.
-    fn keep(inner: &Arc<Inner>, index: usize, bytes: &[u8]) {
-        let (mut again, mut scan) = (None, None);
-        let (own, theirs) = {
-            let mut st = lock(&inner.state);
-            st.reads += 1;
-            if st.retry.is_some_and(|at| st.reads >= at) {
-                st.retry = None;
-                again = Some(st.epoch);
-            }
-            if st.announced && st.reads >= st.scan_at && !st.scanning && !st.stop {
-                let len = st.order.len();
-                st.scan_at = st.reads + scan_step(len);
-                st.scanning = true;
-                let position = (inner.files.per_epoch as usize).saturating_sub(len) + st.reads;
-                scan = Some((
-                    st.epoch,
-                    position,
-                    st.member.as_ref().map(kept::Member::handle),
-                ));
-            }
-            let own = st
-                .keeping
-                .as_ref()
-                .and_then(|k| k.wants(index, bytes.len()));
-            let theirs = if own.is_none() && !st.peers.is_empty() {
-                st.peers.remove(&index)
-            } else {
-                None
-            };
-            (own, theirs)
-        };
-        if let Some(t) = own {
-            if t.write(bytes) {
-                if let Some(k) = lock(&inner.state).keeping.as_mut() {
-                    k.written(index, t.file());
-                }
-            }
-        }
-        if let Some(t) = theirs {
-            t.write(bytes);
-        }
-        if let Some(epoch) = again {
-            Inner::plan_next(inner, epoch);
-        }
-        if let Some((epoch, position, member)) = scan {
-            // Say how far this reader is, for the others' plans.
-            if let Some(m) = member {
-                m.at(epoch, position);
-            }
-            let moved = Arc::clone(inner);
-            let spawned = std::thread::Builder::new()
-                .name("imgfeed-kept".into())
-                .spawn(move || moved.scan_peers(epoch));
-            if spawned.is_err() {
-                lock(&inner.state).scanning = false;
-            }
-        }
     }
 
     /// The prefetched bytes of sample `index` (bytes `range` of `file`), waiting while
@@ -926,7 +598,7 @@ impl Inner {
             k += 1;
             if st.early.contains_key(&i)
                 || st.slots.contains_key(&i)
-                || st.kept.as_ref().is_some_and(|k| k.serves(i))
+                || self.keeper.as_ref().is_some_and(|k| k.serves(i))
             {
                 continue;
             }
