@@ -713,8 +713,16 @@ fn an_image_tree_in_the_store_reads_like_the_local_tree() {
             let epochs = digests(&o).len() as u64;
             if !fetch.is_empty() {
                 // One GET per image and epoch (and the listing's pages, the manifest
-                // probe).
-                assert!(traffic(&o, "requests") >= 12 * epochs + 2, "{out}");
+                // probe), but the images that the epoch before kept in the cache's room
+                // for this one (its first ones).
+                let requests = per_epoch(&o, "requests");
+                let kept = per_epoch(&o, "samples from the kept ranges");
+                assert_eq!(requests.len() as u64, epochs, "{out}");
+                for (r, k) in requests.iter().zip(&kept) {
+                    assert!(r + k >= 12, "{out}");
+                }
+                assert_eq!(kept[0], 0, "{out}");
+                assert!(kept[1..].iter().all(|&k| k > 0), "{out}");
                 continue;
             }
             // The cache holds the tree: its images come once, as one pack file, and the
@@ -747,6 +755,28 @@ fn an_image_tree_in_the_store_reads_like_the_local_tree() {
     assert_eq!(digests(&o), digests_of(EVAL, local, &[]));
     assert_eq!(traffic(&o, "files downloaded"), 0, "{}", text(&o.stdout));
     assert!(traffic(&o, "requests") >= 12, "{}", text(&o.stdout));
+    // Shuffled through a cache of a fifth of the tree: the images the next epoch reads
+    // first are kept in its room as this one reads them, and read from there; the folder
+    // stays within its limit and is left empty.
+    let cache = tempfile::tempdir().expect("tempdir");
+    let limit = 110_000u64;
+    let limit_s = limit.to_string();
+    let train = [TRAIN, &["--cache-size", limit_s.as_str()]].concat();
+    let (o, most) = watching(cache.path(), || {
+        run_remote(&train, "s3://data/tree", cache.path(), &env)
+    });
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(digests(&o), digests_of(TRAIN, local, &[]));
+    assert_eq!(traffic(&o, "files downloaded"), 0, "{out}");
+    let kept = per_epoch(&o, "samples from the kept ranges");
+    let requests = per_epoch(&o, "requests");
+    assert!(kept[1] > 0 && requests[1] + kept[1] >= 12, "{out}");
+    assert!(
+        most <= limit,
+        "{most} bytes in the cache folder, limit {limit}"
+    );
+    assert_eq!(bytes_under(cache.path()), 0, "left behind");
     // Packs asked for through a cache smaller than one: refused up front, saying why.
     let cache = tempfile::tempdir().expect("tempdir");
     let files = [EVAL, &["--cache-size", "100000", "--fetch", "files"]].concat();

@@ -28,7 +28,7 @@ use super::{Raw, RawSample, Source};
 use crate::error::{Error, Result, SampleErrorKind};
 use crate::shards::format::MANIFEST;
 use crate::spec::Spec;
-use crate::store::{stats, Cache, StoreClient, StoreError};
+use crate::store::{stats, Cache, Keeper, Orders, StoreClient, StoreError};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -73,6 +73,9 @@ struct Shared {
     max_file_bytes: u64,
     /// Samples the fetchers leave alone (read from their pack).
     skip: Option<Arc<TreePacks>>,
+    /// Without packs: the next epoch's first images kept in the cache folder's room
+    /// (the fetchers leave alone those it serves).
+    keeper: Option<Keeper>,
     window: Mutex<Window>,
     changed: Condvar,
     /// The process whose fetcher threads these are (see [`Shared::forked`]).
@@ -184,12 +187,25 @@ pub fn open_tree(
         max_file_bytes,
     )?
     .map(Arc::new);
+    let keeper = match &packs {
+        Some(_) => None,
+        None => keeper(
+            &url,
+            &options,
+            sampling,
+            &keys,
+            &sizes,
+            &e_tags,
+            max_file_bytes,
+        )?,
+    };
     let shared = Arc::new(Shared {
         client,
         keys,
         sizes,
         max_file_bytes,
         skip: packs.clone(),
+        keeper,
         window: Mutex::new(Window::default()),
         changed: Condvar::new(),
         pid: AtomicU32::new(std::process::id()),
@@ -276,6 +292,47 @@ fn packs(
     Ok(Some(packs))
 }
 
+/// Without packs, the images each epoch reads first kept in the cache folder's room as the
+/// epoch before reads them ([`Keeper`], as range mode keeps samples): those images are
+/// read from there instead of the store. `None` when the cache folder cannot be opened
+/// (the images are then all read from the store, as without a cache).
+fn keeper(
+    url: &crate::store::StoreUrl,
+    options: &crate::store::StoreOptions,
+    sampling: crate::plan::Sampling,
+    keys: &Arc<[String]>,
+    sizes: &Arc<[u64]>,
+    e_tags: &[Option<String>],
+    max_file_bytes: u64,
+) -> Result<Option<Keeper>> {
+    let Ok(cache) = Cache::open(
+        options.cache_dir.as_deref(),
+        options.cache_limit()?,
+        url,
+        options.endpoint.as_deref(),
+    ) else {
+        return Ok(None);
+    };
+    let mut h = crc32fast::Hasher::new();
+    for ((key, size), tag) in keys.iter().zip(sizes.iter()).zip(e_tags) {
+        h.update(key.as_bytes());
+        h.update(&size.to_le_bytes());
+        h.update(tag.as_deref().unwrap_or("").as_bytes());
+    }
+    let n = keys.len();
+    let lens = Arc::clone(sizes);
+    Ok(Some(Keeper::new(
+        cache,
+        u64::from(h.finalize()) << 32,
+        Orders::sampled(sampling, n, None),
+        sampling.len(n),
+        n,
+        // An image over the limit is refused, never read: never kept.
+        Box::new(move |i| lens.get(i).copied().filter(|&s| s <= max_file_bytes)),
+        Vec::new(),
+    )))
+}
+
 /// Start the [`FETCHERS`] threads.
 fn spawn_fetchers(shared: &Arc<Shared>) -> Result<()> {
     for k in 0..FETCHERS {
@@ -359,7 +416,8 @@ impl Shared {
                     if let Some(i) = next {
                         let size = self.sizes.get(i).copied().unwrap_or(0);
                         // Read from its pack (known to be at hand): nothing to fetch.
-                        let packed = self.skip.as_ref().is_some_and(|p| p.known_at_hand(i));
+                        let packed = self.skip.as_ref().is_some_and(|p| p.known_at_hand(i))
+                            || self.keeper.as_ref().is_some_and(|k| k.serves(i));
                         let taken = w.ready.contains_key(&i) || w.in_flight.contains_key(&i);
                         if taken || packed || size > self.max_file_bytes {
                             w.next += 1; // read (and refused) by the worker itself
@@ -493,6 +551,10 @@ impl Shared {
 impl Drop for RemoteTree {
     fn drop(&mut self) {
         lock(&self.shared.window).stop = true;
+        // The kept images' file goes now, not when the last fetcher lets go of it.
+        if let Some(k) = &self.shared.keeper {
+            k.close();
+        }
         self.shared.changed.notify_all();
     }
 }
@@ -542,6 +604,9 @@ impl Source for RemoteTree {
         if let Some(packs) = &self.packs {
             packs.start_epoch(epoch, order);
         }
+        if let Some(k) = &self.shared.keeper {
+            k.start_epoch(epoch, order);
+        }
         // A thread that cannot start here leaves the reads to fetch their own objects.
         let _ = self.shared.forked();
         self.shared.announce(order.to_vec());
@@ -589,7 +654,17 @@ impl Source for RemoteTree {
                     }
                 }
             }
-            None => Some(self.shared.take(index)),
+            None => match &self.shared.keeper {
+                Some(k) if k.read(index, size as usize, scratch).is_some() => None,
+                Some(k) => {
+                    let got = self.shared.take(index);
+                    if let Ok(bytes) = &got {
+                        k.passed(index, bytes);
+                    }
+                    Some(got)
+                }
+                None => Some(self.shared.take(index)),
+            },
         };
         match got {
             None => {}
