@@ -174,8 +174,9 @@ fn the_next_epochs_first_samples_are_kept_in_the_cache_and_read_from_there() {
     let ranged = per_epoch(&o, "range requests");
     assert_eq!(kept.len(), 3, "{out}");
     assert_eq!(kept[0], 0, "nothing kept before the first epoch: {out}");
-    // Epoch 1's file is planned before epoch 0 reads anything; later files once the
-    // readers are done with the previous one (on so small a dataset, maybe too late).
+    // Epoch 1's file is planned a 64th into epoch 0 (here after its first read); later
+    // files once the readers are done with the previous one (on so small a dataset,
+    // maybe too late).
     assert!(kept[1] > 0, "epoch 1 reads kept samples: {out}");
     for e in 1..3 {
         // What came from disk was not asked of the store.

@@ -270,6 +270,10 @@ impl RangeAhead {
     /// an earlier order is dropped.
     pub fn start_epoch(&self, epoch: u64, order: &[usize]) {
         self.forked();
+        // First: the prefetchers skip what the kept file serves from the new order's start.
+        if let Some(k) = &self.inner.keeper {
+            k.start_epoch(epoch, order);
+        }
         let mut st = lock(&self.inner.state);
         st.slots.clear();
         st.early.clear();
@@ -306,9 +310,6 @@ impl RangeAhead {
             }
         }
         self.inner.changed.notify_all();
-        if let Some(k) = &self.inner.keeper {
-            k.start_epoch(epoch, order);
-        }
     }
 
     /// Copy bytes `range` of file `file` into `scratch` (the read of sample `index`).
