@@ -512,12 +512,7 @@ impl Shared {
     fn take_fetched(&self, index: usize) -> Option<Fetched> {
         let t0 = std::time::Instant::now();
         let mut w = lock(&self.window);
-        if let Some(&p) = w.position.get(index) {
-            if p != usize::MAX && p > w.read_to {
-                w.read_to = p;
-                self.changed.notify_all();
-            }
-        }
+        self.reached(&mut w, index);
         loop {
             if let Some(got) = w.ready.remove(&index) {
                 let size = self.sizes.get(index).copied().unwrap_or(0);
@@ -532,6 +527,24 @@ impl Shared {
             }
             w = self.changed.wait(w).unwrap_or_else(|p| p.into_inner());
         }
+    }
+
+    /// The readers reached sample `index` (the fetchers stay within their distance of the
+    /// furthest read).
+    fn reached(&self, w: &mut Window, index: usize) {
+        if let Some(&p) = w.position.get(index) {
+            if p != usize::MAX && p > w.read_to {
+                w.read_to = p;
+                self.changed.notify_all();
+            }
+        }
+    }
+
+    /// Sample `index` was read from elsewhere than the fetchers (the kept images): the
+    /// readers reached it all the same.
+    fn read_elsewhere(&self, index: usize) {
+        let mut w = lock(&self.window);
+        self.reached(&mut w, index);
     }
 
     /// The bytes of sample `index`: fetched ahead, being fetched (wait), or fetched now.
@@ -657,7 +670,10 @@ impl Source for RemoteTree {
                 }
             }
             None => match &self.shared.keeper {
-                Some(k) if k.read(index, size as usize, scratch).is_some() => None,
+                Some(k) if k.read(index, size as usize, scratch).is_some() => {
+                    self.shared.read_elsewhere(index);
+                    None
+                }
                 Some(k) => {
                     let got = self.shared.take(index);
                     if let Ok(bytes) = &got {

@@ -161,7 +161,7 @@ impl Keeper {
             // Counted among the readers sharing the folder's room from its first epoch
             // (a process that only opened the dataset, a DataLoader's main process whose
             // workers read, takes no share).
-            st.member = kept::join(&inner.cache, inner.key, inner.orders.rank, epoch);
+            st.member = kept::join(&inner.cache, inner.key, inner.orders.rank, epoch, position);
         } else {
             said = st.member.as_ref().map(kept::Member::handle);
         }
@@ -211,7 +211,8 @@ impl Keeper {
             m.at(epoch, position);
         }
         if plan_now {
-            inner.keep_next(epoch);
+            // On a thread: the reader's fetching ahead starts now.
+            Inner::plan_next(inner, epoch);
         }
     }
 
@@ -429,7 +430,7 @@ impl Inner {
         let found = kept::peer_plans(&self.cache, self.key, epoch + 1, self.samples, &seen, &mine);
         let mut st = lock(&self.state);
         st.scanning = false;
-        let stale = if st.epoch != epoch {
+        let stale = if st.epoch != epoch || st.stop {
             Some(found)
         } else {
             if !gone.is_empty() {
@@ -542,5 +543,73 @@ impl Inner {
                 lock(&inner.state).scanning = false;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Wait (at most 10 s) for `done`.
+    fn until(done: impl Fn() -> bool) -> bool {
+        let t0 = std::time::Instant::now();
+        while !done() {
+            if t0.elapsed() > std::time::Duration::from_secs(10) {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        true
+    }
+
+    #[test]
+    fn an_epoch_keeps_the_next_ones_first_samples_which_it_then_serves_and_close_removes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = super::super::StoreUrl::parse("http://127.0.0.1:9/ds").expect("url");
+        let open = || Cache::open(Some(dir.path()), 10_000, &url, None).expect("cache");
+        let cache = open();
+        let kept_files = || cache.held("ranges-kept").len();
+        // 8 samples of 10 bytes, read in the same order every epoch.
+        let order = vec![5, 2, 7, 0, 3, 6, 1, 4];
+        let keeper = Keeper::new(
+            open(),
+            1,
+            Orders::fixed(order.clone()),
+            8,
+            8,
+            Box::new(|i| (i < 8).then_some(10)),
+            Vec::new(),
+        );
+        let bytes = |i: usize| vec![i as u8; 10];
+        keeper.start_epoch(0, &order);
+        // A process's first plan waits for its first 64th (here one read).
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(kept_files(), 0, "no plan before the first read");
+        assert!(order.iter().all(|&i| !keeper.serves(i)));
+        keeper.passed(order[0], &bytes(order[0]));
+        assert!(
+            until(|| lock(&keeper.inner.state).keeping.is_some()),
+            "planned after it"
+        );
+        assert_eq!(kept_files(), 1);
+        // The samples of the next order's first half not read yet (2, 7, 0) are written
+        // as they pass by.
+        for &i in &order[1..] {
+            keeper.passed(i, &bytes(i));
+        }
+        keeper.start_epoch(1, &order);
+        let served: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|&i| keeper.serves(i))
+            .collect();
+        assert_eq!(served, [2, 7, 0]);
+        let mut scratch = Vec::new();
+        assert_eq!(keeper.read(5, 10, &mut scratch), None, "not kept: fetched");
+        assert_eq!(keeper.read(2, 10, &mut scratch), Some(false));
+        assert_eq!(scratch, bytes(2));
+        keeper.close();
+        assert_eq!(kept_files(), 0);
+        assert_eq!(cache.used().expect("used"), 0, "the folder is left empty");
     }
 }

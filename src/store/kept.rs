@@ -171,11 +171,17 @@ impl MemberHandle {
 }
 
 /// Join `cache`'s folder as one of the readers that share its room for kept samples:
-/// a file of this process naming `key`, its `rank` and how far it is (at epoch `epoch`'s
-/// start), removed when the returned member is dropped (or found after the process
+/// a file of this process naming `key`, its `rank` and how far it is (at `position` of
+/// epoch `epoch`), removed when the returned member is dropped (or found after the process
 /// died). `None` when it cannot be made (then this reader is not counted, and takes its
 /// share as if alone).
-pub(super) fn join(cache: &Cache, key: u64, rank: usize, epoch: u64) -> Option<Member> {
+pub(super) fn join(
+    cache: &Cache,
+    key: u64,
+    rank: usize,
+    epoch: u64,
+    position: usize,
+) -> Option<Member> {
     let key_entry = CacheKey {
         name: READER,
         size: 0,
@@ -190,7 +196,7 @@ pub(super) fn join(cache: &Cache, key: u64, rank: usize, epoch: u64) -> Option<M
                 key,
                 rank,
             };
-            handle.at(epoch, 0);
+            handle.at(epoch, position);
             Some(Member { pending, handle })
         }
         _ => None,
@@ -698,9 +704,9 @@ mod tests {
         let cache = Cache::open(Some(dir.path()), limit, &url, None).expect("cache");
         let ranges: Vec<Range<u64>> = (0..10u64).map(|i| i * 100..i * 100 + 100).collect();
         let order: Vec<usize> = (0..10).collect();
-        let a = join(&cache, 0, 0, 1).expect("joined");
+        let a = join(&cache, 0, 0, 1, 0).expect("joined");
         assert_eq!(readers(&cache, 0).count, 1);
-        let b = join(&cache, 0, 1, 1).expect("joined");
+        let b = join(&cache, 0, 1, 1, 0).expect("joined");
         // A reader of a process that died (the child below, waited for) is not counted,
         // and its file goes.
         let mut child = std::process::Command::new("true").spawn().expect("spawn");
@@ -767,7 +773,7 @@ mod tests {
         drop((alone.release(), late.release()));
         // Two readers of one rank (a DataLoader's workers): the rank counts once, at the
         // least advanced.
-        let c = join(&cache, 0, 0, 2).expect("joined");
+        let c = join(&cache, 0, 0, 2, 0).expect("joined");
         assert_eq!(readers(&cache, 0).peers, [peer(0, 1, 40), peer(1, 1, 0)]);
         drop((a, c));
         assert_eq!(readers(&cache, 0).count, 1);
