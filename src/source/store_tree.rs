@@ -30,6 +30,7 @@ use super::{Raw, RawSample, Source};
 use crate::error::{Error, Result, SampleErrorKind};
 use crate::shards::format::MANIFEST;
 use crate::spec::Spec;
+use crate::store::keeper::Keeping;
 use crate::store::{stats, Cache, Keeper, Orders, StoreClient, StoreError};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -178,28 +179,19 @@ pub fn open_tree(
         None => DEFAULT_MAX_FILE_BYTES,
     };
     let (keys, sizes): (Arc<[String]>, Arc<[u64]>) = (keys.into(), sizes.into());
-    let packs = packs(
-        &client,
-        &url,
-        &options,
+    let tree = Listed {
+        url: &url,
+        options: &options,
         sampling,
-        &keys,
-        &sizes,
-        &e_tags,
+        keys: &keys,
+        sizes: &sizes,
+        e_tags: &e_tags,
         max_file_bytes,
-    )?
-    .map(Arc::new);
+    };
+    let packs = packs(&client, &tree)?.map(Arc::new);
     let keeper = match &packs {
         Some(_) => None,
-        None => keeper(
-            &url,
-            &options,
-            sampling,
-            &keys,
-            &sizes,
-            &e_tags,
-            max_file_bytes,
-        )?,
+        None => keeper(&tree)?,
     };
     let shared = Arc::new(Shared {
         client,
@@ -222,6 +214,29 @@ pub fn open_tree(
     })
 }
 
+/// The tree as listed, and how it is read: what [`packs`] and [`keeper`] decide from.
+struct Listed<'a> {
+    url: &'a crate::store::StoreUrl,
+    options: &'a crate::store::StoreOptions,
+    sampling: crate::plan::Sampling,
+    keys: &'a Arc<[String]>,
+    sizes: &'a Arc<[u64]>,
+    e_tags: &'a [Option<String>],
+    max_file_bytes: u64,
+}
+
+impl Listed<'_> {
+    /// The cache folder of the tree's location.
+    fn cache(&self) -> Result<Cache> {
+        Ok(Cache::open(
+            self.options.cache_dir.as_deref(),
+            self.options.cache_limit()?,
+            self.url,
+            self.options.endpoint.as_deref(),
+        )?)
+    }
+}
+
 /// The tree's packs in the cache ([`super::tree_packs`]), unless its images are read one
 /// GET each every epoch: asked (`fetch = "ranges"`), or `auto` with a cache smaller than
 /// the tree (packs evicted and made again would cost the same GETs, and disk writes
@@ -229,18 +244,17 @@ pub fn open_tree(
 /// replaced at the same size), or a cache too small for one pack (unless `fetch =
 /// "files"` asked for packs: then that is an error saying what it needs). A shard-aware
 /// window needs the packs, and room for its window of them.
-#[allow(clippy::too_many_arguments)]
-fn packs(
-    client: &StoreClient,
-    url: &crate::store::StoreUrl,
-    options: &crate::store::StoreOptions,
-    sampling: crate::plan::Sampling,
-    keys: &Arc<[String]>,
-    sizes: &Arc<[u64]>,
-    e_tags: &[Option<String>],
-    max_file_bytes: u64,
-) -> Result<Option<TreePacks>> {
+fn packs(client: &StoreClient, tree: &Listed<'_>) -> Result<Option<TreePacks>> {
     use crate::store::Fetch;
+    let Listed {
+        url,
+        options,
+        sampling,
+        keys,
+        sizes,
+        e_tags,
+        max_file_bytes,
+    } = *tree;
     let limit = options.cache_limit()?;
     let total: u64 = sizes.iter().filter(|&&s| s <= max_file_bytes).sum();
     let wanted = match options.fetch {
@@ -251,12 +265,7 @@ fn packs(
     if !wanted || e_tags.iter().any(Option::is_none) {
         return Ok(None);
     }
-    let cache = Cache::open(
-        options.cache_dir.as_deref(),
-        limit,
-        url,
-        options.endpoint.as_deref(),
-    )?;
+    let cache = tree.cache()?;
     let packs = TreePacks::new(
         client.another()?,
         cache,
@@ -298,41 +307,30 @@ fn packs(
 /// epoch before reads them ([`Keeper`], as range mode keeps samples): those images are
 /// read from there instead of the store. `None` when the cache folder cannot be opened
 /// (the images are then all read from the store, as without a cache).
-fn keeper(
-    url: &crate::store::StoreUrl,
-    options: &crate::store::StoreOptions,
-    sampling: crate::plan::Sampling,
-    keys: &Arc<[String]>,
-    sizes: &Arc<[u64]>,
-    e_tags: &[Option<String>],
-    max_file_bytes: u64,
-) -> Result<Option<Keeper>> {
-    let Ok(cache) = Cache::open(
-        options.cache_dir.as_deref(),
-        options.cache_limit()?,
-        url,
-        options.endpoint.as_deref(),
-    ) else {
+fn keeper(tree: &Listed<'_>) -> Result<Option<Keeper>> {
+    // The options are checked already (by `packs`).
+    let Ok(cache) = tree.cache() else {
         return Ok(None);
     };
+    let (sampling, sizes, max_file_bytes) = (tree.sampling, tree.sizes, tree.max_file_bytes);
     let mut h = crc32fast::Hasher::new();
-    for ((key, size), tag) in keys.iter().zip(sizes.iter()).zip(e_tags) {
+    for ((key, size), tag) in tree.keys.iter().zip(sizes.iter()).zip(tree.e_tags) {
         h.update(key.as_bytes());
         h.update(&size.to_le_bytes());
         h.update(tag.as_deref().unwrap_or("").as_bytes());
     }
-    let n = keys.len();
+    let n = tree.keys.len();
     let lens = Arc::clone(sizes);
-    Ok(Some(Keeper::new(
+    Ok(Some(Keeper::new(Keeping {
         cache,
-        u64::from(h.finalize()) << 32,
-        Orders::sampled(sampling, n, None),
-        sampling.len(n),
-        n,
+        key: u64::from(h.finalize()) << 32,
+        orders: Orders::sampled(sampling, n, None),
+        per_epoch: sampling.len(n),
+        samples: n,
         // An image over the limit is refused, never read: never kept.
-        Box::new(move |i| lens.get(i).copied().filter(|&s| s <= max_file_bytes)),
-        Vec::new(),
-    )))
+        len_of: Box::new(move |i| lens.get(i).copied().filter(|&s| s <= max_file_bytes)),
+        keep: Vec::new(),
+    })))
 }
 
 /// Start the [`FETCHERS`] threads.

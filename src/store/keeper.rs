@@ -36,19 +36,28 @@ pub struct Keeper {
     inner: Arc<Inner>,
 }
 
-struct Inner {
-    cache: Cache,
-    /// What the samples and the epochs' orders depend on (but the rank): readers of a
-    /// folder with the same key write each other's kept samples.
-    key: u64,
-    orders: Orders,
+/// What a [`Keeper`] keeps samples of.
+pub struct Keeping {
+    /// The cache folder whose room keeps them.
+    pub cache: Cache,
+    /// What the samples are (their files, sizes, versions): readers of a folder with the
+    /// same key and the same orders write each other's kept samples (the orders' key is
+    /// added).
+    pub key: u64,
+    /// The epochs' orders.
+    pub orders: Orders,
     /// Samples an epoch of this rank reads.
-    per_epoch: usize,
+    pub per_epoch: usize,
     /// Samples of the dataset.
-    samples: usize,
-    len_of: SampleLen,
+    pub samples: usize,
+    /// Each sample's length.
+    pub len_of: SampleLen,
     /// Cached paths that must stay (an index beside the files).
-    keep: Vec<PathBuf>,
+    pub keep: Vec<PathBuf>,
+}
+
+struct Inner {
+    of: Keeping,
     /// The samples the kept file of this epoch serves, a bit each: the readers' fetching
     /// ahead skips them without a lock.
     served: Vec<AtomicU64>,
@@ -92,31 +101,14 @@ fn lock(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
 }
 
 impl Keeper {
-    /// The kept samples of a reader of `samples` samples (sample `i` is `len_of(i)` bytes)
-    /// in `cache`'s folder, read in `orders` (`per_epoch` samples an epoch); `key` says
-    /// what the samples are (the orders' key is added), `keep` the cached paths that must
-    /// stay.
-    pub fn new(
-        cache: Cache,
-        key: u64,
-        orders: Orders,
-        per_epoch: usize,
-        samples: usize,
-        len_of: SampleLen,
-        keep: Vec<PathBuf>,
-    ) -> Keeper {
+    /// The kept samples of `of`.
+    pub fn new(mut of: Keeping) -> Keeper {
+        of.key ^= of.orders.key;
+        let words = of.samples.div_ceil(64);
         Keeper {
             inner: Arc::new(Inner {
-                cache,
-                key: key ^ orders.key,
-                orders,
-                per_epoch,
-                samples,
-                len_of,
-                keep,
-                served: (0..samples.div_ceil(64))
-                    .map(|_| AtomicU64::new(0))
-                    .collect(),
+                of,
+                served: (0..words).map(|_| AtomicU64::new(0)).collect(),
                 state: Mutex::new(State::default()),
                 pid: AtomicU32::new(std::process::id()),
             }),
@@ -153,7 +145,7 @@ impl Keeper {
         self.forked();
         let inner = &self.inner;
         // Where this epoch starts in the rank's order (a resumed one, further on).
-        let position = inner.per_epoch.saturating_sub(order.len());
+        let position = inner.of.per_epoch.saturating_sub(order.len());
         let mut st = lock(&inner.state);
         let mut said = None;
         let first = st.member.is_none();
@@ -161,7 +153,13 @@ impl Keeper {
             // Counted among the readers sharing the folder's room from its first epoch
             // (a process that only opened the dataset, a DataLoader's main process whose
             // workers read, takes no share).
-            st.member = kept::join(&inner.cache, inner.key, inner.orders.rank, epoch, position);
+            st.member = kept::join(
+                &inner.of.cache,
+                inner.of.key,
+                inner.of.orders.rank,
+                epoch,
+                position,
+            );
         } else {
             said = st.member.as_ref().map(kept::Member::handle);
         }
@@ -325,14 +323,14 @@ impl Inner {
     /// [`super::kept`]), unless there is no room or another epoch was announced
     /// meanwhile.
     fn keep_next(&self, epoch: u64) {
-        let orders = &self.orders;
+        let orders = &self.of.orders;
         let next = orders.of(epoch + 1);
         // Only the samples a reader of the folder has still to read this epoch pass by
         // before the next: not those read already, nor those no rank of this node reads
         // (another node's: nobody here could write them). This process's own by its
         // reads; the other ranks' (which write what they read of the plan) by where they
         // said they are in the folder.
-        let mut read = vec![true; self.samples];
+        let mut read = vec![true; self.of.samples];
         {
             let st = lock(&self.state);
             if st.epoch != epoch || st.stop {
@@ -344,7 +342,7 @@ impl Inner {
                 }
             }
         }
-        let readers = kept::readers(&self.cache, self.key);
+        let readers = kept::readers(&self.of.cache, self.of.key);
         for peer in &readers.peers {
             if peer.rank == orders.rank || peer.rank >= orders.ranks || peer.epoch > epoch {
                 continue;
@@ -366,14 +364,14 @@ impl Inner {
             }
         }
         let Some(k) = Kept::reserve(
-            &self.cache,
-            &self.keep,
+            &self.of.cache,
+            &self.of.keep,
             epoch + 1,
             &next,
-            &self.len_of,
+            &self.of.len_of,
             &read,
             &readers,
-            self.key,
+            self.of.key,
         ) else {
             // Others sharing the folder may hold the room (a rank that planned before
             // this one joined): try again later in the epoch, at reads doubling from a
@@ -427,7 +425,14 @@ impl Inner {
                     .and_then(|n| n.to_str())
                     .is_some_and(|n| n.contains(&pid))
         };
-        let found = kept::peer_plans(&self.cache, self.key, epoch + 1, self.samples, &seen, &mine);
+        let found = kept::peer_plans(
+            &self.of.cache,
+            self.of.key,
+            epoch + 1,
+            self.of.samples,
+            &seen,
+            &mine,
+        );
         let mut st = lock(&self.state);
         st.scanning = false;
         let stale = if st.epoch != epoch || st.stop {
@@ -499,7 +504,7 @@ impl Inner {
                 let len = st.order.len();
                 st.scan_at = st.reads + step(len);
                 st.scanning = true;
-                let position = inner.per_epoch.saturating_sub(len) + st.reads;
+                let position = inner.of.per_epoch.saturating_sub(len) + st.reads;
                 scan = Some((
                     st.epoch,
                     position,
@@ -571,15 +576,15 @@ mod tests {
         let kept_files = || cache.held("ranges-kept").len();
         // 8 samples of 10 bytes, read in the same order every epoch.
         let order = vec![5, 2, 7, 0, 3, 6, 1, 4];
-        let keeper = Keeper::new(
-            open(),
-            1,
-            Orders::fixed(order.clone()),
-            8,
-            8,
-            Box::new(|i| (i < 8).then_some(10)),
-            Vec::new(),
-        );
+        let keeper = Keeper::new(Keeping {
+            cache: open(),
+            key: 1,
+            orders: Orders::fixed(order.clone()),
+            per_epoch: 8,
+            samples: 8,
+            len_of: Box::new(|i| (i < 8).then_some(10)),
+            keep: Vec::new(),
+        });
         let bytes = |i: usize| vec![i as u8; 10];
         keeper.start_epoch(0, &order);
         // A process's first plan waits for its first 64th (here one read).

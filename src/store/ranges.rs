@@ -36,6 +36,7 @@
 //! samples then cost 1.28 M GETs an epoch, $0.51 at S3's $0.0004 per 1000 GETs), fewer
 //! when the budget holds a good part of the dataset and neighbours get coalesced.
 
+use super::keeper::Keeping;
 use super::{stats, AheadFiles, Cache, Keeper, StoreClient};
 use crate::error::{Error, Result};
 use std::collections::HashMap;
@@ -227,15 +228,15 @@ impl RangeAhead {
         let ranges: Arc<[Range<u64>]> = ranges.into();
         let keeper = cache.map(|cache| {
             let lens = Arc::clone(&ranges);
-            Keeper::new(
+            Keeper::new(Keeping {
                 cache,
                 key,
-                files.order.clone(),
-                files.per_epoch as usize,
-                ranges.len(),
-                Box::new(move |i| lens.get(i).map(|r| r.end.saturating_sub(r.start))),
-                files.keep.clone(),
-            )
+                orders: files.order.clone(),
+                per_epoch: files.per_epoch as usize,
+                samples: ranges.len(),
+                len_of: Box::new(move |i| lens.get(i).map(|r| r.end.saturating_sub(r.start))),
+                keep: files.keep.clone(),
+            })
         });
         RangeAhead {
             inner: Arc::new(Inner {
