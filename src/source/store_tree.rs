@@ -15,9 +15,9 @@
 //! When the cache folder can hold the tree (and range mode is not asked for, nor picked by
 //! `fetch = "auto"` for a global shuffle through a smaller cache), the objects are kept
 //! there as packs instead ([`super::tree_packs`]): the first epoch fetches every image
-//! once, the later ones read them locally. Otherwise the cache's room keeps the images the
-//! next epoch reads first, as range mode keeps samples ([`Keeper`]): the fetchers skip
-//! them, and their reads take them from there.
+//! once, the later ones read them locally. Otherwise, in a shuffled run, the cache's room
+//! keeps the images the next epoch reads first, as range mode keeps samples ([`Keeper`]):
+//! the fetchers skip them, and their reads take them from there.
 //!
 //! One request per image makes this slower than a shards dataset by nature (the request
 //! rate, not the bandwidth, is the limit): `bench` says so and points at
@@ -189,9 +189,11 @@ pub fn open_tree(
         max_file_bytes,
     };
     let packs = packs(&client, &tree)?.map(Arc::new);
+    // Kept images for a shuffled run only: an unshuffled one is most often a single pass
+    // (a conversion, `validate`), which would write the cache's room for nothing.
     let keeper = match &packs {
-        Some(_) => None,
-        None => keeper(&tree)?,
+        None if sampling.shuffle => keeper(&tree)?,
+        _ => None,
     };
     let shared = Arc::new(Shared {
         client,
