@@ -1,4 +1,4 @@
-//! A reader's use of the cache folder's room across its epochs ([`super::kept`]): the file
+//! A reader's use of the cache folder's room across its epochs (`kept.rs`): the file
 //! its previous epoch kept for this one, the one this epoch writes for the next, its place
 //! among the readers of the folder, and the other readers' plans it writes into.
 //!
