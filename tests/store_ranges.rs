@@ -3,7 +3,7 @@
 //! a real S3-compatible server (moto_server, `python/envs.sh moto`) on loopback: the local
 //! run's digests with the cache at 10% of the dataset (asked for and picked by `auto`),
 //! the cache folder within its limit, the next epoch's first samples kept there and read
-//! from there without a request, a mid-epoch resume equal
+//! from there without a request (none after the run's last epoch), a mid-epoch resume equal
 //! to the local one, 503s and bodies cut during range reads retried, WebDataset tars read
 //! by ranges as the local tars, and a compressed container refused by name.
 //!
@@ -188,6 +188,12 @@ fn the_next_epochs_first_samples_are_kept_in_the_cache_and_read_from_there() {
         );
     }
     assert!(ranged[1] < n, "{out}");
+    // Every sample read from a kept file was written there by the epoch before; the
+    // run's last epoch writes nothing for an epoch that never comes.
+    let keeping = per_epoch(&o, "samples kept for a later epoch");
+    assert_eq!(keeping.len(), 3, "{out}");
+    assert!(keeping[0] >= kept[1] && keeping[1] >= kept[2], "{out}");
+    assert_eq!(keeping[2], 0, "the last epoch keeps nothing: {out}");
     assert!(most <= limit, "{most} bytes on disk, limit {limit}");
     assert!(most > small, "the kept samples were on disk: {most} bytes");
     // Nothing is left behind but the index and the names.

@@ -57,6 +57,8 @@ class Pipeline:
         """Samples per epoch (this shard)."""
     def batches_per_epoch(self) -> int:
         """Batches per epoch (this shard)."""
+    def last_epoch(self, epoch: int) -> None:
+        """The run reads no epoch after ``epoch``: nothing is kept in the cache for one."""
     def source_len(self) -> int:
         """Samples in the dataset (every shard)."""
     def describe(self) -> str:

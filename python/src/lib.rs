@@ -271,6 +271,12 @@ impl Pipeline {
         self.inner.batches_per_epoch()
     }
 
+    /// The run reads no epoch after `epoch`: a dataset in object storage read through a
+    /// cache smaller than it keeps no samples for an epoch that never comes.
+    fn last_epoch(&self, epoch: u64) {
+        self.inner.last_epoch(epoch);
+    }
+
     /// Samples in the dataset (every shard).
     fn source_len(&self) -> usize {
         self.inner.source().len()

@@ -72,6 +72,8 @@ pub fn convert(
     if let Some(w) = super::resume_warning(c, &p) {
         eprintln!("warning: {w}");
     }
+    // One pass: nothing is kept in the cache for the epoch after it.
+    p.last_epoch(c.start_epoch);
     let (epoch, total) = match slice {
         Some((id, count)) => {
             let (first, end) = slice_range(p.samples_per_epoch(), id, count);

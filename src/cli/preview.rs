@@ -11,6 +11,7 @@ use std::path::Path;
 pub fn run(c: &Common, opts: &PreviewOptions, out: &Path) -> Result<i32> {
     let p = c.pipeline()?;
     super::warn(&p, true);
+    p.last_epoch(c.start_epoch);
     let epoch = c.open_start(&p)?;
     let t0 = std::time::Instant::now();
     let shown = preview(&p, epoch, opts)?;

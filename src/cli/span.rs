@@ -27,7 +27,8 @@ pub(super) fn resume_warning(c: &Common, p: &Pipeline) -> Option<String> {
     })
 }
 
-/// The epochs a run makes: from `--start-epoch` up to `--epochs` (or `source.num_epochs`).
+/// The epochs a run makes: from `--start-epoch` up to `--epochs` (or `source.num_epochs`);
+/// the pipeline is told the last ([`Pipeline::last_epoch`]).
 pub(super) fn epoch_range(
     c: &Common,
     p: &Pipeline,
@@ -42,6 +43,8 @@ pub(super) fn epoch_range(
         let start = c.start_epoch;
         return Err(Invalid::StartEpoch { start, end }.into());
     }
+    // No epoch past the run's is read: nothing is kept in the cache for one.
+    p.last_epoch(end - 1);
     Ok(c.start_epoch..end)
 }
 

@@ -266,6 +266,14 @@ impl Pipeline {
             .order(self.source.len(), epoch, self.source.file_of())
     }
 
+    /// The run reads no epoch after `epoch` (the CLI's `--epochs`, the iterators'
+    /// `num_epochs`). A hint: a source reading object storage through a cache smaller
+    /// than the data keeps no samples for an epoch that never comes ([`Source::last_epoch`]);
+    /// reading a later epoch anyway is correct, only without kept samples.
+    pub fn last_epoch(&self, epoch: u64) {
+        self.source.last_epoch(epoch);
+    }
+
     /// Start epoch `epoch` (it seeds the shuffle and the random ops).
     pub fn epoch(&self, epoch: u64) -> Epoch {
         let order = self.order(epoch);

@@ -425,6 +425,13 @@ impl Shards {
         }
     }
 
+    /// The run reads no epoch after `epoch` (see [`crate::Source::last_epoch`]).
+    pub fn last_epoch(&self, epoch: u64) {
+        if let Files::Remote(remote) = &self.files {
+            remote.last_epoch(epoch);
+        }
+    }
+
     /// The root-relative path sample `index` was converted from.
     pub fn sample_name(&self, index: usize) -> String {
         self.entry(index)

@@ -277,6 +277,13 @@ pub trait Source: Send + Sync {
     fn epoch_starts(&self, epoch: u64, order: &[usize]) {
         let _ = (epoch, order);
     }
+    /// The run reads no epoch after `epoch`. A hint for sources that keep samples in the
+    /// cache for the next epoch (object storage through a cache smaller than the data):
+    /// they keep none for an epoch that never comes. An epoch read after it anyway is
+    /// read as usual. The default ignores it.
+    fn last_epoch(&self, epoch: u64) {
+        let _ = epoch;
+    }
     /// Whether every sample is one request to object storage (an image tree there): slower
     /// by nature than a few large files, which `bench` says.
     fn per_object(&self) -> bool {

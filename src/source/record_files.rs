@@ -1147,6 +1147,12 @@ impl Source for RecordFiles {
         Some(&self.file_of)
     }
 
+    fn last_epoch(&self, epoch: u64) {
+        if let Files::Remote(ahead, _) = &self.files {
+            ahead.last_epoch(epoch);
+        }
+    }
+
     fn epoch_starts(&self, epoch: u64, order: &[usize]) {
         if let Files::Remote(ahead, maps) = &self.files {
             if maps.iter().all(Option::is_none) {

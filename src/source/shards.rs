@@ -148,6 +148,10 @@ impl Source for Shards {
         Shards::classes(self)
     }
 
+    fn last_epoch(&self, epoch: u64) {
+        Shards::last_epoch(self, epoch);
+    }
+
     fn epoch_starts(&self, epoch: u64, order: &[usize]) {
         Shards::epoch_starts(self, epoch, order);
     }

@@ -615,6 +615,12 @@ impl Source for RemoteTree {
         self.packs.as_deref().map(TreePacks::pack_of)
     }
 
+    fn last_epoch(&self, epoch: u64) {
+        if let Some(k) = &self.shared.keeper {
+            k.last_epoch(epoch);
+        }
+    }
+
     fn epoch_starts(&self, epoch: u64, order: &[usize]) {
         if let Some(packs) = &self.packs {
             packs.start_epoch(epoch, order);

@@ -64,6 +64,8 @@ struct Inner {
     state: Mutex<State>,
     /// The process whose files and threads these are.
     pid: AtomicU32,
+    /// The last epoch the run reads (`u64::MAX`: not said): none is kept for after it.
+    last: AtomicU64,
 }
 
 #[derive(Default)]
@@ -111,6 +113,7 @@ impl Keeper {
                 served: (0..words).map(|_| AtomicU64::new(0)).collect(),
                 state: Mutex::new(State::default()),
                 pid: AtomicU32::new(std::process::id()),
+                last: AtomicU64::new(u64::MAX),
             }),
         }
     }
@@ -239,6 +242,13 @@ impl Keeper {
         Inner::passed(&self.inner, index, bytes);
     }
 
+    /// The run reads no epoch after `epoch`: nothing is kept for one (the last epoch of a
+    /// run, a one-pass `bench` or conversion, plans no file and takes no room). A hint:
+    /// an epoch read after it anyway is fetched, as one with nothing kept.
+    pub fn last_epoch(&self, epoch: u64) {
+        self.inner.last.store(epoch, Ordering::Relaxed);
+    }
+
     /// Whether sample `index` is read from the kept file this epoch: fetching ahead skips
     /// it. Lock-free.
     pub fn serves(&self, index: usize) -> bool {
@@ -323,6 +333,9 @@ impl Inner {
     /// [`super::kept`]), unless there is no room or another epoch was announced
     /// meanwhile.
     fn keep_next(&self, epoch: u64) {
+        if epoch >= self.last.load(Ordering::Relaxed) {
+            return;
+        }
         let orders = &self.of.orders;
         let next = orders.of(epoch + 1);
         // Only the samples a reader of the folder has still to read this epoch pass by
@@ -524,13 +537,16 @@ impl Inner {
         };
         if let Some(t) = own {
             if t.write(bytes) {
+                stats::keeping();
                 if let Some(k) = lock(&inner.state).keeping.as_mut() {
                     k.written(index, t.file());
                 }
             }
         }
         if let Some(t) = theirs {
-            t.write(bytes);
+            if t.write(bytes) {
+                stats::keeping();
+            }
         }
         if let Some(epoch) = again {
             Inner::plan_next(inner, epoch);
@@ -616,5 +632,43 @@ mod tests {
         keeper.close();
         assert_eq!(kept_files(), 0);
         assert_eq!(cache.used().expect("used"), 0, "the folder is left empty");
+    }
+
+    #[test]
+    fn the_runs_last_epoch_keeps_nothing_for_an_epoch_that_never_comes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = super::super::StoreUrl::parse("http://127.0.0.1:9/ds").expect("url");
+        let open = || Cache::open(Some(dir.path()), 10_000, &url, None).expect("cache");
+        let cache = open();
+        let order = vec![5, 2, 7, 0, 3, 6, 1, 4];
+        let keeper = Keeper::new(Keeping {
+            cache: open(),
+            key: 1,
+            orders: Orders::fixed(order.clone()),
+            per_epoch: 8,
+            samples: 8,
+            len_of: Box::new(|i| (i < 8).then_some(10)),
+            keep: Vec::new(),
+        });
+        // The same reads as the test above, where epoch 0 plans a file for epoch 1 after
+        // its first read; but epoch 0 is the run's last.
+        keeper.last_epoch(0);
+        keeper.start_epoch(0, &order);
+        keeper.passed(order[0], &[order[0] as u8; 10]);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(lock(&keeper.inner.state).keeping.is_none(), "no plan");
+        assert_eq!(cache.held("ranges-kept").len(), 0, "no file");
+        for &i in &order[1..] {
+            keeper.passed(i, &[i as u8; 10]);
+        }
+        // An epoch read after it anyway reads every sample from the store.
+        keeper.start_epoch(1, &order);
+        assert!(order.iter().all(|&i| !keeper.serves(i)));
+        let mut scratch = Vec::new();
+        assert!(order
+            .iter()
+            .all(|&i| keeper.read(i, 10, &mut scratch).is_none()));
+        keeper.close();
+        assert_eq!(cache.used().expect("used"), 0);
     }
 }

@@ -266,6 +266,13 @@ impl RangeAhead {
         };
     }
 
+    /// The run reads no epoch after `epoch`: nothing is kept for one.
+    pub fn last_epoch(&self, epoch: u64) {
+        if let Some(k) = &self.inner.keeper {
+            k.last_epoch(epoch);
+        }
+    }
+
     /// Epoch `epoch` reads the samples `order` (indices, in order; a resumed epoch's from
     /// where it resumes): the prefetchers walk it from its start, what was fetched for
     /// an earlier order is dropped.

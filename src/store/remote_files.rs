@@ -25,6 +25,13 @@ impl RemoteFiles {
         }
     }
 
+    /// The run reads no epoch after `epoch` (a hint: range mode keeps nothing for one).
+    pub fn last_epoch(&self, epoch: u64) {
+        if let RemoteFiles::Ranges(r) = self {
+            r.last_epoch(epoch);
+        }
+    }
+
     /// Copy bytes `range` of file `file` into `scratch` (the read of sample `index`).
     pub fn copy(
         &self,

@@ -16,6 +16,7 @@ static REFETCHED_BYTES: AtomicU64 = AtomicU64::new(0);
 static RANGED: AtomicU64 = AtomicU64::new(0);
 static KEPT: AtomicU64 = AtomicU64::new(0);
 static KEPT_BY_OTHERS: AtomicU64 = AtomicU64::new(0);
+static KEEPING: AtomicU64 = AtomicU64::new(0);
 
 /// The counters at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -51,6 +52,10 @@ pub struct Traffic {
     /// Of those, the samples another reader of the folder wrote there (a rank of the
     /// node that read them in the epoch before).
     pub kept_by_others: u64,
+    /// Samples written to the cache folder for a later epoch (this reader's kept file and
+    /// the other ranks'): the disk writes keeping costs. None for the epoch after a run's
+    /// last.
+    pub keeping: u64,
 }
 
 impl Traffic {
@@ -70,6 +75,7 @@ impl Traffic {
             ranged: self.ranged.saturating_sub(earlier.ranged),
             kept: self.kept.saturating_sub(earlier.kept),
             kept_by_others: self.kept_by_others.saturating_sub(earlier.kept_by_others),
+            keeping: self.keeping.saturating_sub(earlier.keeping),
         }
     }
 
@@ -118,6 +124,9 @@ impl std::fmt::Display for Traffic {
                 write!(f, ", {} written by other ranks", self.kept_by_others)?;
             }
         }
+        if self.keeping > 0 {
+            write!(f, ", {} samples kept for a later epoch", self.keeping)?;
+        }
         Ok(())
     }
 }
@@ -138,6 +147,7 @@ pub fn snapshot() -> Traffic {
         ranged: RANGED.load(Ordering::Relaxed),
         kept: KEPT.load(Ordering::Relaxed),
         kept_by_others: KEPT_BY_OTHERS.load(Ordering::Relaxed),
+        keeping: KEEPING.load(Ordering::Relaxed),
     }
 }
 
@@ -180,6 +190,10 @@ pub(crate) fn refetched(bytes: u64) {
 
 pub(crate) fn ranged() {
     RANGED.fetch_add(1, Ordering::Relaxed);
+}
+
+pub(crate) fn keeping() {
+    KEEPING.fetch_add(1, Ordering::Relaxed);
 }
 
 pub(crate) fn kept(by_other: bool) {
