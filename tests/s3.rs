@@ -3,7 +3,8 @@
 //! it: the same digests as the local copy (eval and train pipelines, cold and warm cache),
 //! ranks disjoint, the cache limit holding, faults (503s, connections dropped mid-body: a
 //! fault-injecting proxy of this file's own), a missing object, a truncated object, wrong
-//! credentials, and an image tree asked of object storage.
+//! credentials, an image tree asked of object storage, and objects rewritten since they
+//! were listed refused by name.
 //!
 //! Everything runs inside a network namespace holding only loopback, so no request can
 //! leave the machine: `.ci/run` runs this file as
@@ -1564,5 +1565,62 @@ fn parquet_files_in_the_store_give_the_trees_digests() {
     assert!(
         !cache.path().join("unpacked").exists(),
         "no copies outside the cache's folder"
+    );
+}
+
+#[test]
+fn objects_rewritten_since_their_listing_are_refused_naming_them() {
+    if !ready("objects_rewritten_since_their_listing_are_refused_naming_them") {
+        return;
+    }
+    for (k, v) in [
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+    ] {
+        std::env::set_var(k, v);
+    }
+    let moto = Moto::start(None);
+    assert_eq!(http(moto.port, "PUT", "/tree", b""), 200);
+    assert_eq!(http(moto.port, "PUT", "/tree/t/a.jpg", &[1u8; 64]), 200);
+    assert_eq!(http(moto.port, "PUT", "/tree/t/b.jpg", &[2u8; 64]), 200);
+    let url = imgfeed::store::StoreUrl::parse("s3://tree/t").expect("url");
+    let client = imgfeed::store::StoreClient::new(&url, Some(&moto.endpoint())).expect("client");
+    let listed = client.list_info(10).expect("lists");
+    let tag = |name: &str| {
+        listed
+            .iter()
+            .find(|(k, _)| k == name)
+            .and_then(|(_, i)| i.e_tag.clone())
+            .expect("an ETag")
+    };
+    let (a, b) = (tag("a.jpg"), tag("b.jpg"));
+    // As listed: both arrive.
+    let get = |a: &str, b: &str| {
+        let mut got = vec![None, None];
+        client.get_objects(
+            &[("a.jpg", 64, Some(a)), ("b.jpg", 64, Some(b))],
+            2,
+            |i, r| {
+                got[i] = Some(r);
+                true
+            },
+        );
+        got
+    };
+    let got = get(&a, &b);
+    assert!(got.iter().all(|r| matches!(r, Some(Ok(_)))), "{got:?}");
+    // b.jpg rewritten to the same size: its GET is refused, naming it; a.jpg still arrives.
+    client.put("b.jpg", vec![3u8; 64]).expect("rewritten");
+    let got = get(&a, &b);
+    assert!(matches!(got[0], Some(Ok(_))), "{got:?}");
+    let e = match &got[1] {
+        Some(Err(e)) => e.to_string(),
+        other => panic!("a rewritten object was read: {other:?}"),
+    };
+    assert!(
+        e.contains("s3://tree/t/b.jpg") && e.contains("rewritten"),
+        "{e}"
     );
 }

@@ -73,6 +73,8 @@ struct Shared {
     /// The key of each sample, relative to the prefix.
     keys: Arc<[String]>,
     sizes: Arc<[u64]>,
+    /// The ETag each object was listed with (a GET of another version is refused).
+    e_tags: Arc<[Option<String>]>,
     max_file_bytes: u64,
     /// Samples the fetchers leave alone (read from their pack).
     skip: Option<Arc<TreePacks>>,
@@ -199,6 +201,7 @@ pub fn open_tree(
         client,
         keys,
         sizes,
+        e_tags: e_tags.into(),
         max_file_bytes,
         skip: packs.clone(),
         keeper,
@@ -489,11 +492,20 @@ impl Shared {
         }
     }
 
-    /// GET the object of sample `index`, checked against the listing's size.
+    /// GET the object of sample `index`, checked against the listing's size and ETag.
     fn get(&self, index: usize) -> Fetched {
         let key = self.keys.get(index).map_or("", String::as_str);
         let want = self.sizes.get(index).copied().unwrap_or(0);
         let (bytes, info) = self.client.get(key, self.max_file_bytes)?;
+        let listed = self.e_tags.get(index).and_then(Option::as_deref);
+        if !crate::store::client::same_version(listed, info.e_tag.as_deref()) {
+            return Err(StoreError::Changed {
+                object: self.client.url().object(key),
+                reason: "its ETag is not the one it had when the prefix was listed: the \
+                         object was rewritten since"
+                    .into(),
+            });
+        }
         if info.size != want {
             return Err(StoreError::Changed {
                 object: self.client.url().object(key),

@@ -5,7 +5,7 @@
 //! Without packs every epoch asks the store for every image again, whatever the disk
 //! holds; a cache file per image would make the folder millions of files. A pack is
 //! assembled by GETting its objects ([`FETCHES`] at a time, each checked against its
-//! listed size) into the file at their offsets, and is then a file like a shard: fetched
+//! listed size and ETag) into the file at their offsets, and is then a file like a shard: fetched
 //! ahead in the epoch's order of first use, evicted by next use, within `--cache-size`
 //! ([`crate::store::FetchAhead`]). Its name in the cache carries a hash of its objects'
 //! keys, sizes and ETags, so an object replaced on the store never reads from an old
@@ -143,11 +143,12 @@ impl TreePacks {
             .collect();
         let pack_sizes: Vec<u64> = files.iter().map(|f| f.size).collect();
         let failed: Arc<[AtomicBool]> = (0..count).map(|_| AtomicBool::new(false)).collect();
+        let e_tags: Vec<Option<String>> = e_tags.to_vec();
         let assemble = {
             let (failed, sizes) = (Arc::clone(&failed), Arc::clone(&sizes));
             move |client: &StoreClient, p: usize, out: &mut std::fs::File| -> Result<Received> {
                 let r = packs.get(p).cloned().unwrap_or(0..0);
-                let (keys, sizes) = (&keys[r.clone()], &sizes[r]);
+                let (keys, sizes, e_tags) = (&keys[r.clone()], &sizes[r.clone()], &e_tags[r]);
                 if failed.get(p).is_some_and(|f| f.load(Ordering::Relaxed)) {
                     // Not asked again (a prefetch of it): its samples are read one by one.
                     let first = keys.first().map_or("", String::as_str);
@@ -157,7 +158,7 @@ impl TreePacks {
                     }
                     .into());
                 }
-                assemble(client, keys, sizes, out).map_err(|e| {
+                assemble(client, keys, sizes, e_tags, out).map_err(|e| {
                     if matches!(
                         e,
                         StoreError::NotFound { .. }
@@ -285,12 +286,13 @@ impl TreePacks {
     }
 }
 
-/// GET the objects `keys` (`sizes` bytes each, in pack order) into `out` at their
-/// offsets, [`FETCHES`] at a time: what was written, or the first object's error.
+/// GET the objects `keys` (`sizes` bytes and ETag `e_tags` each, as listed, in pack
+/// order) into `out` at their offsets, [`FETCHES`] at a time: what was written, or the first object's error.
 fn assemble(
     client: &StoreClient,
     keys: &[String],
     sizes: &[u64],
+    e_tags: &[Option<String>],
     out: &std::fs::File,
 ) -> std::result::Result<Received, StoreError> {
     let mut offsets = Vec::with_capacity(sizes.len());
@@ -299,10 +301,11 @@ fn assemble(
         offsets.push(at);
         at += size;
     }
-    let asked: Vec<(&str, u64)> = keys
+    let asked: Vec<(&str, u64, Option<&str>)> = keys
         .iter()
-        .map(String::as_str)
-        .zip(sizes.iter().copied())
+        .zip(sizes)
+        .zip(e_tags)
+        .map(|((k, &s), e)| (k.as_str(), s, e.as_deref()))
         .collect();
     let mut first_error = None;
     let mut len = 0u64;

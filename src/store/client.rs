@@ -590,19 +590,24 @@ impl StoreClient {
         });
     }
 
-    /// Whole objects `(file, size as listed)`, at most `parallel` GETs in flight at once
-    /// on the client's runtime, each retried like [`get`](Self::get) and checked against
-    /// its listed size (another size is [`StoreError::Changed`], naming the object);
+    /// Whole objects `(file, size as listed, ETag as listed)`, at most `parallel` GETs in
+    /// flight at once on the client's runtime, each retried like [`get`](Self::get) and
+    /// checked against its listing: another size, or another ETag when both are known (an
+    /// object rewritten since, even to the same size; see [`same_version`]), is
+    /// [`StoreError::Changed`], naming the object;
     /// `done(i, bytes)` is called on this thread for object `i` as it arrives (in any
     /// order), and returns whether to go on (false: the requests not yet answered are
     /// dropped).
     pub fn get_objects(
         &self,
-        objects: &[(&str, u64)],
+        objects: &[(&str, u64, Option<&str>)],
         parallel: usize,
         mut done: impl FnMut(usize, Result<bytes::Bytes, StoreError>) -> bool,
     ) {
-        let asked: Vec<(&str, Ask)> = objects.iter().map(|(f, s)| (*f, Ask::Whole(*s))).collect();
+        let asked: Vec<(&str, Ask)> = objects
+            .iter()
+            .map(|&(f, s, e)| (f, Ask::Whole(s, e)))
+            .collect();
         self.get_many(&asked, parallel, &mut done);
     }
 
@@ -639,7 +644,9 @@ impl StoreClient {
                 .map(|(i, (file, ask))| async move {
                     let got = match ask {
                         Ask::Range(r) => self.get_range_async(io, file, r.clone()).await,
-                        Ask::Whole(size) => self.get_object_async(io, file, *size).await,
+                        Ask::Whole(size, e_tag) => {
+                            self.get_object_async(io, file, *size, *e_tag).await
+                        }
                     };
                     (i, got)
                 })
@@ -658,6 +665,7 @@ impl StoreClient {
         io: &Io,
         file: &str,
         size: u64,
+        e_tag: Option<&str>,
     ) -> Result<bytes::Bytes, StoreError> {
         let object = self.url.object(file);
         let location = ObjectPath::from(self.url.key(file));
@@ -671,6 +679,14 @@ impl StoreClient {
                         .get_opts(location, GetOptions::default())
                         .await
                         .map_err(|e| self.classify(file, e))?;
+                    if !same_version(e_tag, got.meta.e_tag.as_deref()) {
+                        return Err(Failure::Fatal(StoreError::Changed {
+                            object: object.clone(),
+                            reason: "its ETag is not the one it was listed with: the object \
+                                     was rewritten since"
+                                .into(),
+                        }));
+                    }
                     if got.meta.size != size {
                         return Err(Failure::Fatal(StoreError::Changed {
                             object: object.clone(),
@@ -742,11 +758,24 @@ fn all_of(bytes: bytes::Bytes, want: u64) -> Result<bytes::Bytes, Failure> {
 }
 
 /// One request of [`StoreClient::get_many`].
-enum Ask {
+enum Ask<'a> {
     /// These bytes of the object (a ranged GET).
     Range(Range<u64>),
-    /// The whole object, of this size as listed.
-    Whole(u64),
+    /// The whole object, of this size and ETag as listed.
+    Whole(u64, Option<&'a str>),
+}
+
+/// Whether ETag `listed` (from a listing) and `got` (from a GET) name the same version
+/// of an object: compared without the quotes and weak marker that some listings leave
+/// out (Azure lists `0x8D…`, its GETs say `"0x8D…"`); an unknown one matches any.
+pub(crate) fn same_version(listed: Option<&str>, got: Option<&str>) -> bool {
+    fn bare(t: &str) -> &str {
+        t.trim().trim_start_matches("W/").trim_matches('"')
+    }
+    match (listed, got) {
+        (Some(a), Some(b)) => bare(a) == bare(b),
+        _ => true,
+    }
 }
 
 /// The client's own small Tokio runtime (two threads).
@@ -793,6 +822,17 @@ fn short(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn etags_of_one_version_match_whatever_their_quoting() {
+        // Azure lists `0x8D…` and answers a GET with `"0x8D…"`; weak tags of a proxy.
+        assert!(same_version(Some("0x8DC1A"), Some("\"0x8DC1A\"")));
+        assert!(same_version(Some("\"abc\""), Some("W/\"abc\"")));
+        assert!(!same_version(Some("\"abc\""), Some("\"abd\"")));
+        // Unknown on either side: nothing to compare.
+        assert!(same_version(None, Some("\"abc\"")));
+        assert!(same_version(Some("\"abc\""), None));
+    }
 
     #[test]
     fn an_absent_metadata_server_is_recognised() {
