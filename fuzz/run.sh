@@ -33,7 +33,7 @@ for t in "${targets[@]}"; do
     pipeline_file) seed "$t" ../pipelines/*.toml ;;
     tfrecord) seed "$t" $fx/records/small.tfrecord ;;
     mindrecord) seed "$t" $fx/records/small.mindrecord0 $fx/records/multi_blob.mindrecord ;;
-    parquet) seed "$t" $fx/records/small.parquet ;;
+    parquet) seed "$t" $fx/records/small.parquet $fx/fuzzed/parquet_*.parquet ;;
     *) echo "unknown target $t" >&2; exit 2 ;;
   esac
 done

@@ -43,6 +43,9 @@ pub const DEFAULT_LABEL_COLUMN: &str = "label";
 /// The first bytes of an unpacked file.
 pub const MAGIC: &[u8; 16] = b"IMGFEED-PARQUET1";
 
+/// The last bytes of a Parquet file (after its footer and the footer's length).
+const MAGIC_END: &[u8; 4] = b"PAR1";
+
 /// Rows read at once from a column.
 const BATCH: usize = 64;
 
@@ -106,6 +109,15 @@ pub enum ParquetError {
     /// Writing the unpacked copy failed.
     #[error("writing the unpacked copy: {0}")]
     Write(#[source] std::io::Error),
+    /// A footer or page header whose sizes or counts no true file has (they would make
+    /// the `parquet` crate allocate or loop past what the file holds): refused first.
+    #[error("not a readable Parquet file: at byte {offset}, {reason}")]
+    Damaged {
+        /// Where, in the file.
+        offset: u64,
+        /// What.
+        reason: &'static str,
+    },
     /// An unpacked copy that is not whole (not written by [`unpack`], or damaged).
     #[error("unpacked copy damaged at byte {offset}: {reason}")]
     Container {
@@ -326,8 +338,25 @@ fn slice(bytes: &[u8], base: u64, start: u64, length: usize) -> parquet::errors:
         .ok_or_else(|| eof(start, length))
 }
 
-/// The file's footer: its schema and row groups.
+/// The file's footer: its schema and row groups. The footer's thrift is walked first
+/// ([`super::thrift`], bounded by its bytes): one that does not hold together (a list
+/// longer than the bytes left, nesting past 32) is refused before the `parquet` crate,
+/// whose walk of such a footer can take seconds.
 fn metadata(bytes: &[u8]) -> Result<ParquetMetaData, ParquetError> {
+    let n = bytes.len();
+    if n >= 12 && bytes.ends_with(MAGIC_END) {
+        let len = u32::from_le_bytes([bytes[n - 8], bytes[n - 7], bytes[n - 6], bytes[n - 5]]);
+        let start = (n - 8).checked_sub(len as usize);
+        if let Some(footer) = start.and_then(|s| bytes.get(s..n - 8)) {
+            let mut c = super::thrift::Compact::new(footer);
+            if let Err(e) = c.skip(super::thrift::STRUCT) {
+                return Err(ParquetError::Damaged {
+                    offset: (n - 8 - footer.len() + e.at()) as u64,
+                    reason: "a footer that does not hold together",
+                });
+            }
+        }
+    }
     guarded(|| {
         ParquetMetaDataReader::new()
             .parse_and_finish(&Borrowed(bytes))
@@ -392,6 +421,18 @@ fn column(
         bytes: Bytes::copy_from_slice(data),
         file_len: bytes.len() as u64,
     };
+    let descr = meta.file_metadata().schema_descr().column(col);
+    let min_value = match descr.physical_type() {
+        Physical::BYTE_ARRAY | Physical::INT32 | Physical::FLOAT => 4,
+        Physical::INT64 | Physical::DOUBLE => 8,
+        _ => 1,
+    };
+    super::parquet_pages::check_chunk(data, min_value).map_err(|(at, reason)| {
+        ParquetError::Damaged {
+            offset: start.saturating_add(at as u64),
+            reason,
+        }
+    })?;
     let rows = usize::try_from(rg.num_rows()).map_err(|_| ParquetError::Malformed)?;
     let pages = SerializedPageReader::new(Arc::new(reader), chunk, rows, None)
         .map_err(ParquetError::Read)?;
@@ -722,6 +763,33 @@ mod tests {
             1 << 40,
         );
         assert!(spans.is_none());
+    }
+
+    #[test]
+    fn page_headers_and_footers_no_true_file_has_are_refused_first() {
+        // Found by the fuzzer (fixtures/fuzzed/README.md): each one refused at once, with
+        // what is wrong, before the `parquet` crate allocates or walks for it.
+        for (name, says) in [
+            (
+                "fuzzed/parquet_huge_dictionary.parquet",
+                "a dictionary page of more values than its bytes hold",
+            ),
+            (
+                "fuzzed/parquet_footer_past_its_bytes.parquet",
+                "a footer that does not hold together",
+            ),
+        ] {
+            let file = fixture(name);
+            let t0 = std::time::Instant::now();
+            let e =
+                unpack(&file, &ParquetOptions::default(), &mut Vec::new()).expect_err("refused");
+            assert!(t0.elapsed() < std::time::Duration::from_secs(2), "{name}");
+            assert!(matches!(e, ParquetError::Damaged { .. }), "{name}: {e}");
+            assert!(e.to_string().contains(says), "{name}: {e}");
+        }
+        // A true file's pages and footer pass the same checks.
+        let file = fixture("records/small.parquet");
+        unpack(&file, &ParquetOptions::default(), &mut Vec::new()).expect("unpacks");
     }
 
     #[test]

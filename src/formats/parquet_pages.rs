@@ -50,6 +50,7 @@ const RLE_DICTIONARY: i32 = 8;
 #[derive(Debug, Default)]
 struct Header {
     kind: i32,
+    uncompressed: i32,
     compressed: i32,
     num_values: i32,
     encoding: i32,
@@ -94,6 +95,7 @@ fn header(bytes: &[u8]) -> Result<(Header, usize), ThriftError> {
         last = id;
         match (id, kind) {
             (1, I32) => h.kind = c.i32()?,
+            (2, I32) => h.uncompressed = c.i32()?,
             (3, I32) => h.compressed = c.i32()?,
             (5 | 7, STRUCT) => sub_header(&mut c, &mut h, false)?,
             (8, STRUCT) => sub_header(&mut c, &mut h, true)?,
@@ -101,6 +103,47 @@ fn header(bytes: &[u8]) -> Result<(Header, usize), ThriftError> {
         }
     }
     Ok((h, c.position()))
+}
+
+/// The largest page (uncompressed) a column chunk may hold: past it, a page is refused
+/// before the `parquet` crate allocates for it (twice the largest image a source reads).
+pub const MAX_PAGE_BYTES: i32 = 512 << 20;
+
+/// The pages of a column chunk (`chunk`, its bytes) as far as their headers say what no
+/// true page can: a page larger than [`MAX_PAGE_BYTES`], a negative size or count, or a
+/// dictionary of more values than its bytes hold (`min_value` bytes a value at least: 4
+/// for byte arrays and 32-bit values, 8 for 64-bit ones). The `parquet` crate would
+/// allocate for what such a header says. `Err((offset in the chunk, why))`; a header this
+/// walk cannot follow ends it (the crate reads the rest, and refuses what it must).
+pub fn check_chunk(chunk: &[u8], min_value: usize) -> Result<(), (usize, &'static str)> {
+    let mut at = 0usize;
+    while at < chunk.len() {
+        let Some(rest) = chunk.get(at..) else {
+            break;
+        };
+        let Ok((h, hlen)) = header(rest) else {
+            break;
+        };
+        if h.uncompressed < 0 || h.compressed < 0 || h.num_values < 0 {
+            return Err((at, "a page header with a negative size or count"));
+        }
+        if h.uncompressed > MAX_PAGE_BYTES {
+            return Err((at, "a page of more than 512 MiB"));
+        }
+        if h.kind == DICTIONARY_PAGE
+            && (h.num_values as usize).saturating_mul(min_value.max(1)) > h.uncompressed as usize
+        {
+            return Err((at, "a dictionary page of more values than its bytes hold"));
+        }
+        let Some(next) = at
+            .checked_add(hlen)
+            .and_then(|b| b.checked_add(h.compressed as usize))
+        else {
+            break;
+        };
+        at = next;
+    }
+    Ok(())
 }
 
 /// The RLE / bit-packed hybrid encoding's first `count` values of `width` bits.

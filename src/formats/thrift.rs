@@ -20,6 +20,15 @@ pub enum ThriftError {
     },
 }
 
+impl ThriftError {
+    /// The byte where it goes wrong.
+    pub fn at(&self) -> usize {
+        match self {
+            ThriftError::Truncated { at } | ThriftError::Malformed { at } => *at,
+        }
+    }
+}
+
 /// A field's type in the compact protocol.
 pub const BOOL_TRUE: u8 = 1;
 /// `false`, as a field's type.
