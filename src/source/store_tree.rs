@@ -209,6 +209,17 @@ pub fn open_tree(
         changed: Condvar::new(),
         pid: AtomicU32::new(std::process::id()),
     });
+    if let Some(p) = &packs {
+        // Images fetched before their pack came are dropped by the fetchers when they look
+        // for room: a pack's arrival makes them look (the reads from it would not).
+        let tree = Arc::downgrade(&shared);
+        p.when_known(move || {
+            if let Some(s) = tree.upgrade() {
+                drop(lock(&s.window));
+                s.changed.notify_all();
+            }
+        });
+    }
     // With packs too: the reads whose pack is not at hand yet take their images from
     // these fetchers.
     spawn_fetchers(&shared)?;

@@ -59,6 +59,9 @@ pub struct TreePacks {
     /// Packs last seen at hand (a hint read without a lock: a read that finds its pack
     /// gone after all clears it).
     known: Vec<AtomicBool>,
+    /// Called when a pack becomes known at hand: the per-image fetchers, waiting for room
+    /// that images read from it now free, look again.
+    on_known: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl std::fmt::Debug for TreePacks {
@@ -194,7 +197,14 @@ impl TreePacks {
             pack_sizes,
             failed,
             known: (0..count).map(|_| AtomicBool::new(false)).collect(),
+            on_known: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Call `f` whenever a pack becomes known at hand (once per pack and arrival; set
+    /// once).
+    pub fn when_known(&self, f: impl Fn() + Send + Sync + 'static) {
+        let _ = self.on_known.set(Box::new(f));
     }
 
     /// The pack of each sample, for the shard-aware shuffle's windows.
@@ -280,8 +290,14 @@ impl TreePacks {
     }
 
     fn know(&self, p: u32, at_hand: bool) {
-        if let Some(k) = self.known.get(p as usize) {
-            k.store(at_hand, Ordering::Relaxed);
+        let Some(k) = self.known.get(p as usize) else {
+            return;
+        };
+        // Read first: a read of a pack known already writes nothing.
+        if k.load(Ordering::Relaxed) != at_hand && !k.swap(at_hand, Ordering::Relaxed) && at_hand {
+            if let Some(f) = self.on_known.get() {
+                f();
+            }
         }
     }
 }
