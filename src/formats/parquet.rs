@@ -778,6 +778,10 @@ mod tests {
                 "fuzzed/parquet_footer_past_its_bytes.parquet",
                 "a footer that does not hold together",
             ),
+            (
+                "fuzzed/parquet_page_header_past_its_bytes.parquet",
+                "a page header that does not hold together",
+            ),
         ] {
             let file = fixture(name);
             let t0 = std::time::Instant::now();

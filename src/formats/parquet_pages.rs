@@ -112,17 +112,20 @@ pub const MAX_PAGE_BYTES: i32 = 512 << 20;
 /// The pages of a column chunk (`chunk`, its bytes) as far as their headers say what no
 /// true page can: a page larger than [`MAX_PAGE_BYTES`], a negative size or count, or a
 /// dictionary of more values than its bytes hold (`min_value` bytes a value at least: 4
-/// for byte arrays and 32-bit values, 8 for 64-bit ones). The `parquet` crate would
-/// allocate for what such a header says. `Err((offset in the chunk, why))`; a header this
-/// walk cannot follow ends it (the crate reads the rest, and refuses what it must).
+/// for byte arrays and 32-bit values, 8 for 64-bit ones), or a header whose thrift does
+/// not hold together. The `parquet` crate would allocate for what such a header says.
+/// `Err((offset in the chunk, why))`.
 pub fn check_chunk(chunk: &[u8], min_value: usize) -> Result<(), (usize, &'static str)> {
     let mut at = 0usize;
     while at < chunk.len() {
         let Some(rest) = chunk.get(at..) else {
             break;
         };
+        // Any true header parses (the walk skips the fields it does not know); the
+        // crate's own walk of one that does not can allocate and zero what a length in it
+        // claims.
         let Ok((h, hlen)) = header(rest) else {
-            break;
+            return Err((at, "a page header that does not hold together"));
         };
         if h.uncompressed < 0 || h.compressed < 0 || h.num_values < 0 {
             return Err((at, "a page header with a negative size or count"));
