@@ -787,7 +787,7 @@ mod tests {
             let t0 = std::time::Instant::now();
             let e =
                 unpack(&file, &ParquetOptions::default(), &mut Vec::new()).expect_err("refused");
-            assert!(t0.elapsed() < std::time::Duration::from_secs(2), "{name}");
+            assert!(t0.elapsed() < std::time::Duration::from_secs(5), "{name}");
             assert!(matches!(e, ParquetError::Damaged { .. }), "{name}: {e}");
             assert!(e.to_string().contains(says), "{name}: {e}");
         }

@@ -105,16 +105,22 @@ fn header(bytes: &[u8]) -> Result<(Header, usize), ThriftError> {
     Ok((h, c.position()))
 }
 
-/// The largest page (uncompressed) a column chunk may hold: past it, a page is refused
-/// before the `parquet` crate allocates for it (twice the largest image a source reads).
-pub const MAX_PAGE_BYTES: i32 = 512 << 20;
+/// How many times its stored bytes a page may say it holds (uncompressed):
+/// far past what any codec gives images or labels, and a bound on what the `parquet`
+/// crate allocates for a page (at least [`MIN_PAGE_BOUND`]).
+pub const MAX_RATIO: usize = 4096;
+
+/// The uncompressed size any page may say, however small its stored bytes (16 times the
+/// writers' usual 1 MiB pages: a column of one repeated value compresses past any
+/// ratio).
+pub const MIN_PAGE_BOUND: usize = 16 << 20;
 
 /// The pages of a column chunk (`chunk`, its bytes) as far as their headers say what no
-/// true page can: a page larger than [`MAX_PAGE_BYTES`], a negative size or count, or a
-/// dictionary of more values than its bytes hold (`min_value` bytes a value at least: 4
-/// for byte arrays and 32-bit values, 8 for 64-bit ones), or a header whose thrift does
-/// not hold together. The `parquet` crate would allocate for what such a header says.
-/// `Err((offset in the chunk, why))`.
+/// true page can: a negative size or count; an uncompressed size past [`MAX_RATIO`] times
+/// the stored one; a dictionary of more values than its bytes hold (`min_value` bytes a value
+/// at least: 4 for byte arrays and 32-bit values, 8 for 64-bit ones); or a header whose
+/// thrift does not hold together. The `parquet` crate would allocate, or walk, for what
+/// such a header says. `Err((offset in the chunk, why))`.
 pub fn check_chunk(chunk: &[u8], min_value: usize) -> Result<(), (usize, &'static str)> {
     let mut at = 0usize;
     while at < chunk.len() {
@@ -130,8 +136,9 @@ pub fn check_chunk(chunk: &[u8], min_value: usize) -> Result<(), (usize, &'stati
         if h.uncompressed < 0 || h.compressed < 0 || h.num_values < 0 {
             return Err((at, "a page header with a negative size or count"));
         }
-        if h.uncompressed > MAX_PAGE_BYTES {
-            return Err((at, "a page of more than 512 MiB"));
+        let (stored, size) = (h.compressed as usize, h.uncompressed as usize);
+        if size > stored.saturating_mul(MAX_RATIO).max(MIN_PAGE_BOUND) {
+            return Err((at, "a page claiming more than 4096 times its stored bytes"));
         }
         if h.kind == DICTIONARY_PAGE
             && (h.num_values as usize).saturating_mul(min_value.max(1)) > h.uncompressed as usize

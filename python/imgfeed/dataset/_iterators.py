@@ -57,10 +57,13 @@ class TupleIterator:
             else:
                 self._convert = lambda a: from_numpy(np.ascontiguousarray(a))
         self._native = dataset._build()
+        # Each repetition is an engine epoch; none runs after the last: nothing is kept in
+        # the cache for one. Said every time (endless: no last), as the dataset's source,
+        # and what an earlier iterator said of it, may be shared.
         if num_epochs != -1 and dataset._repeat is not None:
-            # Each repetition is an engine epoch (repeat() without a count: endless);
-            # none runs after the last: nothing is kept in the cache for one.
             self._native.last_epoch(num_epochs * dataset._repeat - 1)
+        else:
+            self._native.last_epoch(2**64 - 1)
         self._batched = dataset._batch is not None
         self._repeat = dataset._repeat
         self._epochs_left = num_epochs
