@@ -425,7 +425,7 @@ impl Shards {
         }
     }
 
-    /// The run reads no epoch after `epoch` (see [`crate::Source::last_epoch`]).
+    /// The run reads no epoch after `epoch` (see [`crate::source::Source::last_epoch`]).
     pub fn last_epoch(&self, epoch: u64) {
         if let Files::Remote(remote) = &self.files {
             remote.last_epoch(epoch);

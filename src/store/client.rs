@@ -593,7 +593,7 @@ impl StoreClient {
     /// Whole objects `(file, size as listed, ETag as listed)`, at most `parallel` GETs in
     /// flight at once on the client's runtime, each retried like [`get`](Self::get) and
     /// checked against its listing: another size, or another ETag when both are known (an
-    /// object rewritten since, even to the same size; see [`same_version`]), is
+    /// object rewritten since, even to the same size, compared without quotes), is
     /// [`StoreError::Changed`], naming the object;
     /// `done(i, bytes)` is called on this thread for object `i` as it arrives (in any
     /// order), and returns whether to go on (false: the requests not yet answered are
