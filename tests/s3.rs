@@ -1573,14 +1573,7 @@ fn objects_rewritten_since_their_listing_are_refused_naming_them() {
     if !ready("objects_rewritten_since_their_listing_are_refused_naming_them") {
         return;
     }
-    for (k, v) in [
-        ("AWS_ACCESS_KEY_ID", "test"),
-        ("AWS_SECRET_ACCESS_KEY", "test"),
-        ("AWS_REGION", "us-east-1"),
-        ("AWS_EC2_METADATA_DISABLED", "true"),
-    ] {
-        std::env::set_var(k, v);
-    }
+    client_env();
     let moto = Moto::start(None);
     assert_eq!(http(moto.port, "PUT", "/tree", b""), 200);
     assert_eq!(http(moto.port, "PUT", "/tree/t/a.jpg", &[1u8; 64]), 200);

@@ -293,21 +293,6 @@ fn packed_files_stream_through_a_cache_smaller_than_their_copies() {
     }
 }
 
-/// The in-process client's settings: dummy credentials, no instance metadata.
-fn client_env() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        for (k, v) in [
-            ("AWS_ACCESS_KEY_ID", "test"),
-            ("AWS_SECRET_ACCESS_KEY", "test"),
-            ("AWS_REGION", "us-east-1"),
-            ("AWS_EC2_METADATA_DISABLED", "true"),
-        ] {
-            std::env::set_var(k, v);
-        }
-    });
-}
-
 #[test]
 fn parallel_part_downloads_get_past_503s_and_cut_bodies() {
     if !ready("parallel_part_downloads_get_past_503s_and_cut_bodies") {

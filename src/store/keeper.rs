@@ -583,24 +583,32 @@ mod tests {
         true
     }
 
-    #[test]
-    fn an_epoch_keeps_the_next_ones_first_samples_which_it_then_serves_and_close_removes() {
-        let dir = tempfile::tempdir().expect("tempdir");
+    /// The order of every epoch of [`eight_samples`].
+    const ORDER: [usize; 8] = [5, 2, 7, 0, 3, 6, 1, 4];
+
+    /// A cache folder in `dir` and a keeper of 8 samples of 10 bytes in it, read in
+    /// [`ORDER`] every epoch.
+    fn eight_samples(dir: &Path) -> (Cache, Keeper) {
         let url = super::super::StoreUrl::parse("http://127.0.0.1:9/ds").expect("url");
-        let open = || Cache::open(Some(dir.path()), 10_000, &url, None).expect("cache");
-        let cache = open();
-        let kept_files = || cache.held("ranges-kept").len();
-        // 8 samples of 10 bytes, read in the same order every epoch.
-        let order = vec![5, 2, 7, 0, 3, 6, 1, 4];
+        let open = || Cache::open(Some(dir), 10_000, &url, None).expect("cache");
         let keeper = Keeper::new(Keeping {
             cache: open(),
             key: 1,
-            orders: Orders::fixed(order.clone()),
+            orders: Orders::fixed(ORDER.to_vec()),
             per_epoch: 8,
             samples: 8,
             len_of: Box::new(|i| (i < 8).then_some(10)),
             keep: Vec::new(),
         });
+        (open(), keeper)
+    }
+
+    #[test]
+    fn an_epoch_keeps_the_next_ones_first_samples_which_it_then_serves_and_close_removes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (cache, keeper) = eight_samples(dir.path());
+        let order = ORDER.to_vec();
+        let kept_files = || cache.held("ranges-kept").len();
         let bytes = |i: usize| vec![i as u8; 10];
         keeper.start_epoch(0, &order);
         // A process's first plan waits for its first 64th (here one read).
@@ -637,19 +645,8 @@ mod tests {
     #[test]
     fn the_runs_last_epoch_keeps_nothing_for_an_epoch_that_never_comes() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let url = super::super::StoreUrl::parse("http://127.0.0.1:9/ds").expect("url");
-        let open = || Cache::open(Some(dir.path()), 10_000, &url, None).expect("cache");
-        let cache = open();
-        let order = vec![5, 2, 7, 0, 3, 6, 1, 4];
-        let keeper = Keeper::new(Keeping {
-            cache: open(),
-            key: 1,
-            orders: Orders::fixed(order.clone()),
-            per_epoch: 8,
-            samples: 8,
-            len_of: Box::new(|i| (i < 8).then_some(10)),
-            keep: Vec::new(),
-        });
+        let (cache, keeper) = eight_samples(dir.path());
+        let order = ORDER.to_vec();
         // The same reads as the test above, where epoch 0 plans a file for epoch 1 after
         // its first read; but epoch 0 is the run's last.
         keeper.last_epoch(0);

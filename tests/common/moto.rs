@@ -41,6 +41,21 @@ pub fn unavailable() -> Option<String> {
     None
 }
 
+/// The in-process client's settings: dummy credentials, no instance metadata.
+pub fn client_env() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for (k, v) in [
+            ("AWS_ACCESS_KEY_ID", "test"),
+            ("AWS_SECRET_ACCESS_KEY", "test"),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+        ] {
+            std::env::set_var(k, v);
+        }
+    });
+}
+
 /// True when the test may run; otherwise prints why (and fails when they are required).
 pub fn ready(test: &str) -> bool {
     match unavailable() {
