@@ -927,20 +927,22 @@ fn an_image_tree_in_the_store_reads_like_the_local_tree() {
 }
 
 #[test]
-fn a_missing_or_forbidden_image_in_the_store_is_named() {
-    if !ready("a_missing_or_forbidden_image_in_the_store_is_named") {
+fn a_missing_forbidden_or_rewritten_image_in_the_store_is_named() {
+    if !ready("a_missing_forbidden_or_rewritten_image_in_the_store_is_named") {
         return;
     }
     let tree = common::repo().join("fixtures/imagefolder");
     let moto = Moto::start(None);
     assert_eq!(http(moto.port, "PUT", "/data", b""), 200);
     upload_tree(moto.port, "data", "tree", &tree);
-    for (status, says) in [(404, "no such object (404)"), (403, "access denied")] {
-        let proxy = Proxy::start(
-            moto.port,
-            Fault::Deny("GET /data/tree/cat/cat_002.jpg", status),
-            0,
-        );
+    let what = "GET /data/tree/cat/cat_002.jpg";
+    for (fault, says) in [
+        (Fault::Deny(what, 404), "no such object (404)"),
+        (Fault::Deny(what, 403), "access denied"),
+        // Rewritten after the listing (another ETag): in its pack, then read alone.
+        (Fault::Rewritten(what), "rewritten since"),
+    ] {
+        let proxy = Proxy::start(moto.port, fault, 0);
         let ep = proxy.endpoint();
         let cache = tempfile::tempdir().expect("tempdir");
         let o = run_remote(
@@ -950,10 +952,10 @@ fn a_missing_or_forbidden_image_in_the_store_is_named() {
             &[("AWS_ENDPOINT_URL", ep.as_str())],
         );
         let err = text(&o.stderr);
-        assert!(!o.status.success(), "{status}: {err}");
+        assert!(!o.status.success(), "{says}: {err}");
         assert!(
             err.contains("s3://data/tree/cat/cat_002.jpg") && err.contains(says),
-            "{status}: {err}"
+            "{says}: {err}"
         );
         // The tree's pack cannot be made: its other images are still read (one GET
         // each), and only that one is lost.
@@ -967,7 +969,7 @@ fn a_missing_or_forbidden_image_in_the_store_is_named() {
         let (out, err) = (text(&o.stdout), text(&o.stderr));
         let all = format!("{out}{err}");
         // 11 images: 2 batches of 4.
-        assert!(out.contains("2 batches, 8 samples"), "{status}: {all}");
+        assert!(out.contains("2 batches, 8 samples"), "{says}: {all}");
         let skipped: Vec<&str> = all.lines().filter(|l| l.starts_with("skipped:")).collect();
         assert_eq!(skipped.len(), 1, "{all}");
         assert!(

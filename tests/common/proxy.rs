@@ -23,6 +23,10 @@ pub enum Fault {
     /// Answer 503 SlowDown to a connection's first request when its head holds this text
     /// (lowercase: `range: bytes=`), while faults are left; forward the others.
     UnavailableIf(&'static str),
+    /// Forward every request, but answer those whose head holds this text with another
+    /// ETag (one character of the server's changed): the object as if rewritten since it
+    /// was listed (faults not counted).
+    Rewritten(&'static str),
 }
 
 /// A fault-injecting TCP proxy on loopback in front of `upstream`; stops on drop.
@@ -77,8 +81,8 @@ pub fn take(left: &AtomicUsize) -> bool {
 pub fn serve(mut client: TcpStream, upstream: u16, fault: Fault, left: &AtomicUsize) {
     let _ = client.set_nonblocking(false);
     let _ = client.set_read_timeout(Some(Duration::from_secs(30)));
-    if let Fault::Deny(what, status) = fault {
-        return deny(client, upstream, what, status);
+    if let Fault::Deny(what, _) | Fault::Rewritten(what) = fault {
+        return deny(client, upstream, what, fault);
     }
     if let Fault::UnavailableIf(what) = fault {
         let head = read_head(&mut client);
@@ -118,7 +122,9 @@ pub fn serve(mut client: TcpStream, upstream: u16, fault: Fault, left: &AtomicUs
     }
     let cut = match fault {
         Fault::CutAfter(n) => n,
-        Fault::Unavailable | Fault::Deny(..) | Fault::UnavailableIf(_) => usize::MAX,
+        Fault::Unavailable | Fault::Deny(..) | Fault::UnavailableIf(_) | Fault::Rewritten(_) => {
+            usize::MAX
+        }
     };
     forward(client, upstream, cut, left, &[]);
 }
@@ -160,10 +166,10 @@ pub fn read_message(from: &mut TcpStream, to_head: bool) -> Vec<u8> {
     msg
 }
 
-/// [`Fault::Deny`]: every request of the connection on its own, each forwarded on a fresh
-/// server connection, or answered `status` (and the connection closed) when it holds
-/// `what`.
-pub fn deny(mut client: TcpStream, upstream: u16, what: &str, status: u16) {
+/// [`Fault::Deny`] and [`Fault::Rewritten`]: every request of the connection on its own,
+/// each forwarded on a fresh server connection, or, when it holds `what`, answered with
+/// the fault's status (and the connection closed), or with another ETag.
+pub fn deny(mut client: TcpStream, upstream: u16, what: &str, fault: Fault) {
     loop {
         let request = read_message(&mut client, false);
         if request.is_empty() {
@@ -173,7 +179,8 @@ pub fn deny(mut client: TcpStream, upstream: u16, what: &str, status: u16) {
             .windows(4)
             .position(|w| w == b"\r\n\r\n")
             .unwrap_or(0);
-        if text(&request[..end]).contains(what) {
+        let hit = text(&request[..end]).contains(what);
+        if let (true, Fault::Deny(_, status)) = (hit, fault) {
             let (code, reason) = match status {
                 404 => ("NoSuchKey", "Not Found"),
                 _ => ("AccessDenied", "Forbidden"),
@@ -197,10 +204,30 @@ pub fn deny(mut client: TcpStream, upstream: u16, what: &str, status: u16) {
         if server.write_all(&request).is_err() {
             return;
         }
-        let response = read_message(&mut server, request.starts_with(b"HEAD "));
+        let mut response = read_message(&mut server, request.starts_with(b"HEAD "));
+        if hit {
+            other_etag(&mut response);
+        }
         if response.is_empty() || client.write_all(&response).is_err() {
             return;
         }
+    }
+}
+
+/// Change one character of the `ETag` of the response `message`'s head (its length
+/// kept).
+fn other_etag(message: &mut [u8]) {
+    let end = message
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(0);
+    let head = text(&message[..end]).to_ascii_lowercase();
+    let Some(at) = head.find("\r\netag:") else {
+        return;
+    };
+    let value = at + "\r\netag:".len();
+    if let Some(i) = (value..end).find(|&i| message[i].is_ascii_alphanumeric()) {
+        message[i] = if message[i] == b'0' { b'1' } else { b'0' };
     }
 }
 
