@@ -181,6 +181,7 @@ pub fn open_tree(
         None => DEFAULT_MAX_FILE_BYTES,
     };
     let (keys, sizes): (Arc<[String]>, Arc<[u64]>) = (keys.into(), sizes.into());
+    let e_tags: Arc<[Option<String>]> = e_tags.into();
     let tree = Listed {
         url: &url,
         options: &options,
@@ -201,7 +202,7 @@ pub fn open_tree(
         client,
         keys,
         sizes,
-        e_tags: e_tags.into(),
+        e_tags,
         max_file_bytes,
         skip: packs.clone(),
         keeper,
@@ -237,7 +238,7 @@ struct Listed<'a> {
     sampling: crate::plan::Sampling,
     keys: &'a Arc<[String]>,
     sizes: &'a Arc<[u64]>,
-    e_tags: &'a [Option<String>],
+    e_tags: &'a Arc<[Option<String>]>,
     max_file_bytes: u64,
 }
 
@@ -287,7 +288,7 @@ fn packs(client: &StoreClient, tree: &Listed<'_>) -> Result<Option<TreePacks>> {
         cache,
         Arc::clone(keys),
         Arc::clone(sizes),
-        e_tags,
+        Arc::clone(e_tags),
         max_file_bytes,
         sampling,
     );
@@ -330,7 +331,7 @@ fn keeper(tree: &Listed<'_>) -> Result<Option<Keeper>> {
     };
     let (sampling, sizes, max_file_bytes) = (tree.sampling, tree.sizes, tree.max_file_bytes);
     let mut h = crc32fast::Hasher::new();
-    for ((key, size), tag) in tree.keys.iter().zip(sizes.iter()).zip(tree.e_tags) {
+    for ((key, size), tag) in tree.keys.iter().zip(sizes.iter()).zip(tree.e_tags.iter()) {
         h.update(key.as_bytes());
         h.update(&size.to_le_bytes());
         h.update(tag.as_deref().unwrap_or("").as_bytes());

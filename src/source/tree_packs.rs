@@ -126,7 +126,7 @@ impl TreePacks {
         cache: Cache,
         keys: Arc<[String]>,
         sizes: Arc<[u64]>,
-        e_tags: &[Option<String>],
+        e_tags: Arc<[Option<String>]>,
         max: u64,
         sampling: Sampling,
     ) -> TreePacks {
@@ -146,7 +146,6 @@ impl TreePacks {
             .collect();
         let pack_sizes: Vec<u64> = files.iter().map(|f| f.size).collect();
         let failed: Arc<[AtomicBool]> = (0..count).map(|_| AtomicBool::new(false)).collect();
-        let e_tags: Vec<Option<String>> = e_tags.to_vec();
         let assemble = {
             let (failed, sizes) = (Arc::clone(&failed), Arc::clone(&sizes));
             move |client: &StoreClient, p: usize, out: &mut std::fs::File| -> Result<Received> {
